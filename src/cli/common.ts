@@ -1,0 +1,50 @@
+import type { Command } from 'commander';
+import { ZodError } from 'zod';
+import { loadConfig, type Config } from '../config.js';
+import { AppError } from '../http/errors.js';
+import { openStore, type Store } from '../store/store.js';
+import { validationError } from '../http/zod-error.js';
+
+/** Adds `--data DIR` to a command. */
+export function withData(cmd: Command): Command {
+  return cmd.option('--data <dir>', 'data directory (env SVC_DATA_DIR, default ./.svc)');
+}
+
+/** Resolves the configuration of a command from its flags, mapping bad values to a usage error. */
+export function configFrom(flags: Partial<Record<keyof Config, unknown>>): Config {
+  try {
+    return loadConfig(flags);
+  } catch (err) {
+    if (err instanceof ZodError) throw validationError(err);
+    throw err;
+  }
+}
+
+/** Opens the store of the data directory named by `--data` / SVC_DATA_DIR and runs `fn` with it. */
+export async function withStore<T>(opts: { data?: string }, fn: (store: Store) => T | Promise<T>): Promise<T> {
+  const config = configFrom({ dataDir: opts.data });
+  const store = openStore({ dataDir: config.dataDir, synchronous: config.synchronous });
+  try {
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
+/** Prints data: JSON with `--json`, else the human text. */
+export function print(json: boolean | undefined, data: unknown, human: () => string): void {
+  process.stdout.write(json ? `${JSON.stringify(data, null, 2)}\n` : `${human()}\n`);
+}
+
+/** A fixed-width table for human output. */
+export function table(rows: Record<string, unknown>[], columns: string[]): string {
+  if (rows.length === 0) return '(none)';
+  const cells = rows.map((r) => columns.map((c) => (r[c] === null || r[c] === undefined ? '' : String(r[c]))));
+  const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i]!.length)));
+  const line = (vals: string[]) => vals.map((v, i) => v.padEnd(widths[i]!)).join('  ').trimEnd();
+  return [line(columns), ...cells.map(line)].join('\n');
+}
+
+export function usageError(message: string): AppError {
+  return new AppError('bad_request', message);
+}

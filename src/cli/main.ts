@@ -1,0 +1,56 @@
+import { Command, CommanderError } from 'commander';
+import { AppError, exitCodeFor } from '../http/errors.js';
+import { VERSION } from '../version.js';
+import { registerServe } from './serve.js';
+import { registerSite } from './site.js';
+import { registerStats } from './stats.js';
+import { registerVerify } from './verify.js';
+import { registerWebhooks } from './webhooks.js';
+import { registerKey } from './key.js';
+import { registerSegment } from './segment.js';
+
+/** Builds the svc command tree. Each command group registers itself from its own file. */
+export function buildProgram(): Command {
+  const program = new Command('svc')
+    .description('svc: website personalization back end (ingestion, webhooks, MCP tool server, profile REST API)')
+    .version(VERSION)
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+  registerServe(program);
+  registerSite(program);
+  registerStats(program);
+  registerVerify(program);
+  registerWebhooks(program);
+  registerKey(program);
+  registerSegment(program);
+  for (const cmd of program.commands) applyExitOverride(cmd);
+  return program;
+}
+
+function applyExitOverride(cmd: Command): void {
+  cmd.exitOverride();
+  for (const sub of cmd.commands) applyExitOverride(sub);
+}
+
+/** Runs the CLI; returns the process exit code (0 ok, 1 failure, 2 usage error). */
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+    // A command that ran but reports failure (a failed replay or test send) sets process.exitCode.
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
+      return 2;
+    }
+    if (err instanceof AppError) {
+      process.stderr.write(`svc: ${err.message}\n`);
+      return exitCodeFor(err);
+    }
+    const code = (err as { code?: string })?.code;
+    const message = err instanceof Error ? err.message : String(err);
+    process.stderr.write(`svc: ${code ? `${code}: ` : ''}${message}\n`);
+    return 1;
+  }
+}

@@ -1,0 +1,46 @@
+import type { Command } from 'commander';
+import { z } from 'zod';
+import { print, table, withData, withStore, usageError } from './common.js';
+
+const domainSchema = z
+  .string()
+  .regex(/^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i, 'must be a domain name such as example.com');
+const currencySchema = z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD');
+
+export function registerSite(program: Command): void {
+  const site = program.command('site').description('Create and list sites (the CLI acts as the local owner)');
+  withData(
+    site
+      .command('create')
+      .description('Create a site and print its public site_id')
+      .requiredOption('--name <name>', 'site name')
+      .option('--domain <domain>', 'the site domain, e.g. example.com')
+      .option('--currency <code>', 'default ISO 4217 currency of conversions', 'USD')
+      .option('--json', 'print JSON'),
+  ).action(async (opts: { name: string; domain?: string; currency: string; json?: boolean; data?: string }) => {
+    if (!opts.name.trim()) throw usageError('--name must not be empty');
+    if (opts.domain !== undefined && !domainSchema.safeParse(opts.domain).success) {
+      throw usageError(`--domain: ${JSON.stringify(opts.domain)} must be a domain name such as example.com`);
+    }
+    if (!currencySchema.safeParse(opts.currency).success) {
+      throw usageError(`--currency: ${JSON.stringify(opts.currency)} must be an ISO 4217 code such as USD`);
+    }
+    const row = await withStore(opts, (s) =>
+      s.sites.create({ name: opts.name.trim(), domain: opts.domain?.toLowerCase(), currency: opts.currency }),
+    );
+    print(opts.json, { site_id: row.id }, () => row.id);
+  });
+  withData(site.command('list').description('List sites').option('--json', 'print JSON')).action(
+    async (opts: { json?: boolean; data?: string }) => {
+      const rows = await withStore(opts, (s) => s.sites.list());
+      const out = rows.map((r) => ({
+        site_id: r.id,
+        name: r.name,
+        domain: r.domain,
+        currency: r.currency,
+        created_at: new Date(r.created_at).toISOString(),
+      }));
+      print(opts.json, out, () => table(out, ['site_id', 'name', 'domain', 'currency', 'created_at']));
+    },
+  );
+}

@@ -1,0 +1,31 @@
+import type { Command } from 'commander';
+import { print, table, withData, withStore } from './common.js';
+import { AppError } from '../http/errors.js';
+
+export function registerStats(program: Command): void {
+  withData(
+    program
+      .command('stats')
+      .description('Exact counts of what is stored, per site')
+      .option('--site <id>', 'only this site')
+      .option('--json', 'print JSON'),
+  ).action(async (opts: { site?: string; json?: boolean; data?: string }) => {
+    const rows = await withStore(opts, (s) => {
+      if (opts.site !== undefined && !s.sites.get(opts.site)) throw new AppError('not_found', `no site ${opts.site}`);
+      return s.stats(opts.site);
+    });
+    print(opts.json, opts.site !== undefined ? rows[0] : rows, () =>
+      table(rows as unknown as Record<string, unknown>[], [
+        'site_id',
+        'profiles',
+        'sessions',
+        'events',
+        'scores',
+        'conversions',
+        'leads',
+        'outbox_pending',
+        'outbox_done',
+      ]),
+    );
+  });
+}

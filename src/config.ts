@@ -1,0 +1,87 @@
+import { z } from 'zod';
+
+const bool = z
+  .union([z.boolean(), z.enum(['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off'])])
+  .transform((v) => v === true || v === '1' || v === 'true' || v === 'yes' || v === 'on');
+
+const positiveInt = z.coerce.number().int().positive();
+
+/**
+ * Every setting of svc in one schema. Values come from command-line flags,
+ * then SVC_* environment variables, then these defaults.
+ */
+export const configSchema = z.object({
+  host: z.string().min(1).default('127.0.0.1').describe('Address to listen on (SVC_HOST).'),
+  port: z.coerce.number().int().min(0).max(65535).default(8787).describe('Port; 0 picks a free one (SVC_PORT).'),
+  dataDir: z.string().min(1).default('./.svc').describe('Data directory (SVC_DATA_DIR).'),
+  synchronous: z
+    .enum(['full', 'full-inline', 'normal'])
+    .default('full')
+    .describe('full: on disk before acknowledged, fsync off the event loop; full-inline: SQLite fsyncs inline; normal: survives a process crash only (SVC_SQLITE_SYNCHRONOUS).'),
+  rateLimit: z
+    .enum(['on', 'off'])
+    .default('on')
+    .describe('off disables every rate limit, for benchmarks only (SVC_RATE_LIMIT).'),
+  ingestSiteRate: positiveInt.default(1000).describe('Ingestion requests per second per site (SVC_INGEST_SITE_RATE).'),
+  ingestSiteBurst: positiveInt.default(5000).describe('Ingestion burst per site (SVC_INGEST_SITE_BURST).'),
+  ingestIpRate: positiveInt.default(200).describe('Ingestion requests per second per client address (SVC_INGEST_IP_RATE).'),
+  ingestIpBurst: positiveInt.default(1000).describe('Ingestion burst per client address (SVC_INGEST_IP_BURST).'),
+  trustProxy: bool.default(false).describe('Take the client address from X-Forwarded-For (SVC_TRUST_PROXY).'),
+  allowPrivateDestinations: bool
+    .default(false)
+    .describe('Allow webhook destinations on private/loopback addresses; development and tests only (SVC_ALLOW_PRIVATE_DESTINATIONS).'),
+  webhookConcurrency: positiveInt.max(256).default(16).describe('Deliveries in flight per destination (SVC_WEBHOOK_CONCURRENCY).'),
+  webhookRetrySchedule: z
+    .string()
+    .default('5s,5m,30m,2h,5h,10h,10h')
+    .describe('Delays before each retry of a failed delivery (SVC_WEBHOOK_RETRY_SCHEDULE).'),
+  webhookDisableAfterFailures: positiveInt
+    .default(50)
+    .describe('Consecutive failed attempts that disable a destination (SVC_WEBHOOK_DISABLE_AFTER_FAILURES).'),
+  webhookDisableWindow: z
+    .string()
+    .default('24h')
+    .describe('...spanning at least this long (SVC_WEBHOOK_DISABLE_WINDOW).'),
+  webhookPollMs: positiveInt.default(500).describe('Longest pause between looks for due deliveries (SVC_WEBHOOK_POLL_MS).'),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('SVC_LOG_LEVEL.'),
+  ingestRouter: z.enum(['raw', 'express']).default('raw').describe('How ingestion routes are mounted (SVC_INGEST_ROUTER); for benchmarks.'),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+const ENV: Record<keyof Config, string> = {
+  host: 'SVC_HOST',
+  port: 'SVC_PORT',
+  dataDir: 'SVC_DATA_DIR',
+  synchronous: 'SVC_SQLITE_SYNCHRONOUS',
+  rateLimit: 'SVC_RATE_LIMIT',
+  ingestSiteRate: 'SVC_INGEST_SITE_RATE',
+  ingestSiteBurst: 'SVC_INGEST_SITE_BURST',
+  ingestIpRate: 'SVC_INGEST_IP_RATE',
+  ingestIpBurst: 'SVC_INGEST_IP_BURST',
+  trustProxy: 'SVC_TRUST_PROXY',
+  allowPrivateDestinations: 'SVC_ALLOW_PRIVATE_DESTINATIONS',
+  webhookConcurrency: 'SVC_WEBHOOK_CONCURRENCY',
+  webhookRetrySchedule: 'SVC_WEBHOOK_RETRY_SCHEDULE',
+  webhookDisableAfterFailures: 'SVC_WEBHOOK_DISABLE_AFTER_FAILURES',
+  webhookDisableWindow: 'SVC_WEBHOOK_DISABLE_WINDOW',
+  webhookPollMs: 'SVC_WEBHOOK_POLL_MS',
+  logLevel: 'SVC_LOG_LEVEL',
+  ingestRouter: 'SVC_INGEST_ROUTER',
+};
+
+/** Resolves settings: flags (defined values only) > environment > defaults. Throws a ZodError on bad values. */
+export function loadConfig(flags: Partial<Record<keyof Config, unknown>>, env: NodeJS.ProcessEnv = process.env): Config {
+  const merged: Record<string, unknown> = {};
+  for (const key of Object.keys(ENV) as (keyof Config)[]) {
+    const fromFlag = flags[key];
+    const fromEnv = env[ENV[key]];
+    if (fromFlag !== undefined) merged[key] = fromFlag;
+    else if (fromEnv !== undefined && fromEnv !== "") merged[key] = fromEnv;
+  }
+  return configSchema.parse(merged);
+}
+
+export function envName(key: keyof Config): string {
+  return ENV[key];
+}

@@ -1,0 +1,311 @@
+import { AppError } from '../../http/errors.js';
+import { newId } from '../../store/ids.js';
+import type { Store } from '../../store/store.js';
+import type { SessionContext } from '../../store/profiles.js';
+import type { SiteRow } from '../../store/sites.js';
+import type { SegmentMembership } from '../segments/membership.js';
+import { normalizeEmail, normalizePhoneDigits, sha256Hex } from '../identity/normalize.js';
+import { planIdentify } from '../identity/plan.js';
+import { clickIdsFromUrl } from './click-ids.js';
+import {
+  BEHAVIOURAL_WEBHOOK_TYPES,
+  behaviouralPayload,
+  conversionPayload,
+  leadCapturedPayload,
+  profileIdentifiedPayload,
+  type LineItem,
+} from './payloads.js';
+import type { ConvertRequest, EventRequest, IdentifyRequest, LeadRequest, ScoreRequest } from '../../ingest/schemas.js';
+
+export interface RequestContext {
+  ip?: string | undefined;
+  userAgent?: string | undefined;
+}
+
+export interface IdentifyResult {
+  profile_id: string;
+  known: boolean;
+  identified: boolean;
+  merged_profiles: number;
+}
+
+interface IdentifyCoreInput {
+  siteId: string;
+  sessionId?: string | undefined;
+  visitorId?: string | undefined;
+  traits: Record<string, string>;
+}
+
+const EVENT_KEYS = new Set(['site_id', 'session_id', 'visitor_id', 'type', 'timestamp']);
+
+/**
+ * The operations behind the ingestion endpoints. Each validates the site,
+ * then runs as one operation of the next group commit: the data and the
+ * outbox rows it causes are committed together, and the returned promise
+ * resolves only after that commit.
+ */
+export class IngestionService {
+  constructor(
+    private readonly store: Store,
+    private readonly membership: SegmentMembership,
+  ) {}
+
+  site(siteId: string): SiteRow {
+    const site = this.store.sites.get(siteId);
+    if (!site) {
+      throw new AppError('unknown_site', `site_id: no site ${JSON.stringify(siteId)}`, { field: 'site_id' });
+    }
+    return site;
+  }
+
+  identify(req: IdentifyRequest, ctx: RequestContext): Promise<IdentifyResult> {
+    this.site(req.site_id);
+    return this.store.write(() => {
+      const now = Date.now();
+      const r = this.identifyCore(
+        { siteId: req.site_id, sessionId: req.session_id, visitorId: req.visitor_id, traits: req.traits },
+        ctx,
+        now,
+      );
+      this.membership.recompute(req.site_id, r.profile_id, now);
+      return r;
+    });
+  }
+
+  convert(req: ConvertRequest, ctx: RequestContext): Promise<{ conversion_id: string; profile_id: string }> {
+    const site = this.site(req.site_id);
+    const lineItems: LineItem[] = (req.line_items ?? []).map((i) => ({ sku: i.sku, qty: i.qty, price: i.price }));
+    return this.store.write(() => {
+      const now = Date.now();
+      const s = this.store.profiles.ensureSession(site.id, req.session_id, undefined, sessionCtx(ctx), now);
+      const id = newId('cnv');
+      this.store.activity.insertConversion({
+        id,
+        siteId: site.id,
+        sessionId: req.session_id,
+        profileId: s.profileId,
+        revenue: req.revenue,
+        currency: site.currency,
+        lineItems: JSON.stringify(lineItems),
+        now,
+      });
+      this.store.activity.enqueue(
+        site.id,
+        'conversion',
+        conversionPayload({
+          siteId: site.id,
+          conversionId: id,
+          profileId: s.profileId,
+          sessionId: req.session_id,
+          visitorId: s.visitorId,
+          revenue: req.revenue,
+          currency: site.currency,
+          lineItems,
+          at: now,
+        }),
+        now,
+      );
+      this.membership.recompute(site.id, s.profileId, now);
+      return { conversion_id: id, profile_id: s.profileId };
+    });
+  }
+
+  captureLead(
+    req: LeadRequest,
+    ctx: RequestContext,
+  ): Promise<{ lead_id: string; profile_id: string; form_id: string; kind: 'lead_form' | 'optin'; workable: boolean }> {
+    this.site(req.site_id);
+    const clean = (v: string | null | undefined) => {
+      const t = v?.trim();
+      return t ? t : undefined;
+    };
+    const email = clean(req.email);
+    const name = clean(req.name);
+    const phone = clean(req.phone);
+    const kind = req.source === 'optin_form' ? ('optin' as const) : ('lead_form' as const);
+    const formId = req.form_id ?? (kind === 'optin' ? 'optin_form' : 'lead_form');
+    const workable = email !== undefined || name !== undefined || phone !== undefined;
+    const traits: Record<string, string> = {};
+    if (email !== undefined) traits.email = email;
+    if (name !== undefined) traits.name = name;
+    if (phone !== undefined) traits.phone = phone;
+    return this.store.write(() => {
+      const now = Date.now();
+      const sessionId = req.session_id ?? undefined;
+      const visitorId = req.visitor_id ?? undefined;
+      let profileId: string;
+      if (sessionId !== undefined || visitorId !== undefined || Object.keys(traits).length > 0) {
+        profileId = this.identifyCore({ siteId: req.site_id, sessionId, visitorId, traits }, ctx, now).profile_id;
+      } else {
+        profileId = this.store.profiles.createProfile(req.site_id, now);
+      }
+      const leadId = newId('lead');
+      this.store.activity.insertLead({
+        id: leadId,
+        siteId: req.site_id,
+        profileId,
+        formId,
+        kind,
+        email: email ?? null,
+        name: name ?? null,
+        phone: phone ?? null,
+        appointmentSlot: req.appointment_slot ?? null,
+        source: req.source ?? null,
+        workable,
+        now,
+      });
+      this.store.activity.enqueue(
+        req.site_id,
+        'lead.captured',
+        leadCapturedPayload({ siteId: req.site_id, leadId, formId, kind, profileId, workable, at: now }),
+        now,
+      );
+      this.membership.recompute(req.site_id, profileId, now);
+      return { lead_id: leadId, profile_id: profileId, form_id: formId, kind, workable };
+    });
+  }
+
+  /**
+   * Stores an event. `raw` is the request body exactly as received: custom
+   * properties are kept verbatim, byte for byte.
+   */
+  recordEvent(req: EventRequest, raw: string, ctx: RequestContext): Promise<{ event_id: string; profile_id: string }> {
+    this.site(req.site_id);
+    const ts = req.timestamp !== undefined ? Date.parse(req.timestamp) : undefined;
+    const url = (req as Record<string, unknown>).url;
+    return this.store.write(() => {
+      const now = Date.now();
+      const s = this.store.profiles.ensureSession(
+        req.site_id,
+        req.session_id,
+        req.visitor_id,
+        { ...sessionCtx(ctx), url, ...clickIdsFromUrl(url) },
+        now,
+      );
+      const at = ts ?? now;
+      const rowId = this.store.activity.insertEvent({
+        siteId: req.site_id,
+        sessionId: req.session_id,
+        profileId: s.profileId,
+        visitorId: s.visitorId,
+        type: req.type,
+        ts: at,
+        body: raw,
+        now,
+      });
+      const eventId = `evt_${rowId}`;
+      if (BEHAVIOURAL_WEBHOOK_TYPES.has(req.type)) {
+        const properties: Record<string, unknown> = {};
+        for (const [k, v] of Object.entries(req)) if (!EVENT_KEYS.has(k)) properties[k] = v;
+        this.store.activity.enqueue(
+          req.site_id,
+          req.type,
+          behaviouralPayload({
+            type: req.type,
+            siteId: req.site_id,
+            eventId,
+            profileId: s.profileId,
+            sessionId: req.session_id,
+            visitorId: s.visitorId,
+            at,
+            properties,
+          }),
+          now,
+        );
+      }
+      this.membership.recompute(req.site_id, s.profileId, now);
+      return { event_id: eventId, profile_id: s.profileId };
+    });
+  }
+
+  recordScore(req: ScoreRequest, raw: string, ctx: RequestContext): Promise<{ score_id: string; profile_id: string }> {
+    this.site(req.site_id);
+    return this.store.write(() => {
+      const now = Date.now();
+      const s = this.store.profiles.ensureSession(req.site_id, req.session_id, req.visitor_id, sessionCtx(ctx), now);
+      const rowId = this.store.activity.insertScore({
+        siteId: req.site_id,
+        sessionId: req.session_id,
+        profileId: s.profileId,
+        visitorId: s.visitorId,
+        score: req.score ?? null,
+        body: raw,
+        now,
+      });
+      this.membership.recompute(req.site_id, s.profileId, now);
+      return { score_id: `scr_${rowId}`, profile_id: s.profileId };
+    });
+  }
+
+  /** Identity stitching (see planIdentify); runs inside a write transaction. */
+  private identifyCore(input: IdentifyCoreInput, ctx: RequestContext, now: number): IdentifyResult {
+    const profiles = this.store.profiles;
+    const { siteId, sessionId, visitorId } = input;
+    const traits = { ...input.traits };
+    let email: string | undefined;
+    if (traits.email !== undefined) {
+      email = normalizeEmail(traits.email) || undefined;
+      if (email === undefined) delete traits.email;
+      else traits.email = email;
+    }
+    const externalId = traits.external_id?.trim() || undefined;
+    const session = sessionId !== undefined ? profiles.session(siteId, sessionId) : undefined;
+    const sessionOwner = session ? { id: session.profile_id, known: profiles.isKnown(session.profile_id) } : undefined;
+    const visitorOwner = profiles.owner(siteId, 'visitor', visitorId);
+    const plan = planIdentify({
+      email: profiles.owner(siteId, 'email', email),
+      externalId: profiles.owner(siteId, 'external_id', externalId),
+      visitor: visitorOwner,
+      session: sessionOwner,
+    });
+    if (plan.kind === 'conflict') throw new AppError('identity_conflict', plan.message);
+
+    const anchor = sessionId !== undefined ? sessionOwner : visitorOwner;
+    const targetId = plan.target?.id ?? profiles.createProfile(siteId, now);
+    const wasKnownLink = anchor !== undefined && anchor.known && anchor.id === targetId;
+    const before = profiles.traits(targetId);
+    let merged: Record<string, string> = {};
+    for (const from of plan.absorb) {
+      merged = { ...merged, ...profiles.traits(from).traits };
+      profiles.mergeInto(from, targetId, now);
+    }
+    merged = { ...merged, ...before.traits, ...traits };
+    const known = before.known || email !== undefined || externalId !== undefined;
+    profiles.setTraits(targetId, merged, known, now);
+    if (email !== undefined) profiles.addIdentity(siteId, 'email', email, targetId, now);
+    if (externalId !== undefined) profiles.addIdentity(siteId, 'external_id', externalId, targetId, now);
+    if (visitorId !== undefined) profiles.setIdentity(siteId, 'visitor', visitorId, targetId, now);
+    if (email !== undefined) profiles.setHash(siteId, 'email_sha256', sha256Hex(email), targetId, now);
+    const phoneDigits = traits.phone !== undefined ? normalizePhoneDigits(traits.phone) : '';
+    if (phoneDigits) profiles.setHash(siteId, 'phone_sha256', sha256Hex(phoneDigits), targetId, now);
+    if (sessionId !== undefined) {
+      if (session) profiles.linkSession(siteId, sessionId, targetId, visitorId, now);
+      else profiles.insertSession(siteId, sessionId, targetId, visitorId, sessionCtx(ctx), now);
+    }
+    // profile.identified fires when the session (else the visitor, else the profile itself)
+    // was not already linked to this known profile: an anonymous session met a known identity.
+    const hadAnchor = sessionId !== undefined || visitorId !== undefined;
+    const identified = known && !(hadAnchor ? wasKnownLink : before.known && plan.target !== null);
+    if (identified) {
+      this.store.activity.enqueue(
+        siteId,
+        'profile.identified',
+        profileIdentifiedPayload({
+          siteId,
+          visitorId: visitorId ?? session?.visitor_id ?? null,
+          sessionId: sessionId ?? null,
+          email: merged.email ?? null,
+          externalId: merged.external_id ?? null,
+          segment: before.primarySegment,
+          at: now,
+        }),
+        now,
+      );
+    }
+    return { profile_id: targetId, known, identified, merged_profiles: plan.absorb.length };
+  }
+}
+
+function sessionCtx(ctx: RequestContext): SessionContext {
+  return { ip: ctx.ip, userAgent: ctx.userAgent };
+}

@@ -1,0 +1,159 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { z } from 'zod';
+import { AppError } from '../http/errors.js';
+import { readBody } from '../http/body.js';
+import { sendError, sendJson } from '../http/respond.js';
+import { validationError } from '../http/zod-error.js';
+import { describePolicy, type KeyedRateLimiter } from '../http/rate-limit.js';
+import type { IngestionService, RequestContext } from '../domain/ingestion/service.js';
+import { BODY_LIMITS, type IngestPath } from './limits.js';
+import { convertSchema, eventSchema, identifySchema, leadSchema, scoreSchema } from './schemas.js';
+
+export interface IngestDeps {
+  service: IngestionService;
+  /** Per client address; null when rate limiting is off. */
+  ipLimiter: KeyedRateLimiter | null;
+  /** Per site; null when rate limiting is off. */
+  siteLimiter: KeyedRateLimiter | null;
+  trustProxy: boolean;
+  onUnexpected: (err: unknown, path: string) => void;
+}
+
+interface Route {
+  schema: z.ZodType<{ site_id: string }>;
+  status: number;
+  run: (deps: IngestDeps, input: never, raw: string, ctx: RequestContext) => Promise<unknown>;
+}
+
+const ROUTES: Record<IngestPath, Route> = {
+  '/api/identify': { schema: identifySchema, status: 200, run: (d, i, _r, c) => d.service.identify(i, c) },
+  '/api/convert': { schema: convertSchema, status: 201, run: (d, i, _r, c) => d.service.convert(i, c) },
+  '/api/lead/capture': { schema: leadSchema, status: 201, run: (d, i, _r, c) => d.service.captureLead(i, c) },
+  '/api/events': { schema: eventSchema, status: 201, run: (d, i, r, c) => d.service.recordEvent(i, r, c) },
+  '/api/score': { schema: scoreSchema, status: 201, run: (d, i, r, c) => d.service.recordScore(i, r, c) },
+};
+
+const CORS = {
+  'Access-Control-Allow-Origin': '*',
+  'Access-Control-Allow-Methods': 'POST, OPTIONS',
+  'Access-Control-Allow-Headers': 'Content-Type',
+  'Access-Control-Max-Age': '86400',
+};
+
+/** The ingestion paths this router answers. */
+export function isIngestPath(pathname: string): pathname is IngestPath {
+  return Object.prototype.hasOwnProperty.call(ROUTES, pathname);
+}
+
+/**
+ * Handles one ingestion request on the bare node:http request/response pair.
+ * Order: method, client-address limit, body (streamed, capped), content type,
+ * JSON, schema, site, site limit, then the write; every refusal stores nothing.
+ */
+export async function handleIngest(deps: IngestDeps, path: IngestPath, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  res.setHeader('Access-Control-Allow-Origin', '*');
+  if (req.method === 'OPTIONS') {
+    res.writeHead(204, CORS);
+    res.end();
+    return;
+  }
+  const limit = BODY_LIMITS[path];
+  try {
+    if (req.method !== 'POST') {
+      req.resume();
+      throw new AppError('method_not_allowed', `${req.method} is not allowed on ${path}; use POST`, {}, { Allow: 'POST, OPTIONS' });
+    }
+    const ip = clientAddress(req, deps.trustProxy);
+    if (deps.ipLimiter) {
+      const d = deps.ipLimiter.take(ip);
+      if (!d.ok) {
+        req.resume();
+        throw new AppError(
+          'rate_limited',
+          `too many requests from this client address (${describePolicy(deps.ipLimiter.policy)})`,
+          { scope: 'client_address', retry_after_seconds: d.retryAfterSeconds },
+          deps.ipLimiter.headers(d),
+        );
+      }
+    }
+    const body = await readBody(req, limit);
+    if (!body.ok) {
+      const observed = body.complete ? `${body.size}` : `at least ${body.size}`;
+      const headers: Record<string, string> = {
+        'X-SVC-Body-Limit': String(limit),
+        'X-SVC-Body-Size': String(body.size),
+      };
+      if (!body.complete) headers.Connection = 'close';
+      throw new AppError(
+        'payload_too_large',
+        `request body is ${observed} bytes; the limit for ${path} is ${limit} bytes. Nothing was stored; split the data across requests`,
+        { limit, size: body.size, complete: body.complete },
+        headers,
+      );
+    }
+    const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    if (type !== 'application/json' && type !== 'text/plain') {
+      throw new AppError(
+        'unsupported_media_type',
+        `Content-Type must be application/json (or text/plain for browser beacons), got ${type ? JSON.stringify(type) : 'none'}`,
+        { content_type: type },
+      );
+    }
+    const raw = body.body.toString('utf8');
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw);
+    } catch (err) {
+      throw new AppError('invalid_json', `body is not valid JSON: ${(err as Error).message}`, {});
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      throw new AppError('validation_failed', 'body must be a JSON object', { field: '(body)' });
+    }
+    const route = ROUTES[path];
+    const result = route.schema.safeParse(parsed);
+    if (!result.success) throw validationError(result.error);
+    const input = result.data;
+    if (deps.siteLimiter) {
+      deps.service.site(input.site_id);
+      const d = deps.siteLimiter.take(input.site_id);
+      if (!d.ok) {
+        throw new AppError(
+          'rate_limited',
+          `too many requests for this site (${describePolicy(deps.siteLimiter.policy)})`,
+          { scope: 'site', retry_after_seconds: d.retryAfterSeconds },
+          deps.siteLimiter.headers(d),
+        );
+      }
+    }
+    const out = await route.run(deps, input as never, raw, {
+      ip,
+      userAgent: req.headers['user-agent'],
+    });
+    sendJson(res, route.status, out);
+  } catch (err) {
+    if (res.headersSent || res.destroyed) return;
+    if (err instanceof AppError) {
+      sendError(res, err);
+      return;
+    }
+    const code = (err as { code?: string } | null)?.code;
+    if (typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR'))) {
+      sendError(
+        res,
+        new AppError('service_unavailable', 'storage is unavailable; nothing was stored, retry later', {}, { 'Retry-After': '1' }),
+      );
+      return;
+    }
+    deps.onUnexpected(err, path);
+    sendError(res, new AppError('internal_error', 'internal error; nothing was stored'));
+  }
+}
+
+function clientAddress(req: IncomingMessage, trustProxy: boolean): string {
+  if (trustProxy) {
+    const fwd = req.headers['x-forwarded-for'];
+    const first = (Array.isArray(fwd) ? fwd[0] : fwd)?.split(',')[0]?.trim();
+    if (first) return first;
+  }
+  return req.socket.remoteAddress ?? 'unknown';
+}

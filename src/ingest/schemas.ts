@@ -1,0 +1,112 @@
+import { z } from 'zod';
+
+/**
+ * Request schemas of the ingestion surface. They are the single truth for
+ * validation, TypeScript types and the documentation of the endpoints.
+ */
+const id = (what: string) => z.string().min(1).max(128).describe(what);
+const siteId = z.string().min(1).max(64).describe('Public site identifier.');
+
+export const TRAIT_LIMITS = { keys: 100, keyLength: 128, valueLength: 2048, email: 320 } as const;
+
+export const identifySchema = z
+  .strictObject({
+    session_id: id('The visitor session to attach the identity to.'),
+    visitor_id: id('Persistent visitor ID (the persistent visitor cookie).').optional(),
+    site_id: siteId,
+    traits: z
+      .record(
+        z.string().min(1).max(TRAIT_LIMITS.keyLength),
+        z.string().max(TRAIT_LIMITS.valueLength, `trait values are at most ${TRAIT_LIMITS.valueLength} characters`),
+      )
+      .refine((t) => Object.keys(t).length >= 1, 'at least one trait is required')
+      .refine((t) => Object.keys(t).length <= TRAIT_LIMITS.keys, `at most ${TRAIT_LIMITS.keys} traits`)
+      .refine((t) => (t.email ?? '').length <= TRAIT_LIMITS.email, `email is at most ${TRAIT_LIMITS.email} characters`)
+      .describe('At least one trait (email, external_id or any custom attribute); all values are strings.'),
+  })
+  .meta({ id: 'IdentifyRequest' });
+export type IdentifyRequest = z.infer<typeof identifySchema>;
+
+const nonNegative = (what: string) =>
+  z.number().refine(Number.isFinite, 'must be a finite number').min(0, 'must not be negative').describe(what);
+
+export const lineItemSchema = z
+  .strictObject({
+    sku: z.string().min(1).max(256).describe('Stock-keeping unit (the content id sent to ad platforms).'),
+    qty: nonNegative('Quantity.'),
+    price: nonNegative('Unit price.'),
+  })
+  .meta({ id: 'LineItem' });
+
+export const convertSchema = z
+  .strictObject({
+    session_id: id('The converting session.'),
+    site_id: siteId,
+    revenue: z
+      .number()
+      .refine(Number.isFinite, 'must be a finite number')
+      .min(0, 'revenue must be between 0 and 10,000,000')
+      .max(10_000_000, 'revenue must be between 0 and 10,000,000')
+      .nullable()
+      .describe('0 to 10,000,000; null records a non-revenue conversion.'),
+    line_items: z.array(lineItemSchema).max(100, 'at most 100 line items').optional(),
+  })
+  .meta({ id: 'ConvertRequest' });
+export type ConvertRequest = z.infer<typeof convertSchema>;
+
+const optionalText = (max: number, what: string) =>
+  z
+    .string()
+    .max(max, `at most ${max} characters`)
+    .nullish()
+    .describe(what);
+
+export const leadSchema = z
+  .strictObject({
+    site_id: siteId,
+    visitor_id: id('Persistent visitor ID to attach the lead to (preferred).').nullish(),
+    session_id: id('Alternative to visitor_id when only the session is known.').nullish(),
+    email: optionalText(320, 'Email address (at most 320 characters).'),
+    name: optionalText(200, 'Name (at most 200 characters).'),
+    phone: optionalText(40, 'Phone number (at most 40 characters).'),
+    appointment_slot: z.iso
+      .datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone (Z or ±hh:mm)' })
+      .nullish()
+      .describe('Booked appointment time, ISO 8601 with a time zone.'),
+    source: z.string().max(100).nullish().describe('optin_form files a newsletter/opt-in; anything else a lead form.'),
+    form_id: z.string().min(1).max(128).nullish().describe('The form the lead came from (defaults to the filing kind).'),
+  })
+  .meta({ id: 'LeadCaptureRequest' });
+export type LeadRequest = z.infer<typeof leadSchema>;
+
+const timestamp = z.iso
+  .datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone (Z or ±hh:mm)' })
+  .describe('When it happened, ISO 8601; server time when absent.');
+
+/** Known keys of an event; every other top-level key is a custom property kept verbatim. */
+export const eventSchema = z
+  .looseObject({
+    site_id: siteId,
+    session_id: id('The session the event belongs to.'),
+    visitor_id: id('Persistent visitor ID.').optional(),
+    type: z
+      .string()
+      .min(1)
+      .max(100)
+      .regex(/^[\x21-\x7e]+$/, 'type is printable ASCII without spaces')
+      .describe('pageview, click, add_to_cart, abandon_cart or any custom name.'),
+    timestamp: timestamp.optional(),
+  })
+  .meta({ id: 'Event' });
+export type EventRequest = z.infer<typeof eventSchema>;
+
+/** Known keys of a score; every other top-level key is a custom signal field kept verbatim. */
+export const scoreSchema = z
+  .looseObject({
+    site_id: siteId,
+    session_id: id('The session the score belongs to.'),
+    visitor_id: id('Persistent visitor ID.').optional(),
+    score: z.number().refine(Number.isFinite, 'must be a finite number').optional().describe('Numeric score.'),
+  })
+  .meta({ id: 'Score' });
+export type ScoreRequest = z.infer<typeof scoreSchema>;

@@ -1,0 +1,157 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import { openStore, type Store } from '../store/store.js';
+import { startCheckpointer } from '../store/checkpoint.js';
+import { IngestionService } from '../domain/ingestion/service.js';
+import { SegmentMembership } from '../domain/segments/membership.js';
+import { createPulseRouter } from '../pulse/router.js';
+import { KeyedRateLimiter } from '../http/rate-limit.js';
+import { handleIngest, isIngestPath, type IngestDeps } from '../ingest/router.js';
+import { createApp, finishApp } from './app.js';
+import { VERSION } from '../version.js';
+import { redactUrl } from '../log.js';
+import { WebhookDispatcher } from '../webhooks/dispatcher.js';
+import { webhookPolicy } from '../webhooks/policy.js';
+
+export interface RunningServer {
+  url: string;
+  dispatcher: WebhookDispatcher;
+  store: Store;
+  server: http.Server;
+  /** Stops accepting, lets in-flight requests finish, flushes writes, closes the store. */
+  close: () => Promise<void>;
+}
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+
+/** Starts every HTTP surface of svc in this process. */
+export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
+  const store = openStore({ dataDir: config.dataDir, synchronous: config.synchronous, offThreadFsync: true });
+  const checkpointer = startCheckpointer(store, logger);
+  const membership = new SegmentMembership(store);
+  const service = new IngestionService(store, membership);
+  const limited = config.rateLimit === 'on';
+  if (!limited) logger.warn('SVC_RATE_LIMIT=off: every rate limit is disabled; use this for benchmarks only');
+  if (config.allowPrivateDestinations) {
+    logger.warn('private and loopback webhook destinations are allowed; use this for local development and tests only');
+  }
+  const deps: IngestDeps = {
+    service,
+    ipLimiter: limited
+      ? new KeyedRateLimiter({ name: 'ingest-client', rate: config.ingestIpRate, windowMs: 1000, burst: config.ingestIpBurst })
+      : null,
+    siteLimiter: limited
+      ? new KeyedRateLimiter({ name: 'ingest-site', rate: config.ingestSiteRate, windowMs: 1000, burst: config.ingestSiteBurst })
+      : null,
+    trustProxy: config.trustProxy,
+    onUnexpected: (err, path) =>
+      logger.error({ err: { message: (err as Error)?.message, code: (err as { code?: string })?.code }, path }, 'ingestion failed'),
+  };
+
+  const dispatcher = new WebhookDispatcher(store, {
+    ...webhookPolicy(config),
+    allowPrivate: config.allowPrivateDestinations,
+    concurrency: config.webhookConcurrency,
+    pollMs: config.webhookPollMs,
+    logger,
+  });
+
+  const app = createApp({ logger, version: VERSION });
+  if (config.ingestRouter === 'express') {
+    for (const path of ['/api/identify', '/api/convert', '/api/lead/capture', '/api/events', '/api/score'] as const) {
+      app.all(path, (req, res) => void handleIngest(deps, path, req, res));
+    }
+  }
+  app.use(
+    '/api/pulse/v1',
+    createPulseRouter(store, { allowPrivateDestinations: config.allowPrivateDestinations, rateLimit: limited }),
+  );
+  finishApp(app, logger);
+
+  const hostGuard = LOOPBACK.has(config.host) ? loopbackHostGuard(config) : null;
+  let inFlight = 0;
+  let draining: (() => void) | null = null;
+  const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+    inFlight++;
+    res.once('close', () => {
+      inFlight--;
+      if (inFlight === 0 && draining) draining();
+    });
+    if (hostGuard && !hostGuard(req.headers.host, req.headers.origin)) {
+      res.writeHead(403, { 'Content-Type': 'application/json' });
+      res.end(JSON.stringify({ error: { code: 'forbidden_host', message: 'Host or Origin header does not name this local server', details: {} } }));
+      return;
+    }
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const pathname = q === -1 ? url : url.slice(0, q);
+    if (config.ingestRouter === 'raw' && isIngestPath(pathname)) {
+      void handleIngest(deps, pathname, req, res);
+      return;
+    }
+    app(req, res);
+  });
+  server.on('clientError', (err, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    else socket.destroy();
+    logger.debug({ err: err.message }, 'client error');
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address() as AddressInfo;
+  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  const url = `http://${host}:${addr.port}`;
+
+  dispatcher.start();
+
+  let closing: Promise<void> | null = null;
+  const close = () => {
+    closing ??= (async () => {
+      server.close();
+      server.closeIdleConnections();
+      if (inFlight > 0) {
+        await Promise.race([
+          new Promise<void>((r) => (draining = r)),
+          new Promise<void>((r) => setTimeout(r, 10_000).unref()),
+        ]);
+      }
+      server.closeAllConnections();
+      await dispatcher.stop();
+      await checkpointer.stop();
+      await store.close();
+      logger.info('stopped');
+    })();
+    return closing;
+  };
+  logger.debug({ url: redactUrl(url) }, 'listening');
+  return { url, store, server, dispatcher, close };
+}
+
+/**
+ * DNS-rebinding guard for a server bound to loopback: the Host header (and
+ * Origin, when present) must name a loopback host.
+ */
+function loopbackHostGuard(config: Config): (host: string | undefined, origin: string | undefined) => boolean {
+  const okHost = (h: string) => {
+    const name = h.startsWith('[') ? h.slice(1, h.indexOf(']')) : h.split(':')[0]!;
+    return LOOPBACK.has(name.toLowerCase());
+  };
+  void config;
+  return (host, origin) => {
+    if (!host || !okHost(host)) return false;
+    if (origin === undefined || origin === 'null') return true;
+    try {
+      return okHost(new URL(origin).host);
+    } catch {
+      return false;
+    }
+  };
+}

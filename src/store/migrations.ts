@@ -1,0 +1,273 @@
+/**
+ * Versioned schema migrations for the SQLite store. Each entry is applied once,
+ * in order, inside a transaction; `schema_migrations` records what ran.
+ * Never edit a shipped migration: add a new one.
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'core: accounts, sites, profiles, identities, sessions, ingestion, outbox',
+    sql: `
+CREATE TABLE accounts (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE TABLE users (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL REFERENCES accounts(id),
+  email TEXT NOT NULL,
+  name TEXT,
+  role TEXT NOT NULL CHECK (role IN ('owner','admin','member')),
+  created_at INTEGER NOT NULL,
+  UNIQUE (account_id, email)
+);
+CREATE TABLE sites (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL REFERENCES accounts(id),
+  name TEXT NOT NULL,
+  domain TEXT,
+  currency TEXT NOT NULL DEFAULT 'USD',
+  created_at INTEGER NOT NULL
+);
+CREATE TABLE profiles (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  known INTEGER NOT NULL DEFAULT 0,
+  traits TEXT NOT NULL DEFAULT '{}',
+  primary_segment TEXT,
+  merged_into TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE INDEX profiles_site ON profiles (site_id, id);
+CREATE TABLE identities (
+  site_id TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('email','external_id','visitor')),
+  value TEXT NOT NULL,
+  profile_id TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (site_id, kind, value)
+) WITHOUT ROWID;
+CREATE INDEX identities_profile ON identities (profile_id);
+CREATE TABLE sessions (
+  site_id TEXT NOT NULL,
+  id TEXT NOT NULL,
+  profile_id TEXT NOT NULL,
+  visitor_id TEXT,
+  first_seen INTEGER NOT NULL,
+  last_seen INTEGER NOT NULL,
+  ip TEXT,
+  user_agent TEXT,
+  landing_url TEXT,
+  fbclid TEXT,
+  fbclid_at INTEGER,
+  gclid TEXT,
+  PRIMARY KEY (site_id, id)
+) WITHOUT ROWID;
+CREATE INDEX sessions_profile ON sessions (profile_id);
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  profile_id TEXT NOT NULL,
+  visitor_id TEXT,
+  type TEXT NOT NULL,
+  ts INTEGER NOT NULL,
+  body TEXT NOT NULL,
+  received_at INTEGER NOT NULL
+);
+CREATE INDEX events_site_type ON events (site_id, type, ts);
+CREATE INDEX events_profile ON events (profile_id, ts);
+CREATE TABLE scores (
+  id INTEGER PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  profile_id TEXT NOT NULL,
+  visitor_id TEXT,
+  score REAL,
+  body TEXT NOT NULL,
+  received_at INTEGER NOT NULL
+);
+CREATE INDEX scores_site ON scores (site_id, received_at);
+CREATE INDEX scores_profile ON scores (profile_id, received_at);
+CREATE TABLE conversions (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  profile_id TEXT NOT NULL,
+  revenue REAL,
+  currency TEXT NOT NULL,
+  line_items TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX conversions_site ON conversions (site_id, created_at);
+CREATE INDEX conversions_profile ON conversions (profile_id);
+CREATE TABLE leads (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  profile_id TEXT NOT NULL,
+  form_id TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('lead_form','optin')),
+  email TEXT,
+  name TEXT,
+  phone TEXT,
+  appointment_slot TEXT,
+  source TEXT,
+  workable INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX leads_site ON leads (site_id, created_at);
+CREATE INDEX leads_profile ON leads (profile_id);
+CREATE TABLE outbox (
+  id INTEGER PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  event_type TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  dispatched_at INTEGER
+);
+CREATE INDEX outbox_pending ON outbox (id) WHERE dispatched_at IS NULL;
+CREATE INDEX outbox_site ON outbox (site_id, id);
+`,
+  },
+  {
+    version: 2,
+    name: 'webhooks: destinations, deliveries, integration health log',
+    sql: `
+CREATE TABLE destinations (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL REFERENCES sites(id),
+  url TEXT NOT NULL,
+  secret_enc TEXT,
+  events TEXT NOT NULL,
+  enabled INTEGER NOT NULL DEFAULT 1,
+  disabled_reason TEXT,
+  description TEXT,
+  api_key_id TEXT,
+  consecutive_failures INTEGER NOT NULL DEFAULT 0,
+  first_failure_at INTEGER,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE INDEX destinations_site ON destinations (site_id, created_at);
+CREATE TABLE deliveries (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  destination_id TEXT NOT NULL,
+  outbox_id INTEGER,
+  event_type TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('pending','delivered','failed')),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER NOT NULL,
+  last_status INTEGER,
+  last_error TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  delivered_at INTEGER
+);
+CREATE INDEX deliveries_due ON deliveries (destination_id, next_attempt_at, id) WHERE state = 'pending';
+CREATE INDEX deliveries_destination ON deliveries (destination_id, created_at);
+CREATE INDEX deliveries_site ON deliveries (site_id, created_at);
+CREATE TABLE health_log (
+  id INTEGER PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  integration TEXT NOT NULL,
+  destination_id TEXT NOT NULL,
+  delivery_id TEXT,
+  event_type TEXT,
+  kind TEXT NOT NULL CHECK (kind IN ('attempt','test','replay','disabled','enabled')),
+  attempt INTEGER,
+  ok INTEGER NOT NULL,
+  status INTEGER,
+  latency_ms INTEGER,
+  error_class TEXT,
+  message TEXT,
+  response_excerpt TEXT,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX health_destination ON health_log (destination_id, id);
+CREATE INDEX health_site ON health_log (site_id, id);
+CREATE INDEX health_delivery ON health_log (delivery_id);
+`,
+  },
+  {
+    version: 3,
+    name: 'segments, memberships and profile REST API keys',
+    sql: `
+CREATE TABLE segments (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL REFERENCES sites(id),
+  name TEXT NOT NULL,
+  rule TEXT NOT NULL,
+  priority INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  UNIQUE (site_id, name)
+);
+CREATE TABLE segment_members (
+  segment_id TEXT NOT NULL,
+  profile_id TEXT NOT NULL,
+  site_id TEXT NOT NULL,
+  since INTEGER NOT NULL,
+  PRIMARY KEY (segment_id, profile_id)
+) WITHOUT ROWID;
+CREATE INDEX segment_members_profile ON segment_members (profile_id);
+CREATE TABLE api_keys (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL REFERENCES sites(id),
+  name TEXT,
+  hash TEXT NOT NULL UNIQUE,
+  hint TEXT NOT NULL,
+  scopes TEXT NOT NULL,
+  created_by TEXT,
+  created_at INTEGER NOT NULL,
+  last_used_at INTEGER,
+  revoked_at INTEGER
+);
+CREATE INDEX api_keys_site ON api_keys (site_id, created_at);
+`,
+  },
+  {
+    version: 4,
+    name: 'hashed identifiers for privacy-preserving look-ups',
+    sql: `
+CREATE TABLE identity_hashes (
+  site_id TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('email_sha256','phone_sha256')),
+  hash TEXT NOT NULL,
+  profile_id TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (site_id, kind, hash)
+) WITHOUT ROWID;
+CREATE INDEX identity_hashes_profile ON identity_hashes (profile_id);
+`,
+  },
+  {
+    version: 5,
+    name: 'outbox: append-only with a dispatch cursor (no per-row update, no secondary indexes on the hot path)',
+    sql: `
+CREATE TABLE outbox_next (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  site_id TEXT NOT NULL,
+  event_type TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+INSERT INTO outbox_next (id, site_id, event_type, payload, created_at) SELECT id, site_id, event_type, payload, created_at FROM outbox;
+CREATE TABLE outbox_cursor (name TEXT PRIMARY KEY, last_id INTEGER NOT NULL);
+INSERT INTO outbox_cursor (name, last_id)
+  VALUES ('webhooks', coalesce((SELECT min(id) - 1 FROM outbox WHERE dispatched_at IS NULL), (SELECT max(id) FROM outbox), 0));
+DROP TABLE outbox;
+ALTER TABLE outbox_next RENAME TO outbox;
+`,
+  },
+];

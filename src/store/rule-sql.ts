@@ -1,0 +1,154 @@
+import type { Db } from './db.js';
+import {
+  kindOf,
+  numericValue,
+  windowMs,
+  type CompareOp,
+  type EventCondition,
+  type PropertyCondition,
+  type Rule,
+  type ScoreCondition,
+  type TraitCondition,
+  type TraitOp,
+} from '../domain/segments/rules.js';
+
+/**
+ * Compiles the segment rule language to SQLite. Every value of a rule is a
+ * bound parameter; the SQL text holds only fixed fragments chosen by the
+ * operators, so a rule can never inject SQL. Every fragment yields 0 or 1,
+ * never NULL, so `not` is plain boolean negation. The in-memory evaluator
+ * (src/domain/segments/evaluate.ts) defines the same semantics.
+ */
+
+export interface CompiledSql {
+  sql: string;
+  params: unknown[];
+}
+
+const SQL_OP: Record<CompareOp, string> = { eq: '=', neq: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=' };
+
+/** Registers the SQL functions compiled rules call (svc_num). Called once per connection. */
+export function registerRuleFunctions(db: Db): void {
+  db.function('svc_num', { deterministic: true }, (v: unknown) => numericValue(v));
+}
+
+/** JSON path of a trait name or a dotted property path, e.g. `$."cart"."total"`. */
+function jsonPathOf(name: string, dotted: boolean): string {
+  const parts = dotted ? name.split('.') : [name];
+  return '$' + parts.map((p) => `."${p}"`).join('');
+}
+
+class Compiler {
+  readonly params: unknown[] = [];
+  constructor(private readonly now: number) {}
+
+  private p(v: unknown): string {
+    this.params.push(v);
+    return '?';
+  }
+
+  /** A test of one JSON value (`doc` at `path`) with a trait/property operator. */
+  private valueTest(doc: string, path: string, op: TraitOp, value: unknown): string {
+    const type = () => `json_type(${doc}, ${this.p(path)})`;
+    const extract = () => `json_extract(${doc}, ${this.p(path)})`;
+    const eq = (v: unknown): string => {
+      if (typeof v === 'boolean') return `coalesce(${type()} = ${this.p(v ? 'true' : 'false')}, 0)`;
+      if (typeof v === 'number') return `coalesce(${type()} IN ('integer','real') AND ${extract()} = ${this.p(v)}, 0)`;
+      return `coalesce(${type()} = 'text' AND ${extract()} = ${this.p(v)}, 0)`;
+    };
+    switch (op) {
+      case 'exists':
+        return `(${type()} IS NOT NULL)`;
+      case 'not_exists':
+        return `(${type()} IS NULL)`;
+      case 'eq':
+        return eq(value);
+      case 'neq':
+        return `(NOT ${eq(value)})`;
+      case 'in':
+        return `(${(value as unknown[]).map(eq).join(' OR ')})`;
+      case 'contains':
+        return `coalesce(${type()} = 'text' AND instr(${extract()}, ${this.p(value)}) > 0, 0)`;
+      case 'starts_with': {
+        const t = type();
+        const x = extract();
+        return `coalesce(${t} = 'text' AND substr(${x}, 1, ${this.p((value as string).length)}) = ${this.p(value)}, 0)`;
+      }
+      case 'gt':
+      case 'gte':
+      case 'lt':
+      case 'lte': {
+        const t = type();
+        const x = extract();
+        return `coalesce(${t} IN ('integer','real','text') AND svc_num(${x}) ${SQL_OP[op]} ${this.p(value)}, 0)`;
+      }
+    }
+  }
+
+  private since(c: { within_days?: number | undefined; within_hours?: number | undefined }, column: string): string {
+    const w = windowMs(c);
+    return w === null ? '' : ` AND ${column} >= ${this.p(this.now - w)}`;
+  }
+
+  compile(rule: Rule): string {
+    switch (kindOf(rule)) {
+      case 'all':
+        return `(${(rule as { all: Rule[] }).all.map((r) => this.compile(r)).join(' AND ')})`;
+      case 'any':
+        return `(${(rule as { any: Rule[] }).any.map((r) => this.compile(r)).join(' OR ')})`;
+      case 'not':
+        return `(NOT ${this.compile((rule as { not: Rule }).not)})`;
+      case 'trait': {
+        const c = rule as TraitCondition;
+        const valueTest = this.valueTest('p.traits', jsonPathOf(c.trait, false), c.op, c.value);
+        return valueTest;
+      }
+      case 'event': {
+        const c = rule as EventCondition;
+        let sql = `(SELECT count(*) FROM events e WHERE e.profile_id = p.id AND e.type = ${this.p(c.event)}`;
+        sql += this.since(c, 'e.ts');
+        for (const w of c.where ?? []) sql += ` AND ${this.property(w)}`;
+        const count = c.count ?? { op: 'gte' as const, value: 1 };
+        return `(${sql}) ${SQL_OP[count.op]} ${this.p(count.value)})`;
+      }
+      case 'conversions': {
+        const c = rule as Extract<Rule, { conversions: unknown }>;
+        const agg = c.conversions.metric === 'count' ? 'count(*)' : 'coalesce(sum(c.revenue), 0)';
+        const sql = `(SELECT ${agg} FROM conversions c WHERE c.profile_id = p.id${this.since(c, 'c.created_at')})`;
+        return `(${sql} ${SQL_OP[c.conversions.op]} ${this.p(c.conversions.value)})`;
+      }
+      case 'score': {
+        const c = rule as ScoreCondition;
+        const where = `s.profile_id = p.id AND s.score IS NOT NULL${this.since(c, 's.received_at')}`;
+        const value =
+          c.score.agg === 'latest'
+            ? `(SELECT s.score FROM scores s WHERE ${where} ORDER BY s.received_at DESC, s.id DESC LIMIT 1)`
+            : `(SELECT ${c.score.agg}(s.score) FROM scores s WHERE ${where})`;
+        return `coalesce(${value} ${SQL_OP[c.score.op]} ${this.p(c.score.value)}, 0)`;
+      }
+      case 'segment':
+        return `EXISTS (SELECT 1 FROM segment_members m WHERE m.segment_id = ${this.p((rule as { segment: string }).segment)} AND m.profile_id = p.id)`;
+    }
+  }
+
+  private property(c: PropertyCondition): string {
+    return this.valueTest('e.body', jsonPathOf(c.property, true), c.op, c.value);
+  }
+}
+
+/** `SELECT (<rule>) AS m FROM profiles p WHERE p.id = ?`: m is 1 when the profile matches. */
+export function profileMatchesSql(rule: Rule, o: { profileId: string; now: number }): CompiledSql {
+  const c = new Compiler(o.now);
+  const expr = c.compile(rule);
+  return { sql: `SELECT ${expr} AS m FROM profiles p WHERE p.id = ?`, params: [...c.params, o.profileId] };
+}
+
+/** One keyset page of the ids of a site's live (unmerged) profiles that match, ascending. */
+export function profilesMatchingSql(rule: Rule, o: { siteId: string; now: number; afterId: string; limit: number }): CompiledSql {
+  const c = new Compiler(o.now);
+  const expr = c.compile(rule);
+  return {
+    sql: `SELECT p.id FROM profiles p WHERE p.site_id = ? AND p.merged_into IS NULL AND p.id > ? AND ${expr} ORDER BY p.id LIMIT ?`,
+    params: [o.siteId, o.afterId, ...c.params, o.limit],
+  };
+}

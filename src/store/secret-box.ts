@@ -1,0 +1,45 @@
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+/**
+ * Encrypts secrets at rest (webhook signing secrets, ad-platform credentials)
+ * with AES-256-GCM. The key comes from SVC_SECRET_KEY when set (any string;
+ * SHA-256 of it is the key), else from `secret.key` in the data directory,
+ * created with 256 random bits and mode 0600 on first use.
+ */
+export class SecretBox {
+  private constructor(private readonly key: Buffer) {}
+
+  static forDataDir(dataDir: string, envKey = process.env.SVC_SECRET_KEY): SecretBox {
+    if (envKey) return new SecretBox(createHash('sha256').update(envKey).digest());
+    const file = path.join(dataDir, 'secret.key');
+    if (!existsSync(file)) {
+      try {
+        writeFileSync(file, randomBytes(32).toString('base64'), { flag: 'wx', mode: 0o600 });
+      } catch (err) {
+        if ((err as { code?: string }).code !== 'EEXIST') throw err;
+      }
+      chmodSync(file, 0o600);
+    }
+    const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
+    if (key.length !== 32) throw new Error(`${file} does not hold a 256-bit key`);
+    return new SecretBox(key);
+  }
+
+  /** `v1.<iv>.<tag>.<ciphertext>`, base64url parts. */
+  seal(plaintext: string): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
+    const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+    return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ct.toString('base64url')].join('.');
+  }
+
+  open(sealed: string): string {
+    const [v, iv, tag, ct] = sealed.split('.');
+    if (v !== 'v1' || !iv || !tag || ct === undefined) throw new Error('unreadable sealed secret');
+    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
+    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+    return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
+  }
+}

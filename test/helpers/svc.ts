@@ -1,0 +1,150 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const BIN = path.join(ROOT, 'bin/svc.js');
+
+export function tempDir(prefix = 'svc-test-'): string {
+  return mkdtempSync(path.join(tmpdir(), prefix));
+}
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the built svc binary synchronously. */
+export function cli(args: string[], opts: { env?: Record<string, string>; input?: string | Buffer } = {}): CliResult {
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...opts.env },
+    input: opts.input,
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Runs the built svc binary without blocking the event loop (for commands that talk to an in-process receiver). */
+export function cliAsync(args: string[], opts: { env?: Record<string, string> } = {}): Promise<CliResult> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    p.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    p.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
+/** Runs svc and parses its --json output, failing loudly on a non-zero exit. */
+export function cliJson<T = unknown>(args: string[], env?: Record<string, string>): T {
+  const r = cli([...args, '--json'], { env });
+  if (r.code !== 0) throw new Error(`svc ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
+  return JSON.parse(r.stdout) as T;
+}
+
+export function createSite(dataDir: string, name = 'Test shop'): string {
+  return cliJson<{ site_id: string }>(['site', 'create', '--name', name, '--data', dataDir]).site_id;
+}
+
+export interface Stats {
+  site_id: string;
+  profiles: number;
+  sessions: number;
+  events: number;
+  scores: number;
+  conversions: number;
+  leads: number;
+  outbox_pending: number;
+  outbox_done: number;
+}
+
+export function stats(dataDir: string, siteId: string): Stats {
+  return cliJson<Stats>(['stats', '--site', siteId, '--data', dataDir]);
+}
+
+export interface Svc {
+  url: string;
+  dataDir: string;
+  proc: ChildProcess;
+  stderr: () => string;
+  /** SIGTERM and wait for exit; resolves with the exit code. */
+  stop: () => Promise<number | null>;
+  /** SIGKILL and wait for exit. */
+  kill: () => Promise<void>;
+}
+
+/** Starts `svc serve --port 0` as a child process and waits for its listening line. */
+export async function startSvc(
+  opts: { dataDir?: string; env?: Record<string, string>; args?: string[] } = {},
+): Promise<Svc> {
+  const dataDir = opts.dataDir ?? tempDir();
+  const proc = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--data', dataDir, ...(opts.args ?? [])], {
+    cwd: ROOT,
+    env: { ...process.env, SVC_LOG_LEVEL: 'warn', ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let err = '';
+  proc.stderr!.on('data', (c: Buffer) => (err += c.toString()));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`svc did not start: ${err}`)), 20_000);
+    proc.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      const m = /svc listening on (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`svc exited with ${code}: ${err}`));
+    });
+  });
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  return {
+    url,
+    dataDir,
+    proc,
+    stderr: () => err,
+    stop: async () => {
+      proc.kill('SIGTERM');
+      return exited;
+    },
+    kill: async () => {
+      proc.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+export function cleanup(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** POSTs JSON (or a raw string) and returns status, headers and parsed body. */
+export async function post(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; body: any }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // keep the raw text
+  }
+  return { status: res.status, headers: res.headers, body: parsed };
+}

@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { cleanup, cli, cliJson, tempDir } from '../helpers/svc.js';
+
+describe('svc CLI', () => {
+  it('creates and lists sites, in JSON and as a table', () => {
+    const dir = tempDir();
+    const { site_id } = cliJson<{ site_id: string }>(['site', 'create', '--name', 'Shop', '--domain', 'Shop.Example.com', '--data', dir]);
+    expect(site_id).toMatch(/^site_[A-Za-z0-9_-]{16}$/);
+    const plain = cli(['site', 'create', '--name', 'Blog', '--data', dir]);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout.trim()).toMatch(/^site_/);
+    const list = cliJson<{ site_id: string; name: string; domain: string | null }[]>(['site', 'list', '--data', dir]);
+    expect(list.map((s) => s.name)).toEqual(['Shop', 'Blog']);
+    expect(list[0]).toMatchObject({ site_id, domain: 'shop.example.com' });
+    const table = cli(['site', 'list', '--data', dir]);
+    expect(table.stdout.split('\n')[0]).toMatch(/^site_id\s+name\s+domain/);
+    cleanup(dir);
+  });
+
+  it('reads the data directory from SVC_DATA_DIR', () => {
+    const dir = tempDir();
+    cli(['site', 'create', '--name', 'Env'], { env: { SVC_DATA_DIR: dir } });
+    expect(cliJson<unknown[]>(['site', 'list', '--data', dir])).toHaveLength(1);
+    cleanup(dir);
+  });
+
+  it('prints zero stats for a new site and fails with exit 1 for an unknown one', () => {
+    const dir = tempDir();
+    const { site_id } = cliJson<{ site_id: string }>(['site', 'create', '--name', 'S', '--data', dir]);
+    expect(cliJson(['stats', '--site', site_id, '--data', dir])).toEqual({
+      site_id,
+      profiles: 0,
+      sessions: 0,
+      events: 0,
+      scores: 0,
+      conversions: 0,
+      leads: 0,
+      outbox_pending: 0,
+      outbox_done: 0,
+    });
+    const r = cli(['stats', '--site', 'site_missing', '--data', dir]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe('svc: no site site_missing\n');
+    cleanup(dir);
+  });
+
+  it('exits 2 on usage errors with one clear line and no stack trace', () => {
+    for (const args of [['site', 'create'], ['nope'], ['site', 'create', '--name', 'x', '--domain', 'not a domain'], ['serve', '--port', 'abc']]) {
+      const r = cli(args, { env: { SVC_DATA_DIR: tempDir() } });
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    }
+  });
+
+  it('has --help on every command and exits 0', () => {
+    for (const args of [['--help'], ['serve', '--help'], ['site', '--help'], ['site', 'create', '--help'], ['stats', '--help']]) {
+      const r = cli(args);
+      expect(r.code, args.join(' ')).toBe(0);
+      expect(r.stdout).toContain('Usage: svc');
+    }
+  });
+});

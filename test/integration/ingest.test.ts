@@ -1,0 +1,413 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { request } from 'node:http';
+import { cleanup, createSite, post, startSvc, stats, tempDir, type Svc } from '../helpers/svc.js';
+import { query } from '../helpers/db.js';
+
+let svc: Svc;
+let dataDir: string;
+let site: string;
+let otherSite: string;
+
+beforeAll(async () => {
+  dataDir = tempDir();
+  site = createSite(dataDir);
+  otherSite = createSite(dataDir, 'Other');
+  svc = await startSvc({ dataDir });
+});
+afterAll(async () => {
+  expect(await svc.stop()).toBe(0);
+  cleanup(dataDir);
+});
+
+const outbox = (type: string, s = site) =>
+  query<{ payload: string }>(dataDir, 'SELECT payload FROM outbox WHERE site_id = ? AND event_type = ? ORDER BY id', s, type).map(
+    (r) => JSON.parse(r.payload) as Record<string, any>,
+  );
+
+describe('POST /api/identify', () => {
+  it('links the session to the visitor profile and emits profile.identified once', async () => {
+    const ev = await post(`${svc.url}/api/events`, { site_id: site, session_id: 'id-s1', visitor_id: 'id-v1', type: 'pageview' });
+    expect(ev.status).toBe(201);
+    const r = await post(`${svc.url}/api/identify`, {
+      site_id: site,
+      session_id: 'id-s1',
+      visitor_id: 'id-v1',
+      traits: { email: '  Jane.Doe@Example.COM ', plan: 'pro' },
+    });
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ profile_id: ev.body.profile_id, known: true, identified: true, merged_profiles: 0 });
+    const again = await post(`${svc.url}/api/identify`, {
+      site_id: site,
+      session_id: 'id-s1',
+      visitor_id: 'id-v1',
+      traits: { company: 'Acme' },
+    });
+    expect(again.body).toMatchObject({ profile_id: ev.body.profile_id, identified: false });
+    const events = outbox('profile.identified').filter((p) => p.session_id === 'id-s1');
+    expect(events).toHaveLength(1);
+    const p = events[0]!;
+    expect(Object.keys(p).sort()).toEqual(['event', 'profile', 'segment', 'session_id', 'site_id', 'timestamp', 'visitor_id']);
+    expect(p).toMatchObject({
+      event: 'profile.identified',
+      site_id: site,
+      visitor_id: 'id-v1',
+      session_id: 'id-s1',
+      profile: { email: 'jane.doe@example.com', external_id: '' },
+      segment: '',
+    });
+    expect(new Date(p.timestamp).toISOString()).toBe(p.timestamp);
+    const [row] = query<{ traits: string; known: number }>(dataDir, 'SELECT traits, known FROM profiles WHERE id = ?', ev.body.profile_id);
+    expect(JSON.parse(row!.traits)).toEqual({ email: 'jane.doe@example.com', plan: 'pro', company: 'Acme' });
+  });
+
+  it('stitches a second visitor with the same email onto the same profile, moving its anonymous history', async () => {
+    const first = await post(`${svc.url}/api/identify`, {
+      site_id: site,
+      session_id: 'st-s1',
+      visitor_id: 'st-v1',
+      traits: { email: 'stitch@example.com' },
+    });
+    const anon = await post(`${svc.url}/api/events`, {
+      site_id: site,
+      session_id: 'st-s2',
+      visitor_id: 'st-v2',
+      type: 'add_to_cart',
+      sku: 'A1',
+    });
+    expect(anon.body.profile_id).not.toBe(first.body.profile_id);
+    const second = await post(`${svc.url}/api/identify`, {
+      site_id: site,
+      session_id: 'st-s2',
+      visitor_id: 'st-v2',
+      traits: { email: 'STITCH@example.com', external_id: 'crm-42' },
+    });
+    expect(second.status).toBe(200);
+    expect(second.body).toMatchObject({ profile_id: first.body.profile_id, identified: true, merged_profiles: 1 });
+    const owners = query<{ profile_id: string }>(
+      dataDir,
+      "SELECT DISTINCT profile_id FROM identities WHERE site_id = ? AND value IN ('stitch@example.com','st-v1','st-v2','crm-42')",
+      site,
+    );
+    expect(owners).toEqual([{ profile_id: first.body.profile_id }]);
+    const moved = query<{ profile_id: string }>(dataDir, "SELECT profile_id FROM events WHERE session_id = 'st-s2'");
+    expect(moved).toEqual([{ profile_id: first.body.profile_id }]);
+    const merged = query<{ merged_into: string }>(dataDir, 'SELECT merged_into FROM profiles WHERE id = ?', anon.body.profile_id);
+    expect(merged[0]!.merged_into).toBe(first.body.profile_id);
+    const byEmail = query(dataDir, "SELECT * FROM identities WHERE site_id = ? AND kind = 'email' AND value = 'stitch@example.com'", site);
+    expect(byEmail).toHaveLength(1);
+  });
+
+  it('refuses an email and external_id that belong to two different profiles, storing nothing', async () => {
+    await post(`${svc.url}/api/identify`, { site_id: site, session_id: 'cf-1', traits: { email: 'a@conflict.test' } });
+    await post(`${svc.url}/api/identify`, { site_id: site, session_id: 'cf-2', traits: { external_id: 'ext-conflict' } });
+    const before = stats(dataDir, site);
+    const r = await post(`${svc.url}/api/identify`, {
+      site_id: site,
+      session_id: 'cf-3',
+      traits: { email: 'a@conflict.test', external_id: 'ext-conflict' },
+    });
+    expect(r.status).toBe(409);
+    expect(r.body.error.code).toBe('identity_conflict');
+    expect(stats(dataDir, site)).toEqual(before);
+  });
+
+  it('keeps sites apart: the same email on another site is another profile', async () => {
+    const a = await post(`${svc.url}/api/identify`, { site_id: site, session_id: 'ten-1', traits: { email: 'tenant@example.com' } });
+    const b = await post(`${svc.url}/api/identify`, { site_id: otherSite, session_id: 'ten-1', traits: { email: 'tenant@example.com' } });
+    expect(a.status).toBe(200);
+    expect(b.status).toBe(200);
+    expect(a.body.profile_id).not.toBe(b.body.profile_id);
+  });
+
+  it.each([
+    [{ session_id: 's', traits: { a: 'b' } }, 'site_id'],
+    [{ site_id: 'SITE', traits: { a: 'b' } }, 'session_id'],
+    [{ site_id: 'SITE', session_id: 's', traits: {} }, 'traits'],
+    [{ site_id: 'SITE', session_id: 's', traits: { n: 5 } }, 'traits.n'],
+    [{ site_id: 'SITE', session_id: 's' }, 'traits'],
+    [{ site_id: 'SITE', session_id: 's', traits: { a: 'b' }, extra: 1 }, '(body)'],
+    [{ site_id: 'SITE', session_id: 5, traits: { a: 'b' } }, 'session_id'],
+  ])('rejects %j naming %s', async (body, field) => {
+    const json = JSON.parse(JSON.stringify(body).replace('SITE', site));
+    const before = stats(dataDir, site);
+    const r = await post(`${svc.url}/api/identify`, json);
+    expect(r.status).toBe(400);
+    expect(r.body.error.code).toBe('validation_failed');
+    expect(r.body.error.details.field).toBe(field);
+    expect(stats(dataDir, site)).toEqual(before);
+  });
+});
+
+describe('POST /api/convert', () => {
+  it('records revenue and line items and writes the conversion event', async () => {
+    const items = [
+      { sku: 'SKU-1', qty: 2, price: 19.99 },
+      { sku: 'SKU-2', qty: 1, price: 0 },
+    ];
+    const r = await post(`${svc.url}/api/convert`, { site_id: site, session_id: 'cv-1', revenue: 39.98, line_items: items });
+    expect(r.status).toBe(201);
+    expect(r.body.conversion_id).toMatch(/^cnv_/);
+    const [row] = query<{ revenue: number; line_items: string; currency: string }>(
+      dataDir,
+      'SELECT revenue, line_items, currency FROM conversions WHERE id = ?',
+      r.body.conversion_id,
+    );
+    expect(row).toEqual({ revenue: 39.98, line_items: JSON.stringify(items), currency: 'USD' });
+    const ev = outbox('conversion').find((p) => p.conversion_id === r.body.conversion_id);
+    expect(ev).toMatchObject({ event: 'conversion', revenue: 39.98, line_items: items, session_id: 'cv-1' });
+  });
+
+  it('records a non-revenue conversion with revenue null', async () => {
+    const r = await post(`${svc.url}/api/convert`, { site_id: site, session_id: 'cv-2', revenue: null });
+    expect(r.status).toBe(201);
+    const [row] = query<{ revenue: number | null }>(dataDir, 'SELECT revenue FROM conversions WHERE id = ?', r.body.conversion_id);
+    expect(row!.revenue).toBeNull();
+  });
+
+  it('accepts the bounds 0 and 10,000,000 and 100 line items', async () => {
+    const items = Array.from({ length: 100 }, (_, i) => ({ sku: `S${i}`, qty: 1, price: 1 }));
+    expect((await post(`${svc.url}/api/convert`, { site_id: site, session_id: 'cv-3', revenue: 0 })).status).toBe(201);
+    expect((await post(`${svc.url}/api/convert`, { site_id: site, session_id: 'cv-3', revenue: 10_000_000, line_items: items })).status).toBe(201);
+  });
+
+  it.each([
+    ['{"site_id":"SITE","session_id":"x","revenue":-0.01}', 'revenue'],
+    ['{"site_id":"SITE","session_id":"x","revenue":10000000.01}', 'revenue'],
+    ['{"site_id":"SITE","session_id":"x","revenue":1e400}', 'revenue'],
+    ['{"site_id":"SITE","session_id":"x","revenue":"12"}', 'revenue'],
+    ['{"site_id":"SITE","session_id":"x"}', 'revenue'],
+    ['{"site_id":"SITE","session_id":"x","revenue":1,"line_items":[{"sku":"a","qty":-1,"price":1}]}', 'line_items[0].qty'],
+    ['{"site_id":"SITE","session_id":"x","revenue":1,"line_items":[{"sku":"a","qty":1,"price":-5}]}', 'line_items[0].price'],
+    ['{"site_id":"SITE","session_id":"x","revenue":1,"line_items":[{"sku":"a","qty":1e999,"price":1}]}', 'line_items[0].qty'],
+    ['{"site_id":"SITE","session_id":"x","revenue":1,"line_items":[{"qty":1,"price":1}]}', 'line_items[0].sku'],
+    ['{"site_id":"SITE","session_id":"x","revenue":1,"line_items":{}}', 'line_items'],
+  ])('rejects %s naming %s, storing nothing', async (raw, field) => {
+    const before = stats(dataDir, site);
+    const r = await post(`${svc.url}/api/convert`, raw.replace('SITE', site));
+    expect(r.status).toBe(400);
+    expect(r.body.error.details.field).toBe(field);
+    expect(stats(dataDir, site)).toEqual(before);
+  });
+
+  it('rejects 101 line items', async () => {
+    const items = Array.from({ length: 101 }, (_, i) => ({ sku: `S${i}`, qty: 1, price: 1 }));
+    const r = await post(`${svc.url}/api/convert`, { site_id: site, session_id: 'cv-4', revenue: 1, line_items: items });
+    expect(r.status).toBe(400);
+    expect(r.body.error.details.field).toBe('line_items');
+    expect(r.body.error.message).toContain('100');
+  });
+});
+
+describe('POST /api/lead/capture', () => {
+  it('stores a lead, identifies the profile and emits lead.captured without personal values', async () => {
+    const r = await post(`${svc.url}/api/lead/capture`, {
+      site_id: site,
+      visitor_id: 'lead-v1',
+      email: 'Lead@Example.com',
+      name: 'Lea D',
+      phone: '+44 20 7946 0000',
+      appointment_slot: '2026-12-01T10:30:00+01:00',
+      form_id: 'demo-request',
+    });
+    expect(r.status).toBe(201);
+    expect(r.body).toMatchObject({ form_id: 'demo-request', kind: 'lead_form', workable: true });
+    const [lead] = query<Record<string, unknown>>(dataDir, 'SELECT * FROM leads WHERE id = ?', r.body.lead_id);
+    expect(lead).toMatchObject({ email: 'Lead@Example.com', name: 'Lea D', appointment_slot: '2026-12-01T10:30:00+01:00', status: 'new', workable: 1 });
+    const ev = outbox('lead.captured').find((p) => p.lead_id === r.body.lead_id)!;
+    expect(ev).toMatchObject({ event: 'lead.captured', lead_id: r.body.lead_id, form_id: 'demo-request' });
+    const text = JSON.stringify(ev);
+    expect(text).not.toMatch(/lead@example\.com|Lea D|7946/i);
+    const ident = outbox('profile.identified').find((p) => p.profile.email === 'lead@example.com');
+    expect(ident?.visitor_id).toBe('lead-v1');
+  });
+
+  it('files source=optin_form as an opt-in and anything else as a lead form', async () => {
+    const a = await post(`${svc.url}/api/lead/capture`, { site_id: site, email: 'n@example.com', source: 'optin_form' });
+    const b = await post(`${svc.url}/api/lead/capture`, { site_id: site, email: 'm@example.com', source: 'footer' });
+    expect(a.body.kind).toBe('optin');
+    expect(b.body.kind).toBe('lead_form');
+  });
+
+  it('stores a lead with no contact value and flags it not workable', async () => {
+    const r = await post(`${svc.url}/api/lead/capture`, { site_id: site, session_id: 'lead-empty' });
+    expect(r.status).toBe(201);
+    expect(r.body.workable).toBe(false);
+    const [lead] = query<{ status: string; workable: number }>(dataDir, 'SELECT status, workable FROM leads WHERE id = ?', r.body.lead_id);
+    expect(lead).toEqual({ status: 'unworkable', workable: 0 });
+  });
+
+  it.each([
+    ['email', 'e'.repeat(308) + '@example.com', 'e'.repeat(309) + '@example.com'],
+    ['name', 'n'.repeat(200), 'n'.repeat(201)],
+    ['phone', '1'.repeat(40), '1'.repeat(41)],
+  ])('accepts %s at its limit and rejects one character more', async (field, ok, tooLong) => {
+    expect((await post(`${svc.url}/api/lead/capture`, { site_id: site, [field]: ok })).status).toBe(201);
+    const before = stats(dataDir, site);
+    const r = await post(`${svc.url}/api/lead/capture`, { site_id: site, [field]: tooLong });
+    expect(r.status).toBe(400);
+    expect(r.body.error.details.field).toBe(field);
+    expect(stats(dataDir, site)).toEqual(before);
+  });
+
+  it.each(['tomorrow', '2026-13-01T10:00:00Z', '2026-12-01T10:00:00', '2026-12-01'])('rejects appointment_slot %s', async (slot) => {
+    const r = await post(`${svc.url}/api/lead/capture`, { site_id: site, email: 'x@example.com', appointment_slot: slot });
+    expect(r.status).toBe(400);
+    expect(r.body.error.details.field).toBe('appointment_slot');
+  });
+});
+
+describe('POST /api/events and /api/score', () => {
+  it('stores custom keys verbatim, byte for byte', async () => {
+    const raw = `{"site_id":"${site}","session_id":"vb-1","type":"signup_step","big":12345678901234567890,"f":1.50,"e":1E2,"s":"caf\\u00e9 ☕","nested":{"a":[1,{"b":null}],"":true},"neg":-0}`;
+    const r = await post(`${svc.url}/api/events`, raw);
+    expect(r.status).toBe(201);
+    const id = Number(String(r.body.event_id).replace('evt_', ''));
+    const [row] = query<{ body: string; type: string }>(dataDir, 'SELECT body, type FROM events WHERE id = ?', id);
+    expect(row!.body).toBe(raw);
+    expect(row!.type).toBe('signup_step');
+    const score = `{"site_id":"${site}","session_id":"vb-1","score":0.75,"signal_dwell_ms":12000,"weird key":[true,false]}`;
+    const s = await post(`${svc.url}/api/score`, score);
+    expect(s.status).toBe(201);
+    const [srow] = query<{ body: string; score: number }>(dataDir, 'SELECT body, score FROM scores WHERE id = ?', Number(s.body.score_id.replace('scr_', '')));
+    expect(srow).toEqual({ body: score, score: 0.75 });
+  });
+
+  it('writes pageview, click, add_to_cart and abandon_cart to the outbox, and custom types not', async () => {
+    for (const type of ['pageview', 'click', 'add_to_cart', 'abandon_cart', 'custom_thing']) {
+      const r = await post(`${svc.url}/api/events`, { site_id: site, session_id: 'ob-1', type, timestamp: '2026-11-20T10:00:00+02:00', label: 'x' });
+      expect(r.status).toBe(201);
+    }
+    for (const type of ['pageview', 'click', 'add_to_cart', 'abandon_cart']) {
+      const p = outbox(type).filter((e) => e.session_id === 'ob-1');
+      expect(p).toHaveLength(1);
+      expect(p[0]).toMatchObject({ event: type, timestamp: '2026-11-20T08:00:00.000Z', properties: { label: 'x' } });
+    }
+    expect(outbox('custom_thing')).toHaveLength(0);
+  });
+
+  async function rawPost(path: string, chunks: Buffer[], headers: Record<string, string | number>) {
+    const u = new URL(path, svc.url);
+    return new Promise<{ status: number; headers: Record<string, unknown>; body: any }>((resolve, reject) => {
+      const req = request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers }, (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: JSON.parse(text) }));
+      });
+      req.on('error', reject);
+      for (const c of chunks) req.write(c);
+      req.end();
+    });
+  }
+
+  function eventOfSize(size: number): Buffer {
+    const head = `{"site_id":"${site}","session_id":"cap-1","type":"big","pad":"`;
+    const tail = '"}';
+    return Buffer.from(head + 'x'.repeat(size - head.length - tail.length) + tail);
+  }
+
+  it('accepts a body of exactly 65,536 bytes and refuses 65,537 with 413 and the size headers', async () => {
+    const before = stats(dataDir, site);
+    const ok = await post(`${svc.url}/api/events`, eventOfSize(65_536).toString());
+    expect(ok.status).toBe(201);
+    const mid = stats(dataDir, site);
+    expect(mid.events).toBe(before.events + 1);
+    const r = await post(`${svc.url}/api/events`, eventOfSize(65_537).toString());
+    expect(r.status).toBe(413);
+    expect(r.body.error.code).toBe('payload_too_large');
+    expect(r.body.error.message).toContain('65537');
+    expect(r.body.error.message).toContain('65536');
+    expect(r.headers.get('x-svc-body-limit')).toBe('65536');
+    expect(r.headers.get('x-svc-body-size')).toBe('65537');
+    expect(stats(dataDir, site)).toEqual(mid);
+  });
+
+  it('counts chunked bodies with no Content-Length on the wire', async () => {
+    const before = stats(dataDir, site);
+    const body = eventOfSize(100_000);
+    const chunks = [body.subarray(0, 30_000), body.subarray(30_000, 70_000), body.subarray(70_000)];
+    const r = await rawPost('/api/score', chunks, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+    expect(r.status).toBe(413);
+    expect(r.headers['x-svc-body-size']).toBe('100000');
+    expect(r.body.error.details).toMatchObject({ limit: 65_536, size: 100_000 });
+    expect(stats(dataDir, site)).toEqual(before);
+  });
+
+  it('refuses a body far over the cap without reading it all', async () => {
+    const r = await rawPost('/api/events', [Buffer.alloc(10)], { 'content-type': 'application/json', 'content-length': 50_000_000 }).catch(
+      () => null,
+    );
+    if (r) {
+      expect(r.status).toBe(413);
+      expect(r.headers['x-svc-body-size']).toBe('50000000');
+    }
+  });
+
+  it('applies the documented caps to identify, convert and lead capture too', async () => {
+    const pad = 'p'.repeat(40_000);
+    const r = await post(`${svc.url}/api/identify`, { site_id: site, session_id: 'c', traits: { a: pad } });
+    expect(r.status).toBe(413);
+    expect(r.headers.get('x-svc-body-limit')).toBe('32768');
+    const l = await post(`${svc.url}/api/lead/capture`, { site_id: site, name: pad });
+    expect(l.status).toBe(413);
+    expect(l.headers.get('x-svc-body-limit')).toBe('16384');
+  });
+
+  it.each([
+    ['{"session_id":"x","type":"pageview"}', 'site_id'],
+    ['{"site_id":"SITE","type":"pageview"}', 'session_id'],
+    ['{"site_id":"SITE","session_id":"x"}', 'type'],
+    ['{"site_id":"SITE","session_id":"x","type":"pageview","timestamp":"yesterday"}', 'timestamp'],
+    ['{"site_id":"SITE","session_id":"x","type":"has space"}', 'type'],
+    ['[1,2]', '(body)'],
+    ['"text"', '(body)'],
+  ])('rejects event %s naming %s', async (raw, field) => {
+    const r = await post(`${svc.url}/api/events`, raw.replace('SITE', site));
+    expect(r.status).toBe(400);
+    expect(r.body.error.details.field).toBe(field);
+  });
+
+  it('rejects a non-numeric score', async () => {
+    const r = await post(`${svc.url}/api/score`, { site_id: site, session_id: 'x', score: 'high' });
+    expect(r.status).toBe(400);
+    expect(r.body.error.details.field).toBe('score');
+  });
+});
+
+describe('bad input never stores and never 500s', () => {
+  it.each([
+    ['/api/events', '{"site_id":', 'application/json', 400, 'invalid_json'],
+    ['/api/identify', '', 'application/json', 400, 'invalid_json'],
+    ['/api/convert', 'revenue=1', 'application/x-www-form-urlencoded', 415, 'unsupported_media_type'],
+    ['/api/score', '{}', '', 415, 'unsupported_media_type'],
+  ])('%s with %j (%s) gives %i %s', async (path, body, type, status, code) => {
+    const before = stats(dataDir, site);
+    const res = await fetch(`${svc.url}${path}`, {
+      method: 'POST',
+      headers: type ? { 'content-type': type } : {},
+      body: new TextEncoder().encode(body),
+    });
+    expect(res.status).toBe(status);
+    expect(((await res.json()) as any).error.code).toBe(code);
+    expect(stats(dataDir, site)).toEqual(before);
+  });
+
+  it('rejects an unknown site_id with 400 unknown_site', async () => {
+    const r = await post(`${svc.url}/api/events`, { site_id: 'site_nope', session_id: 'x', type: 'pageview' });
+    expect(r.status).toBe(400);
+    expect(r.body.error).toMatchObject({ code: 'unknown_site', details: { field: 'site_id' } });
+  });
+
+  it('answers other methods with 405 and CORS preflight with 204', async () => {
+    const g = await fetch(`${svc.url}/api/events`);
+    expect(g.status).toBe(405);
+    expect(g.headers.get('allow')).toBe('POST, OPTIONS');
+    const o = await fetch(`${svc.url}/api/events`, { method: 'OPTIONS' });
+    expect(o.status).toBe(204);
+    expect(o.headers.get('access-control-allow-origin')).toBe('*');
+  });
+
+  it('accepts text/plain bodies from browser beacons', async () => {
+    const r = await post(`${svc.url}/api/events`, { site_id: site, session_id: 'beacon', type: 'pageview' }, { 'content-type': 'text/plain;charset=UTF-8' });
+    expect(r.status).toBe(201);
+  });
+});

@@ -1,0 +1,54 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cleanup, createSite, post, startSvc, stats, tempDir, type Svc } from '../helpers/svc.js';
+
+let svc: Svc;
+let dataDir: string;
+let site: string;
+
+beforeAll(async () => {
+  dataDir = tempDir();
+  site = createSite(dataDir);
+  svc = await startSvc({
+    dataDir,
+    env: { SVC_INGEST_IP_RATE: '1', SVC_INGEST_IP_BURST: '3', SVC_INGEST_SITE_RATE: '1000', SVC_INGEST_SITE_BURST: '1000' },
+  });
+});
+afterAll(async () => {
+  await svc.stop();
+  cleanup(dataDir);
+});
+
+describe('ingestion rate limits', () => {
+  it('answers 429 rate_limited with Retry-After and RateLimit headers past the burst, storing nothing', async () => {
+    const codes: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      codes.push((await post(`${svc.url}/api/events`, { site_id: site, session_id: 'rl', type: 'pageview' })).status);
+    }
+    expect(codes).toEqual([201, 201, 201]);
+    const before = stats(dataDir, site);
+    const r = await post(`${svc.url}/api/events`, { site_id: site, session_id: 'rl', type: 'pageview' });
+    expect(r.status).toBe(429);
+    expect(r.body.error.code).toBe('rate_limited');
+    expect(r.body.error.message).toContain('1 requests per second, burst 3');
+    expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(r.headers.get('ratelimit-limit')).toBe('3');
+    expect(r.headers.get('ratelimit-remaining')).toBe('0');
+    expect(r.headers.get('ratelimit-policy')).toContain('burst=3');
+    expect(stats(dataDir, site)).toEqual(before);
+  });
+});
+
+describe('SVC_RATE_LIMIT=off', () => {
+  it('lets every request through and warns at start', async () => {
+    const dir = tempDir();
+    const s = createSite(dir);
+    const off = await startSvc({ dataDir: dir, env: { SVC_RATE_LIMIT: 'off', SVC_INGEST_IP_RATE: '1', SVC_INGEST_IP_BURST: '1' } });
+    const codes = await Promise.all(
+      Array.from({ length: 20 }, () => post(`${off.url}/api/events`, { site_id: s, session_id: 'x', type: 'pageview' }).then((r) => r.status)),
+    );
+    expect(codes.every((c) => c === 201)).toBe(true);
+    await off.stop();
+    expect(off.stderr()).toContain('SVC_RATE_LIMIT=off');
+    cleanup(dir);
+  });
+});
