@@ -1,0 +1,298 @@
+import type { Command } from 'commander';
+import { AppError } from '../http/errors.js';
+import type { Store } from '../store/store.js';
+import type { DeliveryRow } from '../store/webhooks.js';
+import { samplePayload, isEventType, EVENT_TYPES, type EventType } from '../webhooks/catalogue.js';
+import { destinationView, parseEventList, signingKey, validateDestinationUrl } from '../webhooks/destinations.js';
+import { webhookPolicy } from '../webhooks/policy.js';
+import { newId } from '../store/ids.js';
+import { configFrom, print, table, usageError, withData, withStore } from './common.js';
+
+interface Common {
+  data?: string;
+  json?: boolean;
+  allowPrivateDestinations?: boolean;
+}
+
+function allowPrivate(opts: Common): boolean {
+  return configFrom({ dataDir: opts.data, allowPrivateDestinations: opts.allowPrivateDestinations }).allowPrivateDestinations;
+}
+
+function parseTime(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const t = Date.parse(value);
+  if (Number.isNaN(t)) throw usageError(`${flag}: ${JSON.stringify(value)} is not an ISO 8601 date-time`);
+  return t;
+}
+
+function requireDestination(store: Store, id: string) {
+  const d = store.webhooks.destination(id);
+  if (!d) throw new AppError('not_found', `no destination ${id}`);
+  return d;
+}
+
+const healthColumns = ['id', 'at', 'destination_id', 'delivery_id', 'event', 'kind', 'attempt', 'ok', 'status', 'latency_ms', 'error_class', 'message'];
+
+export function registerWebhooks(program: Command): void {
+  const wh = program.command('webhooks').description('Webhook destinations, the delivery health log, replay and test sends');
+
+  withData(
+    wh
+      .command('add')
+      .description('Add a destination; prints its id')
+      .requiredOption('--site <id>', 'site')
+      .requiredOption('--url <url>', 'publicly routable http(s) URL')
+      .option('--secret <secret>', 'signing secret (strongly recommended)')
+      .requiredOption('--events <list>', 'comma-separated event types, or all')
+      .option('--description <text>', 'free text')
+      .option('--allow-private-destinations', 'allow private/loopback URLs (development and tests only)')
+      .option('--json', 'print JSON'),
+  ).action(async (opts: Common & { site: string; url: string; secret?: string; events: string; description?: string }) => {
+    const events = parseEventList(opts.events);
+    if (opts.secret !== undefined && opts.secret.length < 8) throw usageError('--secret must be at least 8 characters');
+    const url = await validateDestinationUrl(opts.url, allowPrivate(opts));
+    const row = await withStore(opts, (s) => {
+      if (!s.sites.get(opts.site)) throw new AppError('not_found', `no site ${opts.site}`);
+      return s.webhooks.createDestination({
+        siteId: opts.site,
+        url,
+        secretEnc: opts.secret ? s.secrets.seal(opts.secret) : null,
+        events,
+        description: opts.description,
+      });
+    });
+    if (!opts.secret) {
+      process.stderr.write(
+        'svc: warning: no --secret set; deliveries are signed with the public site_id, which anyone who has seen the install snippet can reproduce. Set a secret with `svc webhooks update ID --secret ...`.\n',
+      );
+    }
+    print(opts.json, { id: row.id, destination: destinationView(row) }, () => row.id);
+  });
+
+  withData(wh.command('list').description('List destinations').option('--site <id>', 'only this site').option('--json', 'print JSON')).action(
+    async (opts: Common & { site?: string }) => {
+      const rows = await withStore(opts, (s) => s.webhooks.listDestinations({ siteId: opts.site }).map(destinationView));
+      print(opts.json, rows, () => table(rows as unknown as Record<string, unknown>[], ['id', 'site_id', 'url', 'events', 'has_secret', 'enabled', 'disabled_reason']));
+    },
+  );
+
+  withData(
+    wh
+      .command('update')
+      .description('Change a destination')
+      .argument('<id>', 'destination id')
+      .option('--url <url>', 'new URL')
+      .option('--secret <secret>', 'new signing secret')
+      .option('--remove-secret', 'sign with the site_id again (not recommended)')
+      .option('--events <list>', 'comma-separated event types, or all')
+      .option('--enable', 'enable (also clears the failure streak)')
+      .option('--disable', 'disable')
+      .option('--description <text>', 'free text')
+      .option('--allow-private-destinations', 'allow private/loopback URLs (development and tests only)')
+      .option('--json', 'print JSON'),
+  ).action(
+    async (
+      id: string,
+      opts: Common & { url?: string; secret?: string; removeSecret?: boolean; events?: string; enable?: boolean; disable?: boolean; description?: string },
+    ) => {
+      if (opts.enable && opts.disable) throw usageError('--enable and --disable exclude each other');
+      if (opts.secret !== undefined && opts.removeSecret) throw usageError('--secret and --remove-secret exclude each other');
+      if (opts.secret !== undefined && opts.secret.length < 8) throw usageError('--secret must be at least 8 characters');
+      const events = opts.events !== undefined ? parseEventList(opts.events) : undefined;
+      const url = opts.url !== undefined ? await validateDestinationUrl(opts.url, allowPrivate(opts)) : undefined;
+      const row = await withStore(opts, (s) => {
+        requireDestination(s, id);
+        const enabled = opts.enable ? true : opts.disable ? false : undefined;
+        const updated = s.webhooks.updateDestination(id, {
+          ...(url !== undefined ? { url } : {}),
+          ...(events !== undefined ? { events } : {}),
+          ...(opts.secret !== undefined ? { secretEnc: s.secrets.seal(opts.secret) } : {}),
+          ...(opts.removeSecret ? { secretEnc: null } : {}),
+          ...(enabled !== undefined ? { enabled } : {}),
+          ...(opts.description !== undefined ? { description: opts.description } : {}),
+        })!;
+        if (enabled === true) {
+          s.webhooks.log({
+            site_id: updated.site_id,
+            integration: 'webhook',
+            destination_id: id,
+            delivery_id: null,
+            event_type: null,
+            kind: 'enabled',
+            attempt: null,
+            ok: true,
+            status: null,
+            latency_ms: null,
+            error_class: null,
+            message: 'enabled by an operator',
+            response_excerpt: null,
+            created_at: Date.now(),
+          });
+        }
+        return updated;
+      });
+      print(opts.json, destinationView(row), () => `updated ${row.id}`);
+    },
+  );
+
+  withData(wh.command('remove').description('Remove a destination (its log stays)').argument('<id>', 'destination id').option('--json', 'print JSON')).action(
+    async (id: string, opts: Common) => {
+      await withStore(opts, (s) => {
+        requireDestination(s, id);
+        s.webhooks.removeDestination(id);
+      });
+      print(opts.json, { removed: id }, () => `removed ${id}`);
+    },
+  );
+
+  withData(
+    wh
+      .command('deliveries')
+      .description('The integration health log: every attempt with status, latency and error class')
+      .option('--site <id>', 'only this site')
+      .option('--destination <id>', 'only this destination')
+      .option('--failed', 'only failed attempts')
+      .option('--event <type>', 'only this event type')
+      .option('--limit <n>', 'newest N entries', '100')
+      .option('--json', 'print JSON'),
+  ).action(async (opts: Common & { site?: string; destination?: string; failed?: boolean; event?: string; limit: string }) => {
+    const limit = Number(opts.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 100_000) throw usageError('--limit must be a whole number from 1 to 100000');
+    const rows = await withStore(opts, (s) =>
+      s.webhooks.healthLog({ siteId: opts.site, destinationId: opts.destination, failedOnly: opts.failed, eventType: opts.event, limit, integration: 'webhook' }),
+    );
+    const out = rows.map((r) => ({
+      id: r.id,
+      at: new Date(r.created_at).toISOString(),
+      site_id: r.site_id,
+      destination_id: r.destination_id,
+      delivery_id: r.delivery_id,
+      event: r.event_type,
+      kind: r.kind,
+      attempt: r.attempt,
+      ok: r.ok === 1,
+      status: r.status,
+      latency_ms: r.latency_ms,
+      error_class: r.error_class,
+      message: r.message,
+      response_excerpt: r.response_excerpt,
+    }));
+    print(opts.json, out, () => table(out, healthColumns));
+  });
+
+  withData(
+    wh
+      .command('replay')
+      .description('Re-send one delivery, or every delivery of a destination matching the filters, with fresh signatures')
+      .argument('[delivery]', 'delivery id')
+      .option('--destination <id>', 'bulk: deliveries of this destination')
+      .option('--since <iso>', 'bulk: created at or after')
+      .option('--until <iso>', 'bulk: created before')
+      .option('--event <type>', 'bulk: only this event type')
+      .option('--failed', 'bulk: only deliveries that failed for good')
+      .option('--concurrency <n>', 'deliveries in flight', '8')
+      .option('--allow-private-destinations', 'allow private/loopback URLs (development and tests only)')
+      .option('--json', 'print a JSON summary'),
+  ).action(
+    async (
+      deliveryId: string | undefined,
+      opts: Common & { destination?: string; since?: string; until?: string; event?: string; failed?: boolean; concurrency: string },
+    ) => {
+      if ((deliveryId === undefined) === (opts.destination === undefined)) {
+        throw usageError('name a delivery id, or --destination for a bulk replay (not both)');
+      }
+      if (opts.event !== undefined && !isEventType(opts.event)) throw usageError(`--event: unknown event type ${JSON.stringify(opts.event)}`);
+      const concurrency = Number(opts.concurrency);
+      if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64) throw usageError('--concurrency must be 1 to 64');
+      const since = parseTime(opts.since, '--since');
+      const until = parseTime(opts.until, '--until');
+      const config = configFrom({ dataDir: opts.data, allowPrivateDestinations: opts.allowPrivateDestinations });
+      const policy = webhookPolicy(config);
+      const [{ recordAttempt }, { createGuardedDispatcher }, { sendSigned }, { progressReporter }] = await Promise.all([
+        import('../webhooks/dispatcher.js'),
+        import('../webhooks/guard.js'),
+        import('../webhooks/sender.js'),
+        import('./ui/progress.js'),
+      ]);
+      const summary = await withStore(opts, async (s) => {
+        let targets: DeliveryRow[];
+        if (deliveryId !== undefined) {
+          const d = s.webhooks.delivery(deliveryId);
+          if (!d) throw new AppError('not_found', `no delivery ${deliveryId}`);
+          targets = [d];
+        } else {
+          requireDestination(s, opts.destination!);
+          targets = s.webhooks.deliveries({ destinationId: opts.destination, since, until, eventType: opts.event, failedOnly: opts.failed });
+        }
+        const http = createGuardedDispatcher({ allowPrivate: config.allowPrivateDestinations, connections: concurrency });
+        const progress = progressReporter('replaying', targets.length, Boolean(process.stdout.isTTY) && !opts.json);
+        let next = 0;
+        const worker = async () => {
+          while (next < targets.length) {
+            const d = targets[next++]!;
+            const dest = s.webhooks.destination(d.destination_id);
+            if (!dest) {
+              progress.tick(false, `${d.id} destination ${d.destination_id} no longer exists`);
+              continue;
+            }
+            const r = await sendSigned({ dispatcher: http, url: dest.url, body: d.payload, key: signingKey(s, dest), eventType: d.event_type, deliveryId: d.id });
+            s.db.transaction(() => recordAttempt(s, dest, d, r, policy, 'replay')).immediate();
+            const line = `${d.id} ${d.event_type} ${r.ok ? 'ok' : 'failed'} ${r.status ?? r.errorClass} ${r.latencyMs}ms`;
+            progress.tick(r.ok, opts.json ? '' : line);
+          }
+        };
+        await Promise.all(Array.from({ length: Math.min(concurrency, Math.max(1, targets.length)) }, worker));
+        await http.close();
+        return progress.finish();
+      });
+      if (opts.json) print(true, { total: summary.total, ok: summary.ok, failed: summary.failed }, () => '');
+      else process.stdout.write(`replayed ${summary.total}: ${summary.ok} ok, ${summary.failed} failed\n`);
+      if (summary.failed > 0) process.exitCode = 1;
+    },
+  );
+
+  withData(
+    wh
+      .command('test')
+      .description('Send a signed sample event to a destination and print the receiver status')
+      .argument('<destination>', 'destination id')
+      .option('--event <type>', `event type of the sample (default: the first subscribed; one of ${EVENT_TYPES.length} types)`)
+      .option('--allow-private-destinations', 'allow private/loopback URLs (development and tests only)')
+      .option('--json', 'print JSON'),
+  ).action(async (destinationId: string, opts: Common & { event?: string }) => {
+    if (opts.event !== undefined && !isEventType(opts.event)) throw usageError(`--event: unknown event type ${JSON.stringify(opts.event)}`);
+    const config = configFrom({ dataDir: opts.data, allowPrivateDestinations: opts.allowPrivateDestinations });
+    const [{ createGuardedDispatcher }, { sendSigned }] = await Promise.all([import('../webhooks/guard.js'), import('../webhooks/sender.js')]);
+    const result = await withStore(opts, async (s) => {
+      const dest = requireDestination(s, destinationId);
+      const subscribed = (JSON.parse(dest.events) as string[]).filter(isEventType);
+      const type: EventType = (opts.event as EventType | undefined) ?? subscribed[0] ?? 'profile.identified';
+      const body = JSON.stringify(samplePayload(type, dest.site_id));
+      const deliveryId = newId('test');
+      const http = createGuardedDispatcher({ allowPrivate: config.allowPrivateDestinations, connections: 1 });
+      const r = await sendSigned({ dispatcher: http, url: dest.url, body, key: signingKey(s, dest), eventType: type, deliveryId });
+      await http.close();
+      s.webhooks.log({
+        site_id: dest.site_id,
+        integration: 'webhook',
+        destination_id: dest.id,
+        delivery_id: null,
+        event_type: type,
+        kind: 'test',
+        attempt: null,
+        ok: r.ok,
+        status: r.status,
+        latency_ms: r.latencyMs,
+        error_class: r.errorClass,
+        message: r.message,
+        response_excerpt: r.excerpt,
+        created_at: Date.now(),
+      });
+      return { event: type, delivery_id: deliveryId, ok: r.ok, status: r.status, latency_ms: r.latencyMs, error_class: r.errorClass, message: r.message };
+    });
+    print(opts.json, result, () =>
+      result.ok ? `ok: receiver answered ${result.status} in ${result.latency_ms} ms` : `failed: ${result.status ?? result.error_class} ${result.message ?? ''}`.trim(),
+    );
+    if (!result.ok) process.exitCode = 1;
+  });
+}

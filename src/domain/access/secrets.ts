@@ -1,0 +1,23 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/** A new credential: `prefix` + 32 base64url characters (192 random bits). */
+export function newCredential(prefix: string): string {
+  return prefix + randomBytes(24).toString('base64url');
+}
+
+/** The stored form of a credential: SHA-256 hex. The plaintext is never stored. */
+export function credentialHash(plaintext: string): string {
+  return createHash('sha256').update(plaintext, 'utf8').digest('hex');
+}
+
+/** Constant-time comparison of two hex hashes of equal length. */
+export function sameHash(a: string, b: string): boolean {
+  const x = Buffer.from(a, 'hex');
+  const y = Buffer.from(b, 'hex');
+  return x.length === y.length && x.length > 0 && timingSafeEqual(x, y);
+}
+
+/** What may be shown of a credential later: its prefix and first 4 random characters. */
+export function credentialHint(plaintext: string, prefix: string): string {
+  return `${plaintext.slice(0, prefix.length + 4)}…`;
+}

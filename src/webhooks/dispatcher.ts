@@ -1,0 +1,323 @@
+import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
+import type { Store } from '../store/store.js';
+import type { DeliveryRow, DestinationRow } from '../store/webhooks.js';
+import { createGuardedDispatcher } from './guard.js';
+import { sendSigned, type AttemptResult } from './sender.js';
+import { nextAttemptAt, type RetryPolicy } from './schedule.js';
+import { subscribes, signingKey } from './destinations.js';
+
+export interface DispatcherOptions {
+  allowPrivate: boolean;
+  retry: RetryPolicy;
+  disableAfter: { failures: number; windowMs: number };
+  /** Deliveries in flight per destination. */
+  concurrency: number;
+  /** Longest sleep between looks at the database (other processes write there too). */
+  pollMs: number;
+  logger: Logger;
+  /** For tests: a dispatcher to use instead of the guarded one. */
+  httpDispatcher?: Dispatcher;
+}
+
+interface Lane {
+  dest: DestinationRow;
+  key: string;
+  events: ReadonlySet<string> | 'all';
+  queue: DeliveryRow[];
+  /** Ids buffered or in flight: not to be loaded again until their outcome is committed. */
+  known: Set<string>;
+  inFlight: number;
+  refilling: boolean;
+}
+
+const FANOUT_BATCH = 1000;
+
+/**
+ * The webhook workers of `svc serve`. Stage one turns outbox rows into one
+ * delivery per subscribed destination (in one transaction with marking the
+ * rows dispatched). Stage two runs one lane per destination with its own
+ * queue and concurrency cap, so a slow or failing receiver never delays the
+ * others. Every attempt and its outcome are committed before the delivery is
+ * let go, so a restart resumes exactly the deliveries that are not done:
+ * at-least-once, with the delivery id stable across retries.
+ */
+export class WebhookDispatcher {
+  private readonly lanes = new Map<string, Lane>();
+  private readonly http: Dispatcher;
+  private running = false;
+  private fanningOut = false;
+  private fanoutAgain = false;
+  private lastEnqueued = -1;
+  private timer: NodeJS.Timeout | null = null;
+  private lanesLoadedAt = 0;
+  private idle: (() => void) | null = null;
+  readonly counters = { delivered: 0, failedAttempts: 0, fannedOut: 0 };
+
+  constructor(
+    private readonly store: Store,
+    private readonly opts: DispatcherOptions,
+  ) {
+    this.http = opts.httpDispatcher ?? createGuardedDispatcher({ allowPrivate: opts.allowPrivate, connections: opts.concurrency * 4 });
+  }
+
+  start(): void {
+    this.running = true;
+    this.store.writer.onCommit(() => {
+      if (this.store.activity.enqueued !== this.lastEnqueued) this.wake();
+    });
+    this.wake();
+  }
+
+  /** Stops taking new work and waits (at most `graceMs`) for deliveries in flight to be recorded. */
+  async stop(graceMs = 6_000): Promise<void> {
+    this.running = false;
+    if (this.timer) clearTimeout(this.timer);
+    if (this.totalInFlight() > 0) {
+      await Promise.race([
+        new Promise<void>((r) => (this.idle = r)),
+        new Promise<void>((r) => setTimeout(r, graceMs).unref()),
+      ]);
+    }
+    if (!this.opts.httpDispatcher) await this.http.close().catch(() => undefined);
+  }
+
+  /** Looks for new outbox rows and due deliveries soon. */
+  wake(): void {
+    if (!this.running) return;
+    setImmediate(() => void this.cycle());
+  }
+
+  private totalInFlight(): number {
+    let n = 0;
+    for (const lane of this.lanes.values()) n += lane.inFlight;
+    return n;
+  }
+
+  private async cycle(): Promise<void> {
+    if (!this.running) return;
+    await this.fanOut();
+    this.refreshLanes();
+    for (const lane of this.lanes.values()) this.pump(lane);
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (!this.running) return;
+    if (this.timer) clearTimeout(this.timer);
+    let wait = this.opts.pollMs;
+    try {
+      const next = this.store.webhooks.nextDue();
+      if (next !== null) wait = Math.max(5, Math.min(wait, next - Date.now()));
+    } catch {
+      // the database is busy; poll again later
+    }
+    this.timer = setTimeout(() => void this.cycle(), wait);
+    this.timer.unref();
+  }
+
+  /** Stage one: outbox rows become deliveries, in batches, until the outbox is drained. */
+  private async fanOut(): Promise<void> {
+    if (this.fanningOut) {
+      this.fanoutAgain = true;
+      return;
+    }
+    this.fanningOut = true;
+    try {
+      for (;;) {
+        this.fanoutAgain = false;
+        this.lastEnqueued = this.store.activity.enqueued;
+        const n = await this.store.write(() => {
+          const rows = this.store.webhooks.pendingOutbox(FANOUT_BATCH);
+          if (rows.length === 0) return 0;
+          const dests = this.store.webhooks.enabledDestinations();
+          const now = Date.now();
+          for (const row of rows) {
+            for (const d of dests) {
+              if (d.site_id !== row.site_id || !subscribes(d, row.event_type)) continue;
+              this.store.webhooks.insertDelivery({
+                siteId: row.site_id,
+                destinationId: d.id,
+                outboxId: row.id,
+                eventType: row.event_type,
+                payload: row.payload,
+                now,
+              });
+            }
+          }
+          this.store.webhooks.advanceCursor(rows[rows.length - 1]!.id);
+          return rows.length;
+        });
+        this.counters.fannedOut += n;
+        if (n > 0) {
+          this.refreshLanes(true);
+          for (const lane of this.lanes.values()) this.pump(lane);
+        }
+        if (n < FANOUT_BATCH && !this.fanoutAgain) break;
+      }
+    } catch (err) {
+      this.opts.logger.error({ err: (err as Error).message }, 'webhook fan-out failed; retrying');
+    } finally {
+      this.fanningOut = false;
+    }
+  }
+
+  /** Keeps one lane per enabled destination; re-reads destinations at most once a second unless forced. */
+  private refreshLanes(force = false): void {
+    const now = Date.now();
+    if (!force && now - this.lanesLoadedAt < 1000) return;
+    this.lanesLoadedAt = now;
+    const dests = this.store.webhooks.enabledDestinations();
+    const seen = new Set<string>();
+    for (const d of dests) {
+      seen.add(d.id);
+      const lane = this.lanes.get(d.id);
+      const key = signingKey(this.store, d);
+      const events = subscribedSet(d);
+      if (lane) {
+        lane.dest = d;
+        lane.key = key;
+        lane.events = events;
+      } else {
+        this.lanes.set(d.id, { dest: d, key, events, queue: [], known: new Set(), inFlight: 0, refilling: false });
+      }
+    }
+    for (const [id, lane] of this.lanes) {
+      if (!seen.has(id) && lane.inFlight === 0) this.lanes.delete(id);
+      else if (!seen.has(id)) lane.queue.length = 0;
+    }
+  }
+
+  /** Stage two for one destination: keep up to `concurrency` deliveries in flight. */
+  private pump(lane: Lane): void {
+    if (!this.running || !this.lanes.has(lane.dest.id) || lane.dest.enabled !== 1) return;
+    while (lane.inFlight < this.opts.concurrency) {
+      if (lane.queue.length === 0) {
+        if (!this.refill(lane)) return;
+        if (lane.queue.length === 0) return;
+      }
+      const delivery = lane.queue.shift()!;
+      lane.inFlight++;
+      void this.deliver(lane, delivery);
+    }
+  }
+
+  private refill(lane: Lane): boolean {
+    if (lane.refilling) return false;
+    lane.refilling = true;
+    try {
+      const want = this.opts.concurrency * 4;
+      const rows = this.store.webhooks.due(lane.dest.id, Date.now(), want + lane.known.size);
+      for (const r of rows) {
+        if (lane.known.has(r.id)) continue;
+        lane.known.add(r.id);
+        lane.queue.push(r);
+      }
+      return true;
+    } catch (err) {
+      this.opts.logger.warn({ err: (err as Error).message }, 'could not load due deliveries');
+      return false;
+    } finally {
+      lane.refilling = false;
+    }
+  }
+
+  private async deliver(lane: Lane, d: DeliveryRow): Promise<void> {
+    const result = await sendSigned({
+      dispatcher: this.http,
+      url: lane.dest.url,
+      body: d.payload,
+      key: lane.key,
+      eventType: d.event_type,
+      deliveryId: d.id,
+    });
+    try {
+      await this.store.write(() => recordAttempt(this.store, lane.dest, d, result, this.opts, 'attempt'));
+      if (result.ok) this.counters.delivered++;
+      else this.counters.failedAttempts++;
+    } catch (err) {
+      this.opts.logger.error({ err: (err as Error).message, delivery: d.id }, 'could not record a delivery attempt; it will be retried');
+    } finally {
+      lane.inFlight--;
+      lane.known.delete(d.id);
+      if (!result.ok) lane.dest = this.store.webhooks.destination(lane.dest.id) ?? { ...lane.dest, enabled: 0 };
+      if (this.idle && this.totalInFlight() === 0) this.idle();
+      this.pump(lane);
+    }
+  }
+}
+
+/**
+ * Writes the outcome of one attempt: the health-log row, the delivery's new
+ * state (delivered, retry at, or failed for good) and the destination's
+ * failure streak, disabling the destination when the streak passes the
+ * threshold. Runs inside a write transaction.
+ */
+export function recordAttempt(
+  store: Store,
+  dest: DestinationRow,
+  d: DeliveryRow,
+  r: AttemptResult,
+  opts: Pick<DispatcherOptions, 'retry' | 'disableAfter'>,
+  kind: 'attempt' | 'replay',
+): void {
+  const now = Date.now();
+  const attempt = d.attempts + 1;
+  const repo = store.webhooks;
+  repo.log({
+    site_id: d.site_id,
+    integration: 'webhook',
+    destination_id: dest.id,
+    delivery_id: d.id,
+    event_type: d.event_type,
+    kind,
+    attempt,
+    ok: r.ok,
+    status: r.status,
+    latency_ms: r.latencyMs,
+    error_class: r.errorClass,
+    message: r.message,
+    response_excerpt: r.excerpt,
+    created_at: now,
+  });
+  if (r.ok) {
+    repo.markDelivered(d.id, r.status ?? 200, now);
+    if (kind === 'attempt') repo.destinationSucceeded(dest.id);
+    return;
+  }
+  const error = `${r.errorClass}: ${r.message ?? ''}`.slice(0, 500);
+  if (kind === 'replay') {
+    // A failed replay changes nothing of the delivery's own schedule and does not count towards disabling.
+    repo.markFailedAttempt(d.id, { final: d.state === 'failed', nextAttemptAt: d.next_attempt_at, status: r.status, error, now });
+    return;
+  }
+  const next = nextAttemptAt(opts.retry, attempt, now);
+  repo.markFailedAttempt(d.id, { final: next === null, nextAttemptAt: next ?? now, status: r.status, error, now });
+  const streak = repo.destinationFailed(dest.id, now);
+  if (streak && streak.enabled && streak.consecutive >= opts.disableAfter.failures && now - streak.since >= opts.disableAfter.windowMs) {
+    const reason = `disabled automatically after ${streak.consecutive} consecutive failed attempts since ${new Date(streak.since).toISOString()}; last: ${r.errorClass}${r.status ? ` ${r.status}` : ''}`;
+    if (repo.disableDestination(dest.id, reason, now)) {
+      repo.log({
+        site_id: d.site_id,
+        integration: 'webhook',
+        destination_id: dest.id,
+        delivery_id: null,
+        event_type: null,
+        kind: 'disabled',
+        attempt: null,
+        ok: false,
+        status: null,
+        latency_ms: null,
+        error_class: 'destination_disabled',
+        message: reason,
+        response_excerpt: null,
+        created_at: now,
+      });
+    }
+  }
+}
+
+function subscribedSet(d: DestinationRow): ReadonlySet<string> | 'all' {
+  const events = JSON.parse(d.events) as string[];
+  return events.includes('all') ? 'all' : new Set(events);
+}

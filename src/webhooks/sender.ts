@@ -1,0 +1,98 @@
+import { request, type Dispatcher } from 'undici';
+import { VERSION } from '../version.js';
+import { sign } from './signing.js';
+import { DESTINATION_REFUSED } from './guard.js';
+
+/** Total time of one attempt: connect, headers and body. */
+export const ATTEMPT_TIMEOUT_MS = 5_000;
+const EXCERPT_BYTES = 1024;
+
+export interface AttemptResult {
+  ok: boolean;
+  status: number | null;
+  latencyMs: number;
+  errorClass: 'http_status' | 'timeout' | 'destination_refused' | 'dns' | 'connection' | 'tls' | 'network' | null;
+  message: string | null;
+  excerpt: string | null;
+}
+
+export const USER_AGENT = `svc-webhooks/${VERSION} (+https://github.com/svc)`;
+
+/**
+ * One signed delivery attempt: POST of the exact body bytes with
+ * X-SVC-Signature (hex HMAC-SHA256 keyed by `key`), X-SVC-Event and
+ * X-SVC-Delivery (stable across retries). Only a 2xx is a success; redirects
+ * are not followed. Never throws.
+ */
+export async function sendSigned(opts: {
+  dispatcher: Dispatcher;
+  url: string;
+  body: string;
+  key: string;
+  eventType: string;
+  deliveryId: string;
+  timeoutMs?: number;
+}): Promise<AttemptResult> {
+  const started = performance.now();
+  const signal = AbortSignal.timeout(opts.timeoutMs ?? ATTEMPT_TIMEOUT_MS);
+  const latency = () => Math.round(performance.now() - started);
+  try {
+    const res = await request(opts.url, {
+      method: 'POST',
+      dispatcher: opts.dispatcher,
+      signal,
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': USER_AGENT,
+        'x-svc-signature': sign(opts.body, opts.key),
+        'x-svc-event': opts.eventType,
+        'x-svc-delivery': opts.deliveryId,
+      },
+      body: opts.body,
+    });
+    const excerpt = await readExcerpt(res.body);
+    const ok = res.statusCode >= 200 && res.statusCode < 300;
+    return {
+      ok,
+      status: res.statusCode,
+      latencyMs: latency(),
+      errorClass: ok ? null : 'http_status',
+      message: ok ? null : `receiver answered ${res.statusCode}`,
+      excerpt,
+    };
+  } catch (err) {
+    return { ok: false, status: null, latencyMs: latency(), ...classify(err, signal), excerpt: null };
+  }
+}
+
+async function readExcerpt(body: Dispatcher.ResponseData['body']): Promise<string | null> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const b = chunk as Buffer;
+    chunks.push(b);
+    size += b.length;
+    if (size >= EXCERPT_BYTES) {
+      body.destroy();
+      break;
+    }
+  }
+  if (size === 0) return null;
+  return Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8');
+}
+
+function classify(err: unknown, signal: AbortSignal): Pick<AttemptResult, 'errorClass' | 'message'> {
+  const e = err as { code?: string; name?: string; message?: string; cause?: { code?: string; message?: string } };
+  const code = e.code ?? e.cause?.code;
+  const message = (e.cause?.message ?? e.message ?? String(err)).slice(0, 500);
+  if (signal.aborted || e.name === 'TimeoutError' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
+    return { errorClass: 'timeout', message: `no complete answer within ${ATTEMPT_TIMEOUT_MS / 1000} s` };
+  }
+  if (code === DESTINATION_REFUSED) return { errorClass: 'destination_refused', message };
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return { errorClass: 'dns', message };
+  if (code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH' || code === 'UND_ERR_SOCKET') {
+    return { errorClass: 'connection', message };
+  }
+  if (code?.startsWith('ERR_TLS') || code?.includes('CERT')) return { errorClass: 'tls', message };
+  return { errorClass: 'network', message };
+}

@@ -1,0 +1,88 @@
+import { spawnSync } from 'node:child_process';
+import { createHmac } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const secret = 'whsec_test_3f1c';
+// Raw bytes that are not valid UTF-8 and end in CRLF: the CLI must hash exactly these bytes.
+const body = Buffer.concat([Buffer.from('{"event":"conversion","site_id":"site_a","x":"'), Buffer.from([0xff, 0xfe, 0x00]), Buffer.from('"}\r\n')]);
+const signature = createHmac('sha256', secret).update(body).digest('hex');
+
+function svc(args: string[], input?: Buffer, env: Record<string, string> = {}) {
+  const { SVC_WEBHOOK_SECRET: _drop, ...parentEnv } = process.env;
+  const r = spawnSync(process.execPath, ['bin/svc.js', ...args], {
+    cwd: root,
+    input: input ?? Buffer.alloc(0),
+    env: { ...parentEnv, ...env },
+    timeout: 30_000,
+  });
+  return { code: r.status, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+}
+
+describe('svc verify', () => {
+  let dir: string;
+  let file: string;
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'svc-verify-'));
+    file = join(dir, 'body.bin');
+    writeFileSync(file, body);
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('exits 0 and prints "signature valid" for a matching body from --file', () => {
+    const r = svc(['verify', '--secret', secret, '--signature', signature, '--file', file]);
+    expect(r).toEqual({ code: 0, stdout: 'signature valid\n', stderr: '' });
+  });
+
+  it('exits 0 for a matching body from stdin, and accepts upper-case hex', () => {
+    expect(svc(['verify', '--secret', secret, '--signature', signature], body)).toEqual({
+      code: 0,
+      stdout: 'signature valid\n',
+      stderr: '',
+    });
+    expect(svc(['verify', '--secret', secret, '--signature', signature.toUpperCase()], body).code).toBe(0);
+  });
+
+  it('takes the secret from SVC_WEBHOOK_SECRET, and prints JSON with --json', () => {
+    const r = svc(['verify', '--signature', signature, '--file', file, '--json'], undefined, { SVC_WEBHOOK_SECRET: secret });
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ valid: true });
+  });
+
+  it('exits 1 and prints "signature does not match" on stderr when body, secret or signature differ', () => {
+    const tampered = Buffer.from(body);
+    tampered[tampered.length - 1] = 0x20;
+    for (const r of [
+      svc(['verify', '--secret', secret, '--signature', signature], tampered),
+      svc(['verify', '--secret', secret, '--signature', signature], body.subarray(0, -2)),
+      svc(['verify', '--secret', `${secret}x`, '--signature', signature, '--file', file]),
+      svc(['verify', '--secret', secret, '--signature', `${signature.slice(0, -1)}${signature.endsWith('0') ? '1' : '0'}`, '--file', file]),
+    ]) {
+      expect(r.code).toBe(1);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toContain('signature does not match');
+    }
+  });
+
+  it('exits 2 on usage errors: missing options, unreadable file, malformed signature', () => {
+    const cases = [
+      { args: ['verify', '--signature', signature, '--file', file], err: /--secret/ },
+      { args: ['verify', '--secret', secret, '--file', file], err: /--signature/ },
+      { args: ['verify', '--secret', secret, '--signature', signature, '--file', join(dir, 'missing.bin')], err: /cannot read .*ENOENT/ },
+      { args: ['verify', '--secret', secret, '--signature', signature, '--file', dir], err: /cannot read .*EISDIR/ },
+      { args: ['verify', '--secret', secret, '--signature', 'abc', '--file', file], err: /64 hex characters/ },
+      { args: ['verify', '--secret', '', '--signature', signature, '--file', file], err: /--secret must not be empty/ },
+    ];
+    for (const c of cases) {
+      const r = svc(c.args);
+      expect(r.code, c.args.join(' ')).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(c.err);
+    }
+  });
+});
