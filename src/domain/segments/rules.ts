@@ -1,0 +1,392 @@
+import { z } from 'zod';
+
+/**
+ * The segment rule language: one JSON shape for custom segments and for
+ * POST /api/pulse/v1/profiles/query.
+ *
+ *   combinators  { "all": [rule, ...] }  { "any": [rule, ...] }  { "not": rule }
+ *   trait        { "trait": "plan", "op": "eq", "value": "gold" }
+ *   event        { "event": "add_to_cart", "where": [{ "property": "sku", "op": "eq", "value": "A1" }],
+ *                  "count": { "op": "gte", "value": 2 }, "within_days": 7 }
+ *   conversions  { "conversions": { "metric": "revenue", "op": "gte", "value": 100 }, "within_days": 30 }
+ *   score        { "score": { "agg": "latest", "op": "gte", "value": 70 }, "within_days": 14 }
+ *   segment      { "segment": "seg_..." }
+ *
+ * Rules are validated node by node, so an error names the offending node by
+ * its JSON path (`$.all[1].op`). They compile to parameterized SQL
+ * (src/store/rule-sql.ts): no value of a rule is ever spliced into SQL text.
+ */
+
+export const RULE_LIMITS = {
+  /** Nesting of all/any/not. */
+  depth: 8,
+  /** Nodes in a whole rule, combinators included. */
+  nodes: 100,
+  /** Children of one all/any. */
+  children: 50,
+  /** Values of one `in`. */
+  inValues: 100,
+  /** Property filters of one event condition. */
+  where: 10,
+  /** Characters of a string value. */
+  stringValue: 256,
+} as const;
+
+export const TRAIT_OPS = ['eq', 'neq', 'in', 'contains', 'starts_with', 'exists', 'not_exists', 'gt', 'gte', 'lt', 'lte'] as const;
+export type TraitOp = (typeof TRAIT_OPS)[number];
+export const COMPARE_OPS = ['eq', 'neq', 'gt', 'gte', 'lt', 'lte'] as const;
+export type CompareOp = (typeof COMPARE_OPS)[number];
+export const NUMERIC_OPS = new Set<TraitOp>(['gt', 'gte', 'lt', 'lte']);
+export const STRING_OPS = new Set<TraitOp>(['contains', 'starts_with']);
+export const PRESENCE_OPS = new Set<TraitOp>(['exists', 'not_exists']);
+
+export type Scalar = string | number | boolean;
+
+export interface TraitCondition {
+  trait: string;
+  op: TraitOp;
+  value?: string | number | string[] | undefined;
+}
+export interface PropertyCondition {
+  property: string;
+  op: TraitOp;
+  value?: Scalar | (string | number)[] | undefined;
+}
+export interface EventCondition {
+  event: string;
+  where?: PropertyCondition[] | undefined;
+  count?: { op: CompareOp; value: number } | undefined;
+  within_days?: number | undefined;
+  within_hours?: number | undefined;
+}
+export interface ConversionsCondition {
+  conversions: { metric: 'count' | 'revenue'; op: CompareOp; value: number };
+  within_days?: number | undefined;
+}
+export interface ScoreCondition {
+  score: { agg: 'latest' | 'max' | 'avg'; op: CompareOp; value: number };
+  within_days?: number | undefined;
+}
+export interface SegmentCondition {
+  segment: string;
+}
+export type Rule =
+  | { all: Rule[] }
+  | { any: Rule[] }
+  | { not: Rule }
+  | TraitCondition
+  | EventCondition
+  | ConversionsCondition
+  | ScoreCondition
+  | SegmentCondition;
+
+/**
+ * A number from a value: JSON numbers as they are, strings only when they are
+ * plain decimals (`42`, `-3.5`; no exponent, sign `+`, spaces or hex). The same
+ * function runs inside SQLite (svc_num), so SQL and memory agree by construction.
+ */
+export function numericValue(v: unknown): number | null {
+  if (typeof v === 'number') return Number.isFinite(v) ? v : null;
+  if (typeof v === 'string' && v.length <= 40 && /^-?\d+(\.\d+)?$/.test(v)) return Number(v);
+  return null;
+}
+
+// ---- node schemas (validation and the OpenAPI description) ----
+
+const NAME = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,63}$/;
+const traitName = z
+  .string()
+  .regex(NAME, 'a trait name: 1 to 64 of A-Z a-z 0-9 _ . : - (not starting with . : -)')
+  .describe('Trait name, as sent in identify traits.');
+const propertyPath = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,64}(\.[A-Za-z0-9_-]{1,64}){0,4}$/, 'a property name, or a dotted path of up to 5 names (cart.total)')
+  .describe('Event property; a dotted path reaches into nested objects (cart.total).');
+const num = z.number().refine(Number.isFinite, 'must be a finite number');
+const compareOp = z.enum(COMPARE_OPS);
+const within = {
+  within_days: z.number().int().min(1).max(3650).optional().describe('Only count activity of the last N days (from evaluation time).'),
+};
+
+function checkValue(
+  op: TraitOp,
+  value: unknown,
+  ctx: { addIssue: (i: { code: 'custom'; message: string; path: PropertyKey[] }) => void },
+  allowBoolean: boolean,
+): void {
+  const fail = (message: string) => ctx.addIssue({ code: 'custom', message, path: ['value'] });
+  if (PRESENCE_OPS.has(op)) {
+    if (value !== undefined) fail(`${op} takes no value`);
+  } else if (NUMERIC_OPS.has(op)) {
+    if (typeof value !== 'number' || !Number.isFinite(value)) fail(`${op} compares numbers: value must be a number`);
+  } else if (STRING_OPS.has(op)) {
+    if (typeof value !== 'string' || value.length === 0 || value.length > RULE_LIMITS.stringValue) {
+      fail(`${op} needs a string value of 1 to ${RULE_LIMITS.stringValue} characters`);
+    }
+  } else if (op === 'in') {
+    const scalarOk = (x: unknown) => (typeof x === 'string' && x.length <= RULE_LIMITS.stringValue) || (allowBoolean && typeof x === 'number' && Number.isFinite(x));
+    if (!Array.isArray(value) || value.length === 0 || value.length > RULE_LIMITS.inValues || !value.every(scalarOk)) {
+      fail(`in needs an array of 1 to ${RULE_LIMITS.inValues} ${allowBoolean ? 'strings or numbers' : 'strings'}`);
+    }
+  } else {
+    const ok = typeof value === 'string' ? value.length <= RULE_LIMITS.stringValue : allowBoolean && (typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value)));
+    if (!ok) fail(`${op} needs ${allowBoolean ? 'a string, number or boolean' : 'a string'} value`);
+  }
+}
+
+export const traitConditionSchema = z
+  .strictObject({
+    trait: traitName,
+    op: z.enum(TRAIT_OPS).describe('eq, neq, in, contains, starts_with (strings; case-sensitive); exists, not_exists; gt, gte, lt, lte (numeric strings)'),
+    value: z.union([z.string().max(RULE_LIMITS.stringValue), num, z.array(z.string().max(RULE_LIMITS.stringValue))]).optional(),
+  })
+  .superRefine((c, ctx) => checkValue(c.op, c.value, ctx, false))
+  .meta({ id: 'TraitCondition', description: 'Tests a trait of the profile. Traits are strings; gt/gte/lt/lte read them as decimal numbers and never match a non-numeric trait.' });
+
+export const propertyConditionSchema = z
+  .strictObject({
+    property: propertyPath,
+    op: z.enum(TRAIT_OPS),
+    value: z.union([z.string().max(RULE_LIMITS.stringValue), num, z.boolean(), z.array(z.union([z.string().max(RULE_LIMITS.stringValue), num]))]).optional(),
+  })
+  .superRefine((c, ctx) => checkValue(c.op, c.value, ctx, true))
+  .meta({ id: 'PropertyCondition', description: 'Tests a property of an event. eq/neq/in match the JSON type exactly ("5" is not 5); gt/gte/lt/lte accept numbers and decimal strings.' });
+
+export const eventConditionSchema = z
+  .strictObject({
+    event: z.string().min(1).max(64).describe('Event type, as sent to /api/events.'),
+    where: z.array(propertyConditionSchema).max(RULE_LIMITS.where).optional().describe('All of these must hold for an event to count.'),
+    count: z
+      .strictObject({ op: compareOp, value: z.number().int().min(0).max(1_000_000_000) })
+      .optional()
+      .describe('How many matching events; default at least one ({"op":"gte","value":1}). {"op":"eq","value":0} means "did not".'),
+    ...within,
+    within_hours: z.number().int().min(1).max(87_600).optional().describe('Only count events of the last N hours.'),
+  })
+  .superRefine((c, ctx) => {
+    if (c.within_days !== undefined && c.within_hours !== undefined) {
+      ctx.addIssue({ code: 'custom', message: 'give within_days or within_hours, not both', path: ['within_hours'] });
+    }
+  })
+  .meta({ id: 'EventCondition', description: 'Counts the profile\'s events of one type (optionally filtered and windowed) and compares the count.' });
+
+export const conversionsConditionSchema = z
+  .strictObject({
+    conversions: z.strictObject({
+      metric: z.enum(['count', 'revenue']).describe('count of conversions, or the sum of their revenue (site currency).'),
+      op: compareOp,
+      value: num.min(0),
+    }),
+    ...within,
+  })
+  .meta({ id: 'ConversionsCondition', description: 'Compares the number of conversions or their revenue sum.' });
+
+export const scoreConditionSchema = z
+  .strictObject({
+    score: z.strictObject({
+      agg: z.enum(['latest', 'max', 'avg']).describe('The latest score, the highest, or the mean; scores without a numeric score are ignored.'),
+      op: compareOp,
+      value: num,
+    }),
+    ...within,
+  })
+  .meta({ id: 'ScoreCondition', description: 'Compares the profile\'s scores (from /api/score). No score never matches.' });
+
+export const segmentConditionSchema = z
+  .strictObject({ segment: z.string().regex(/^seg_[A-Za-z0-9_-]{1,64}$/, 'a segment id (seg_...)') })
+  .meta({ id: 'SegmentCondition', description: 'Membership of another segment of the same site (no cycles).' });
+
+const allDoc = z.strictObject({
+  get all(): z.ZodArray<typeof ruleDocSchema> {
+    return z.array(ruleDocSchema).min(1).max(RULE_LIMITS.children);
+  },
+});
+const anyDoc = z.strictObject({
+  get any(): z.ZodArray<typeof ruleDocSchema> {
+    return z.array(ruleDocSchema).min(1).max(RULE_LIMITS.children);
+  },
+});
+const notDoc = z.strictObject({
+  get not(): typeof ruleDocSchema {
+    return ruleDocSchema;
+  },
+});
+
+/** The rule language as JSON Schema (documentation only; parseRule validates). */
+export const ruleDocSchema: z.ZodType = z
+  .union([
+    allDoc,
+    anyDoc,
+    notDoc,
+    traitConditionSchema,
+    eventConditionSchema,
+    conversionsConditionSchema,
+    scoreConditionSchema,
+    segmentConditionSchema,
+  ])
+  .meta({
+    id: 'SegmentRule',
+    description: `A segment rule: all/any/not over trait, event, conversions, score and segment conditions. Depth at most ${RULE_LIMITS.depth}, at most ${RULE_LIMITS.nodes} nodes.`,
+  });
+
+/** Every schema that documents the rule language (for openapi.json). */
+export const RULE_DOC_SCHEMAS: z.ZodType[] = [
+  ruleDocSchema,
+  traitConditionSchema,
+  propertyConditionSchema,
+  eventConditionSchema,
+  conversionsConditionSchema,
+  scoreConditionSchema,
+  segmentConditionSchema,
+];
+
+// ---- parsing with node-precise errors ----
+
+export interface RuleIssue {
+  path: string;
+  segments: (string | number)[];
+  message: string;
+}
+export type ParseRuleResult = { ok: true; rule: Rule } | { ok: false; error: { path: string; message: string; issues: { path: string; message: string }[] } };
+
+const LEAVES: [string, z.ZodType][] = [
+  ['trait', traitConditionSchema],
+  ['event', eventConditionSchema],
+  ['conversions', conversionsConditionSchema],
+  ['score', scoreConditionSchema],
+  ['segment', segmentConditionSchema],
+];
+const KINDS = ['all', 'any', 'not', ...LEAVES.map(([k]) => k)];
+
+export function formatPath(segments: readonly PropertyKey[]): string {
+  let out = '$';
+  for (const seg of segments) {
+    if (typeof seg === 'number') out += `[${seg}]`;
+    else if (typeof seg === 'string' && /^[A-Za-z_][A-Za-z0-9_]*$/.test(seg)) out += `.${seg}`;
+    else out += `[${JSON.stringify(String(seg))}]`;
+  }
+  return out;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Validates one rule; on failure the issues name the offending nodes by JSON path. */
+export function collectRuleIssues(input: unknown): { rule?: Rule; issues: RuleIssue[] } {
+  const issues: RuleIssue[] = [];
+  let nodes = 0;
+  const add = (segments: (string | number)[], message: string) => issues.push({ path: formatPath(segments), segments, message });
+
+  const visit = (node: unknown, at: (string | number)[], depth: number): Rule | undefined => {
+    nodes += 1;
+    if (nodes > RULE_LIMITS.nodes) {
+      if (nodes === RULE_LIMITS.nodes + 1) add(at, `a rule has at most ${RULE_LIMITS.nodes} nodes`);
+      return undefined;
+    }
+    if (!isPlainObject(node)) {
+      add(at, `a rule node is an object with one of: ${KINDS.join(', ')}`);
+      return undefined;
+    }
+    const kind = KINDS.find((k) => Object.hasOwn(node, k));
+    if (!kind) {
+      add(at, `a rule node needs one of: ${KINDS.join(', ')}`);
+      return undefined;
+    }
+    if (kind === 'all' || kind === 'any' || kind === 'not') {
+      const extra = Object.keys(node).filter((k) => k !== kind);
+      if (extra.length > 0) {
+        add([...at, extra[0]!], `unexpected key ${JSON.stringify(extra[0])} beside ${JSON.stringify(kind)}`);
+        return undefined;
+      }
+      if (depth >= RULE_LIMITS.depth) {
+        add(at, `rules nest at most ${RULE_LIMITS.depth} levels of all/any/not`);
+        return undefined;
+      }
+      if (kind === 'not') {
+        const inner = visit(node.not, [...at, 'not'], depth + 1);
+        return inner && { not: inner };
+      }
+      const list = node[kind];
+      if (!Array.isArray(list) || list.length === 0 || list.length > RULE_LIMITS.children) {
+        add([...at, kind], `${kind} takes an array of 1 to ${RULE_LIMITS.children} rules`);
+        return undefined;
+      }
+      const children: Rule[] = [];
+      let ok = true;
+      list.forEach((child, i) => {
+        const r = visit(child, [...at, kind, i], depth + 1);
+        if (r) children.push(r);
+        else ok = false;
+      });
+      if (!ok) return undefined;
+      return kind === 'all' ? { all: children } : { any: children };
+    }
+    const schema = LEAVES.find(([k]) => k === kind)![1];
+    const r = schema.safeParse(node);
+    if (!r.success) {
+      for (const i of r.error.issues) add([...at, ...(i.path as (string | number)[])], i.message);
+      return undefined;
+    }
+    return r.data as Rule;
+  };
+
+  const rule = visit(input, [], 0);
+  return issues.length === 0 && rule ? { rule, issues } : { issues };
+}
+
+export function parseRule(input: unknown): ParseRuleResult {
+  const { rule, issues } = collectRuleIssues(input);
+  if (rule) return { ok: true, rule };
+  const first = issues[0] ?? { path: '$', message: 'invalid rule' };
+  return {
+    ok: false,
+    error: { path: first.path, message: first.message, issues: issues.slice(0, 20).map(({ path, message }) => ({ path, message })) },
+  };
+}
+
+/**
+ * The rule as a request-body field: validates with parseRule (issues keep their
+ * node paths below the field) and is described in OpenAPI by SegmentRule.
+ */
+export const ruleSchema = z.unknown().transform((input, ctx): Rule => {
+  const { rule, issues } = collectRuleIssues(input);
+  if (rule) return rule;
+  for (const i of issues.slice(0, 20)) ctx.addIssue({ code: 'custom', message: i.message, path: i.segments, input });
+  return z.NEVER;
+}).meta({ 'x-schema-ref': 'SegmentRule' });
+
+/** Ids of the segments a rule tests membership of. */
+export function referencedSegments(rule: Rule): string[] {
+  const out = new Set<string>();
+  const walk = (r: Rule) => {
+    if ('all' in r) r.all.forEach(walk);
+    else if ('any' in r) r.any.forEach(walk);
+    else if ('not' in r) walk(r.not);
+    else if ('segment' in r) out.add(r.segment);
+  };
+  walk(rule);
+  return [...out];
+}
+
+export function countNodes(rule: Rule): number {
+  if ('all' in rule) return 1 + rule.all.reduce((n, r) => n + countNodes(r), 0);
+  if ('any' in rule) return 1 + rule.any.reduce((n, r) => n + countNodes(r), 0);
+  if ('not' in rule) return 1 + countNodes(rule.not);
+  return 1;
+}
+
+/** Milliseconds a windowed condition looks back, or null for all time. */
+export type RuleKind = 'all' | 'any' | 'not' | 'trait' | 'event' | 'conversions' | 'score' | 'segment';
+
+/** Which kind of node a (parsed) rule is. */
+export function kindOf(rule: Rule): RuleKind {
+  for (const k of ['all', 'any', 'not', 'trait', 'event', 'conversions', 'score', 'segment'] as const) if (k in rule) return k;
+  throw new Error('not a rule');
+}
+
+export function windowMs(c: { within_days?: number | undefined; within_hours?: number | undefined }): number | null {
+  if (c.within_days !== undefined) return c.within_days * 86_400_000;
+  if (c.within_hours !== undefined) return c.within_hours * 3_600_000;
+  return null;
+}

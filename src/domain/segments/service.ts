@@ -1,0 +1,149 @@
+import { AppError } from '../../http/errors.js';
+import type { Store } from '../../store/store.js';
+import type { SegmentRow } from '../../store/segments.js';
+import { profilesMatchingSql } from '../../store/rule-sql.js';
+import { parseRule, referencedSegments, type Rule } from './rules.js';
+import type { SegmentMembership } from './membership.js';
+
+export interface SegmentInput {
+  name: string;
+  rule: unknown;
+  priority?: number | undefined;
+}
+
+const BACKFILL_PAGE = 5000;
+
+/**
+ * Segments of a site: validated rules (no unknown or cyclic segment
+ * references), and memberships backfilled over every profile when a segment is
+ * created or its rule changes. Runs synchronously against the store; callers
+ * run it inside a write transaction.
+ */
+export class SegmentsService {
+  constructor(
+    private readonly store: Store,
+    private readonly membership: SegmentMembership,
+  ) {}
+
+  private validate(siteId: string, input: SegmentInput, selfId?: string): Rule {
+    const name = input.name.trim();
+    if (!name || name.length > 200) throw new AppError('validation_failed', 'name: 1 to 200 characters', { field: 'name' });
+    if (input.priority !== undefined && (!Number.isInteger(input.priority) || Math.abs(input.priority) > 1_000_000)) {
+      throw new AppError('validation_failed', 'priority: a whole number from -1000000 to 1000000', { field: 'priority' });
+    }
+    const parsed = parseRule(input.rule);
+    if (!parsed.ok) {
+      throw new AppError('validation_failed', `rule: ${parsed.error.path}: ${parsed.error.message}`, {
+        field: `rule${parsed.error.path.slice(1)}`,
+        issues: parsed.error.issues,
+      });
+    }
+    for (const ref of referencedSegments(parsed.rule)) {
+      if (ref === selfId) throw new AppError('validation_failed', 'rule: a segment cannot test membership of itself', { field: 'rule' });
+      if (!this.store.segments.get(siteId, ref)) {
+        throw new AppError('validation_failed', `rule: no segment ${ref} in this site`, { field: 'rule' });
+      }
+      if (selfId !== undefined && this.reaches(ref, selfId, new Set())) {
+        throw new AppError('validation_failed', `rule: segment ${ref} depends on this segment (a cycle)`, { field: 'rule' });
+      }
+    }
+    return parsed.rule;
+  }
+
+  private reaches(from: string, target: string, seen: Set<string>): boolean {
+    if (from === target) return true;
+    if (seen.has(from)) return false;
+    seen.add(from);
+    const row = this.store.segments.byId(from);
+    if (!row) return false;
+    const parsed = parseRule(JSON.parse(row.rule));
+    return parsed.ok && referencedSegments(parsed.rule).some((r) => this.reaches(r, target, seen));
+  }
+
+  create(siteId: string, input: SegmentInput): SegmentRow & { members: number } {
+    const rule = this.validate(siteId, input);
+    if (this.store.segments.list(siteId).some((s) => s.name === input.name.trim())) {
+      throw new AppError('conflict', `a segment named ${JSON.stringify(input.name.trim())} exists in this site`, { field: 'name' });
+    }
+    const row = this.store.segments.create({ siteId, name: input.name.trim(), rule: JSON.stringify(rule), priority: input.priority ?? 0 });
+    this.membership.invalidate(siteId);
+    const members = this.backfill(siteId, rule);
+    return { ...row, members };
+  }
+
+  update(siteId: string, id: string, input: Partial<SegmentInput>): SegmentRow & { members: number } {
+    const row = this.require(siteId, id);
+    const merged: SegmentInput = {
+      name: input.name ?? row.name,
+      rule: input.rule ?? JSON.parse(row.rule),
+      priority: input.priority ?? row.priority,
+    };
+    const rule = this.validate(siteId, merged, id);
+    this.store.segments.update(id, { name: merged.name.trim(), rule: JSON.stringify(rule), priority: merged.priority ?? 0 });
+    this.membership.invalidate(siteId);
+    const affected = new Set(this.allMembers(id));
+    for (const p of this.matching(siteId, rule)) affected.add(p);
+    const now = Date.now();
+    for (const p of affected) this.membership.recompute(siteId, p, now);
+    return { ...this.store.segments.byId(id)!, members: this.store.segments.memberCount(id) };
+  }
+
+  remove(siteId: string, id: string): { removed: string; members: number } {
+    this.require(siteId, id);
+    const dependants = this.store.segments
+      .list(siteId)
+      .filter((s) => s.id !== id && (() => { const p = parseRule(JSON.parse(s.rule)); return p.ok && referencedSegments(p.rule).includes(id); })());
+    if (dependants.length > 0) {
+      throw new AppError('conflict', `segment ${id} is used by ${dependants.map((d) => d.id).join(', ')}`, { used_by: dependants.map((d) => d.id) });
+    }
+    const members = this.allMembers(id);
+    this.store.segments.remove(id);
+    this.membership.invalidate(siteId);
+    const now = Date.now();
+    for (const p of members) this.membership.recompute(siteId, p, now);
+    return { removed: id, members: members.length };
+  }
+
+  require(siteId: string, id: string): SegmentRow {
+    const row = this.store.segments.get(siteId, id);
+    if (!row) throw new AppError('not_found', `no segment ${id}`);
+    return row;
+  }
+
+  /** How many profiles a rule matches now, without creating a segment. */
+  preview(siteId: string, ruleInput: unknown): number {
+    const rule = this.validate(siteId, { name: 'preview', rule: ruleInput });
+    return this.matching(siteId, rule).length;
+  }
+
+  private matching(siteId: string, rule: Rule): string[] {
+    const now = Date.now();
+    const out: string[] = [];
+    let after = '';
+    for (;;) {
+      const { sql, params } = profilesMatchingSql(rule, { siteId, now, afterId: after, limit: BACKFILL_PAGE });
+      const ids = this.store.segments.all<{ id: string }>(sql, params).map((r) => r.id);
+      out.push(...ids);
+      if (ids.length < BACKFILL_PAGE) return out;
+      after = ids[ids.length - 1]!;
+    }
+  }
+
+  private allMembers(segmentId: string): string[] {
+    const out: string[] = [];
+    let after = '';
+    for (;;) {
+      const ids = this.store.segments.members(segmentId, after, BACKFILL_PAGE);
+      out.push(...ids);
+      if (ids.length < BACKFILL_PAGE) return out;
+      after = ids[ids.length - 1]!;
+    }
+  }
+
+  private backfill(siteId: string, rule: Rule): number {
+    const ids = this.matching(siteId, rule);
+    const now = Date.now();
+    for (const p of ids) this.membership.recompute(siteId, p, now);
+    return ids.length;
+  }
+}

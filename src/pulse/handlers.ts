@@ -1,0 +1,139 @@
+import { AppError } from '../http/errors.js';
+import type { Store } from '../store/store.js';
+import type { LookupKind } from '../store/profile-read.js';
+import { buildSnapshot } from '../domain/profiles/snapshot.js';
+import { normalizeEmail } from '../domain/identity/normalize.js';
+import { destinationView, parseEventList, validateDestinationUrl } from '../webhooks/destinations.js';
+import type { CallerKey } from './auth.js';
+import { requireScope } from './auth.js';
+import { decodeCursor, encodeCursor } from './cursor.js';
+import { LOOKUP_KEYS, PAGE_LIMIT } from './schemas.js';
+import { queryProfiles } from './query.js';
+
+export interface PulseDeps {
+  store: Store;
+  allowPrivateDestinations: boolean;
+  rateLimit: boolean;
+}
+
+export interface HandlerInput {
+  key: CallerKey;
+  query: Record<string, unknown>;
+  body: unknown;
+  params: Record<string, string>;
+}
+
+type Handler = (deps: PulseDeps, input: HandlerInput) => unknown;
+
+function ownWebhook(deps: PulseDeps, key: CallerKey, id: string | undefined) {
+  const d = id ? deps.store.webhooks.destination(id) : undefined;
+  if (!d || d.site_id !== key.siteId || d.api_key_id !== key.id) throw new AppError('not_found', `no webhook subscription ${id ?? ''} for this key`);
+  return d;
+}
+
+/** Handlers of ROUTES, by operationId. */
+export const HANDLERS: Record<string, Handler> = {
+  getProfile: ({ store }, { key, query }) => {
+    const given = LOOKUP_KEYS.filter((k) => query[k] !== undefined);
+    if (given.length !== 1) {
+      throw new AppError(
+        'bad_request',
+        given.length === 0 ? `give exactly one of ${LOOKUP_KEYS.join(', ')}` : `give exactly one identifier, not ${given.join(' and ')}`,
+        { field: given.length === 0 ? LOOKUP_KEYS.join('|') : given.join('|') },
+      );
+    }
+    const wantsPii = query.include_pii === 'true';
+    if (wantsPii) requireScope(key, 'profile:read:pii', 'include_pii=true');
+    const pii = query.include_pii === 'false' ? false : key.scopes.has('profile:read:pii');
+    const kind = given[0]! as LookupKind;
+    let value = String(query[kind]);
+    if (kind === 'email') value = normalizeEmail(value);
+    const profile = store.profileRead.find(key.siteId, kind, value);
+    if (!profile) throw new AppError('not_found', `no profile matches ${kind}`, { field: kind });
+    return buildSnapshot(store.profileRead.facts(profile), pii);
+  },
+
+  listSegmentMembers: ({ store }, { key, query, params }) => {
+    const segment = store.segments.get(key.siteId, params.segmentId ?? '');
+    if (!segment) throw new AppError('not_found', `no segment ${params.segmentId ?? ''}`, { field: 'segmentId' });
+    const limit = (query.limit as number | undefined) ?? PAGE_LIMIT.default;
+    const cursor = decodeCursor(query.cursor as string | undefined);
+    if (cursor && cursor.segment !== segment.id) throw new AppError('bad_request', 'cursor belongs to another segment', { field: 'cursor' });
+    const ids = store.segments.members(segment.id, (cursor?.after as string | undefined) ?? '', limit + 1);
+    const page = ids.slice(0, limit);
+    return {
+      segment_id: segment.id,
+      profile_ids: page,
+      next_cursor: ids.length > limit ? encodeCursor({ segment: segment.id, after: page[page.length - 1]! }) : null,
+    };
+  },
+
+  queryProfiles: (deps, { key, body }) => queryProfiles(deps.store, key, body as { rule: unknown; limit?: number; cursor?: string }),
+
+  listWebhooks: ({ store }, { key }) => ({
+    webhooks: store.webhooks.listDestinations({ siteId: key.siteId, apiKeyId: key.id }).map(publicView),
+  }),
+
+  createWebhook: async (deps, { key, body }) => {
+    const b = body as { url: string; events: string[]; secret?: string; description?: string };
+    const events = parseEventList(b.events);
+    const url = await validateDestinationUrl(b.url, deps.allowPrivateDestinations);
+    const row = deps.store.webhooks.createDestination({
+      siteId: key.siteId,
+      url,
+      secretEnc: b.secret ? deps.store.secrets.seal(b.secret) : null,
+      events,
+      description: b.description ?? null,
+      apiKeyId: key.id,
+    });
+    return publicView(row);
+  },
+
+  getWebhook: (deps, { key, params }) => publicView(ownWebhook(deps, key, params.webhookId)),
+
+  updateWebhook: async (deps, { key, params, body }) => {
+    const d = ownWebhook(deps, key, params.webhookId);
+    const b = body as { url?: string; events?: string[]; secret?: string | null; enabled?: boolean; description?: string | null };
+    const patch: Parameters<typeof deps.store.webhooks.updateDestination>[1] = {};
+    if (b.url !== undefined) patch.url = await validateDestinationUrl(b.url, deps.allowPrivateDestinations);
+    if (b.events !== undefined) patch.events = parseEventList(b.events);
+    if (b.secret !== undefined) patch.secretEnc = b.secret === null ? null : deps.store.secrets.seal(b.secret);
+    if (b.enabled !== undefined) patch.enabled = b.enabled;
+    if (b.description !== undefined) patch.description = b.description;
+    return publicView(deps.store.webhooks.updateDestination(d.id, patch)!);
+  },
+
+  deleteWebhook: (deps, { key, params }) => {
+    const d = ownWebhook(deps, key, params.webhookId);
+    deps.store.webhooks.removeDestination(d.id);
+    return null;
+  },
+
+  listWebhookDeliveries: (deps, { key, params, query }) => {
+    const d = ownWebhook(deps, key, params.webhookId);
+    const rows = deps.store.webhooks.healthLog({
+      destinationId: d.id,
+      failedOnly: query.failed === 'true',
+      limit: (query.limit as number | undefined) ?? PAGE_LIMIT.default,
+    });
+    return {
+      deliveries: rows.map((r) => ({
+        at: new Date(r.created_at).toISOString(),
+        delivery_id: r.delivery_id,
+        event: r.event_type,
+        kind: r.kind,
+        attempt: r.attempt,
+        ok: r.ok === 1,
+        status: r.status,
+        latency_ms: r.latency_ms,
+        error_class: r.error_class,
+        message: r.message,
+      })),
+    };
+  },
+};
+
+function publicView(row: Parameters<typeof destinationView>[0]) {
+  const { site_id: _site, ...rest } = destinationView(row);
+  return rest;
+}

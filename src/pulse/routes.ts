@@ -1,0 +1,179 @@
+import type { z } from 'zod';
+import type { RatePolicy } from '../http/rate-limit.js';
+import type { KeyScope } from '../domain/access/key-scopes.js';
+import {
+  deliveriesQuerySchema,
+  deliveryLogSchema,
+  memberPageSchema,
+  membersQuerySchema,
+  profileQuerySchema,
+  profileSnapshotSchema,
+  webhookCreateSchema,
+  webhookListSchema,
+  webhookSchema,
+  webhookUpdateSchema,
+} from './schemas.js';
+import { profilesQueryPageSchema, profilesQuerySchema } from './query-schemas.js';
+
+/** Rate limits of the profile REST API, per key. */
+export const PULSE_LIMITS = {
+  profile: { name: 'profile-read', rate: 60, windowMs: 60_000, burst: 120 },
+  members: { name: 'segment-members', rate: 300, windowMs: 60_000, burst: 300 },
+  query: { name: 'profiles-query', rate: 30, windowMs: 60_000, burst: 30 },
+  webhooks: { name: 'webhooks-manage', rate: 60, windowMs: 60_000, burst: 60 },
+} as const satisfies Record<string, RatePolicy>;
+
+/**
+ * The routes of /api/pulse/v1 as data: the express router validates with these
+ * schemas and openapi.json is generated from the very same objects.
+ */
+export interface RouteSpec {
+  operationId: string;
+  method: 'get' | 'post' | 'patch' | 'delete';
+  /** OpenAPI path below /api/pulse/v1, with {params}. */
+  path: string;
+  summary: string;
+  description: string;
+  scope: KeyScope;
+  limit: RatePolicy;
+  params?: Record<string, string>;
+  query?: z.ZodObject;
+  body?: z.ZodType;
+  status: number;
+  response: z.ZodType | null;
+  errors: number[];
+  beta?: boolean;
+}
+
+const common = [400, 401, 403, 429];
+
+export const ROUTES: readonly RouteSpec[] = [
+  {
+    operationId: 'getProfile',
+    method: 'get',
+    path: '/profile',
+    summary: 'Read a profile snapshot',
+    description:
+      'Exactly one identifier. Without profile:read:pii the snapshot holds no plaintext email, phone, name or trait value; with it, it also holds them. include_pii=true without that scope is 403.',
+    scope: 'profile:read',
+    limit: PULSE_LIMITS.profile,
+    query: profileQuerySchema,
+    status: 200,
+    response: profileSnapshotSchema,
+    errors: [...common, 404],
+  },
+  {
+    operationId: 'listSegmentMembers',
+    method: 'get',
+    path: '/segment/{segmentId}/members',
+    summary: 'List the profile ids of a segment',
+    description: 'Keyset-paginated in ascending profile id order: paging while profiles are added never repeats or skips a profile that existed when paging began.',
+    scope: 'segment:read',
+    limit: PULSE_LIMITS.members,
+    params: { segmentId: 'Segment id (seg_...).' },
+    query: membersQuerySchema,
+    status: 200,
+    response: memberPageSchema,
+    errors: [...common, 404],
+  },
+  {
+    operationId: 'queryProfiles',
+    method: 'post',
+    path: '/profiles/query',
+    summary: 'Profile ids matching a segment rule',
+    description:
+      'Evaluates a rule of the segment rule language over every profile of the site, paginated like segment members. A rule that tests email, phone or name needs profile:read:pii.',
+    scope: 'segment:read',
+    limit: PULSE_LIMITS.query,
+    body: profilesQuerySchema,
+    status: 200,
+    response: profilesQueryPageSchema,
+    errors: common,
+    beta: true,
+  },
+  {
+    operationId: 'listWebhooks',
+    method: 'get',
+    path: '/webhooks',
+    summary: 'List the webhook subscriptions of this key',
+    description: 'Subscriptions are owned by the key that created them.',
+    scope: 'webhooks:manage',
+    limit: PULSE_LIMITS.webhooks,
+    status: 200,
+    response: webhookListSchema,
+    errors: common,
+    beta: true,
+  },
+  {
+    operationId: 'createWebhook',
+    method: 'post',
+    path: '/webhooks',
+    summary: 'Create a webhook subscription',
+    description: 'The URL must be publicly routable; deliveries use the same signing, guard and dispatcher as every webhook.',
+    scope: 'webhooks:manage',
+    limit: PULSE_LIMITS.webhooks,
+    body: webhookCreateSchema,
+    status: 201,
+    response: webhookSchema,
+    errors: [...common, 422],
+    beta: true,
+  },
+  {
+    operationId: 'getWebhook',
+    method: 'get',
+    path: '/webhooks/{webhookId}',
+    summary: 'Read a webhook subscription',
+    description: 'Never returns the secret.',
+    scope: 'webhooks:manage',
+    limit: PULSE_LIMITS.webhooks,
+    params: { webhookId: 'Subscription id (dst_...).' },
+    status: 200,
+    response: webhookSchema,
+    errors: [...common, 404],
+    beta: true,
+  },
+  {
+    operationId: 'updateWebhook',
+    method: 'patch',
+    path: '/webhooks/{webhookId}',
+    summary: 'Change a webhook subscription',
+    description: 'enabled=true also clears the failure streak of a destination that was disabled automatically.',
+    scope: 'webhooks:manage',
+    limit: PULSE_LIMITS.webhooks,
+    params: { webhookId: 'Subscription id (dst_...).' },
+    body: webhookUpdateSchema,
+    status: 200,
+    response: webhookSchema,
+    errors: [...common, 404, 422],
+    beta: true,
+  },
+  {
+    operationId: 'deleteWebhook',
+    method: 'delete',
+    path: '/webhooks/{webhookId}',
+    summary: 'Delete a webhook subscription',
+    description: 'Pending deliveries are failed for good; the deliveries log stays.',
+    scope: 'webhooks:manage',
+    limit: PULSE_LIMITS.webhooks,
+    params: { webhookId: 'Subscription id (dst_...).' },
+    status: 204,
+    response: null,
+    errors: [...common, 404],
+    beta: true,
+  },
+  {
+    operationId: 'listWebhookDeliveries',
+    method: 'get',
+    path: '/webhooks/{webhookId}/deliveries',
+    summary: 'The deliveries log of a webhook subscription',
+    description: 'Every attempt with status, latency and error class.',
+    scope: 'webhooks:manage',
+    limit: PULSE_LIMITS.webhooks,
+    params: { webhookId: 'Subscription id (dst_...).' },
+    query: deliveriesQuerySchema,
+    status: 200,
+    response: deliveryLogSchema,
+    errors: [...common, 404],
+    beta: true,
+  },
+];

@@ -1,0 +1,114 @@
+import { z } from 'zod';
+import { profileSnapshotSchema } from '../domain/profiles/schema.js';
+
+export { profileSnapshotSchema };
+
+/** Schemas of the profile REST API: they validate requests and generate openapi.json. */
+
+export const errorSchema = z
+  .object({
+    error: z.object({
+      code: z.string().describe('snake_case error code: bad_request, unauthorized, insufficient_scope, not_found, rate_limited, ...'),
+      message: z.string(),
+      details: z.record(z.string(), z.unknown()),
+    }),
+  })
+  .meta({ id: 'Error', description: 'Every error response has this body.' });
+
+const sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex characters (SHA-256)');
+
+export const profileQuerySchema = z
+  .strictObject({
+    profile_id: z.string().min(1).max(128).optional().describe('Profile id (prf_...). A merged profile id resolves to the surviving profile.'),
+    visitor_id: z.string().min(1).max(128).optional().describe('Persistent visitor id.'),
+    email: z.string().min(1).max(320).optional().describe('Email; trimmed and lower-cased before the look-up.'),
+    external_id: z.string().min(1).max(256).optional().describe('Your own id for the person.'),
+    email_sha256: sha256.optional().describe('SHA-256 hex of the normalized email (trimmed, lower-cased).'),
+    phone_sha256: sha256.optional().describe('SHA-256 hex of the phone in E.164 digits without "+" (e.g. 442079460000).'),
+    include_pii: z
+      .enum(['true', 'false'])
+      .optional()
+      .describe('true demands plaintext email, phone and name (403 without profile:read:pii). Default: included exactly when the key has profile:read:pii.'),
+  })
+  .meta({ id: 'ProfileQuery' });
+
+export const LOOKUP_KEYS = ['profile_id', 'visitor_id', 'email', 'external_id', 'email_sha256', 'phone_sha256'] as const;
+
+export const PAGE_LIMIT = { default: 100, max: 1000 } as const;
+
+const limit = z.coerce
+  .number()
+  .int('limit must be a whole number')
+  .min(1, `limit must be between 1 and ${PAGE_LIMIT.max}`)
+  .max(PAGE_LIMIT.max, `limit must be between 1 and ${PAGE_LIMIT.max}`)
+  .optional()
+  .describe(`Page size, 1 to ${PAGE_LIMIT.max} (default ${PAGE_LIMIT.default}).`);
+const cursor = z.string().min(1).max(512).optional().describe('next_cursor of the previous page.');
+
+export const membersQuerySchema = z.strictObject({ limit, cursor }).meta({ id: 'MembersQuery' });
+
+export const memberPageSchema = z
+  .object({
+    segment_id: z.string(),
+    profile_ids: z.array(z.string()),
+    next_cursor: z.string().nullable().describe('Pass back as cursor for the next page; null on the last page.'),
+  })
+  .meta({ id: 'SegmentMemberPage', description: 'Profile ids of a segment in ascending id order (keyset-paginated).' });
+
+export const webhookCreateSchema = z
+  .strictObject({
+    url: z.string().min(1).max(2048).describe('Publicly routable http(s) URL.'),
+    events: z.array(z.string()).min(1).max(50).describe('Event types, or ["all"].'),
+    secret: z.string().min(8).max(256).optional().describe('Signing secret; without one deliveries are signed with the public site_id.'),
+    description: z.string().max(500).optional(),
+  })
+  .meta({ id: 'WebhookCreate' });
+
+export const webhookUpdateSchema = z
+  .strictObject({
+    url: z.string().min(1).max(2048).optional(),
+    events: z.array(z.string()).min(1).max(50).optional(),
+    secret: z.string().min(8).max(256).nullable().optional().describe('A new secret, or null to remove it.'),
+    enabled: z.boolean().optional(),
+    description: z.string().max(500).nullable().optional(),
+  })
+  .meta({ id: 'WebhookUpdate' });
+
+export const webhookSchema = z
+  .object({
+    id: z.string(),
+    url: z.string(),
+    events: z.array(z.string()),
+    has_secret: z.boolean(),
+    enabled: z.boolean(),
+    disabled_reason: z.string().nullable(),
+    description: z.string().nullable(),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .meta({ id: 'Webhook', description: 'A webhook subscription owned by the calling key. The secret is never returned.' });
+
+export const webhookListSchema = z.object({ webhooks: z.array(webhookSchema) }).meta({ id: 'WebhookList' });
+
+export const deliveriesQuerySchema = z
+  .strictObject({ limit, failed: z.enum(['true', 'false']).optional().describe('true: failed attempts only.') })
+  .meta({ id: 'DeliveriesQuery' });
+
+export const deliveryLogSchema = z
+  .object({
+    deliveries: z.array(
+      z.object({
+        at: z.string(),
+        delivery_id: z.string().nullable(),
+        event: z.string().nullable(),
+        kind: z.string(),
+        attempt: z.number().int().nullable(),
+        ok: z.boolean(),
+        status: z.number().int().nullable(),
+        latency_ms: z.number().int().nullable(),
+        error_class: z.string().nullable(),
+        message: z.string().nullable(),
+      }),
+    ),
+  })
+  .meta({ id: 'WebhookDeliveryLog', description: 'The newest `limit` attempts of the subscription, oldest first.' });
