@@ -28,7 +28,11 @@ interface Lane {
   /** Ids buffered or in flight: not to be loaded again until their outcome is committed. */
   known: Set<string>;
   inFlight: number;
+  /** Exchanges that have ended and whose outcome is being committed (ids still in `known`). */
+  recording: number;
   refilling: boolean;
+  /** Due deliveries may exist that are neither queued nor in flight: the next refill has something to look for. */
+  mayHaveMore: boolean;
 }
 
 const FANOUT_BATCH = 1000;
@@ -90,7 +94,7 @@ export class WebhookDispatcher {
 
   private totalInFlight(): number {
     let n = 0;
-    for (const lane of this.lanes.values()) n += lane.inFlight;
+    for (const lane of this.lanes.values()) n += lane.inFlight + lane.recording;
     return n;
   }
 
@@ -98,7 +102,10 @@ export class WebhookDispatcher {
     if (!this.running) return;
     await this.fanOut();
     this.refreshLanes();
-    for (const lane of this.lanes.values()) this.pump(lane);
+    for (const lane of this.lanes.values()) {
+      lane.mayHaveMore = true; // retries come due and other processes write: look again on every cycle
+      this.pump(lane);
+    }
     this.schedule();
   }
 
@@ -107,8 +114,15 @@ export class WebhookDispatcher {
     if (this.timer) clearTimeout(this.timer);
     let wait = this.opts.pollMs;
     try {
-      const next = this.store.webhooks.nextDue();
-      if (next !== null) wait = Math.max(5, Math.min(wait, next - Date.now()));
+      // Only an idle lane of an enabled destination needs the timer: a lane with deliveries
+      // in flight is pumped again as each one is recorded, and a disabled destination's
+      // pending deliveries cannot be sent. (A global min(next_attempt_at) over every pending
+      // delivery scanned the whole backlog, and its past-due rows re-ran this cycle every 5 ms.)
+      for (const lane of this.lanes.values()) {
+        if (lane.inFlight > 0 || lane.dest.enabled !== 1) continue;
+        const next = this.store.webhooks.due(lane.dest.id, Number.MAX_SAFE_INTEGER, 1)[0]?.next_attempt_at;
+        if (next !== undefined) wait = Math.max(5, Math.min(wait, next - Date.now()));
+      }
     } catch {
       // the database is busy; poll again later
     }
@@ -151,7 +165,10 @@ export class WebhookDispatcher {
         this.counters.fannedOut += n;
         if (n > 0) {
           this.refreshLanes(true);
-          for (const lane of this.lanes.values()) this.pump(lane);
+          for (const lane of this.lanes.values()) {
+            lane.mayHaveMore = true;
+            this.pump(lane);
+          }
         }
         if (n < FANOUT_BATCH && !this.fanoutAgain) break;
       }
@@ -179,11 +196,11 @@ export class WebhookDispatcher {
         lane.key = key;
         lane.events = events;
       } else {
-        this.lanes.set(d.id, { dest: d, key, events, queue: [], known: new Set(), inFlight: 0, refilling: false });
+        this.lanes.set(d.id, { dest: d, key, events, queue: [], known: new Set(), inFlight: 0, recording: 0, refilling: false, mayHaveMore: true });
       }
     }
     for (const [id, lane] of this.lanes) {
-      if (!seen.has(id) && lane.inFlight === 0) this.lanes.delete(id);
+      if (!seen.has(id) && lane.inFlight + lane.recording === 0) this.lanes.delete(id);
       else if (!seen.has(id)) lane.queue.length = 0;
     }
   }
@@ -191,9 +208,12 @@ export class WebhookDispatcher {
   /** Stage two for one destination: keep up to `concurrency` deliveries in flight. */
   private pump(lane: Lane): void {
     if (!this.running || !this.lanes.has(lane.dest.id) || lane.dest.enabled !== 1) return;
-    while (lane.inFlight < this.opts.concurrency) {
+    // A slot is free again once its HTTP exchange ends; the outcome is committed
+    // meanwhile (its id stays in `known`, so it is not loaded twice). Outcomes
+    // awaiting their commit are capped so a slow disk holds the lane back.
+    while (lane.inFlight < this.opts.concurrency && lane.recording < this.opts.concurrency * 4) {
       if (lane.queue.length === 0) {
-        if (!this.refill(lane)) return;
+        if (!lane.mayHaveMore || !this.refill(lane)) return;
         if (lane.queue.length === 0) return;
       }
       const delivery = lane.queue.shift()!;
@@ -207,7 +227,11 @@ export class WebhookDispatcher {
     lane.refilling = true;
     try {
       const want = this.opts.concurrency * 4;
-      const rows = this.store.webhooks.due(lane.dest.id, Date.now(), want + lane.known.size);
+      const limit = want + lane.known.size;
+      const rows = this.store.webhooks.due(lane.dest.id, Date.now(), limit);
+      // Fewer rows than asked for: every due delivery is now queued or in flight, so looking
+      // again before something changes (a cycle, a fan-out) would only re-read those.
+      lane.mayHaveMore = rows.length >= limit;
       for (const r of rows) {
         if (lane.known.has(r.id)) continue;
         lane.known.add(r.id);
@@ -231,14 +255,18 @@ export class WebhookDispatcher {
       eventType: d.event_type,
       deliveryId: d.id,
     });
+    lane.inFlight--;
+    lane.recording++;
+    if (result.ok) this.pump(lane);
     try {
       await this.store.write(() => recordAttempt(this.store, lane.dest, d, result, this.opts, 'attempt'));
       if (result.ok) this.counters.delivered++;
       else this.counters.failedAttempts++;
     } catch (err) {
       this.opts.logger.error({ err: (err as Error).message, delivery: d.id }, 'could not record a delivery attempt; it will be retried');
+      lane.mayHaveMore = true;
     } finally {
-      lane.inFlight--;
+      lane.recording--;
       lane.known.delete(d.id);
       if (!result.ok) lane.dest = this.store.webhooks.destination(lane.dest.id) ?? { ...lane.dest, enabled: 0 };
       if (this.idle && this.totalInFlight() === 0) this.idle();

@@ -4,14 +4,14 @@
  * props), one per session of a fixed pool. Ids have fixed widths so every body
  * has the same byte size.
  */
-const PAGES = [
+export const PAGES = [
   ['/products/trail-runner-2', 'Trail Runner 2 | Example Shop'],
   ['/products/rain-jacket-xl', 'Rain Jacket XL | Example Shop'],
   ['/collections/new-in-fall', 'New In: Fall   | Example Shop'],
   ['/blog/how-to-layer-right', 'How to layer   | Example Shop'],
 ] as const;
-const REFERRERS = ['https://www.google.com/', 'https://www.bing.com/?q', 'https://t.co/a1b2c3d4e5', 'https://duckduckgo.com/'] as const;
-const VIEWPORTS = [
+export const REFERRERS = ['https://www.google.com/', 'https://www.bing.com/?q', 'https://t.co/a1b2c3d4e5', 'https://duckduckgo.com/'] as const;
+export const VIEWPORTS = [
   [1440, 900],
   [1536, 864],
   [1366, 768],

@@ -1,0 +1,694 @@
+/**
+ * Webhook delivery benchmark (never part of the pass/fail suite):
+ *
+ *   npm run bench:webhooks [-- --seconds 10 --connections 16 --backlog 100000 --only steady,backlog]
+ *
+ * Every process runs on its own: a local receiver (node:http on 127.0.0.1,
+ * lib/webhook-receiver.ts) that answers 200 at once and records, for every
+ * request, its arrival time, X-SVC-Delivery id and the event it carries; a
+ * load generator (lib/webhook-load.ts); svc itself. Figures are measured
+ * against a baseline taken in the same run, because the host is shared.
+ *
+ * 1. baseline: a bare undici POST loop to the receiver with svc's
+ *    per-destination concurrency (SVC_WEBHOOK_CONCURRENCY, default 16) and a
+ *    body of the size svc delivers: deliveries/s the transport alone allows.
+ *    It runs first and again last; ratios use the mean of the two runs.
+ * 2. steady (svc serve --allow-private-destinations, SVC_RATE_LIMIT=off, one
+ *    destination subscribed to every event):
+ *    a. max: pageviews POSTed to /api/events over N connections as fast as
+ *       svc acknowledges them for T s; deliveries/s at the receiver during
+ *       the window (ratio to the baseline, target >= 0.5) and
+ *       acknowledged-to-delivered latency (which includes queueing when
+ *       ingestion outruns delivery).
+ *    b. paced: pageviews at a fixed rate (--rate, default half of what 2a
+ *       delivered) for T s: latency at a load svc sustains.
+ * 3. backlog: a fresh svc; the receiver holds every answer for --hold-ms
+ *    (a slow receiver: nothing fails, almost nothing is delivered) while
+ *    --backlog pageviews are ingested as fast as possible; then it answers at
+ *    once and the bench times the drain: time, rate, svc RSS every 100 ms
+ *    (start, middle, end, peak), and checks that every event arrived
+ *    (distinct X-SVC-Delivery ids) and how many arrived twice.
+ *
+ *    Why not "disable the destination, ingest, enable it": the fan-out only
+ *    creates deliveries for destinations enabled at that moment, so events
+ *    ingested while a destination is disabled are never delivered to it.
+ *    A running server does pick up --enable (within about a second), but
+ *    there would be nothing to drain.
+ *
+ * Exit status: 0 whatever the figures; 1 when a server fails to start, a
+ * phase cannot run, or an acknowledged event never reaches the receiver.
+ */
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../../src/config.js';
+import { ChildRegistry, processCpuMs } from './lib/child.js';
+import { Histogram } from './lib/histogram.js';
+import { forkWorker, type IpcWorker } from './lib/ipc.js';
+import { readVm, RssSampler } from './lib/rss.js';
+import { startSvc, type SvcInstance } from './lib/svc-webhooks.js';
+import { removeTree } from './lib/targets.js';
+import type { IngestJob, JobResult, PostJob } from './lib/webhook-load.js';
+import type { RangeStats } from './lib/webhook-receiver.js';
+
+const RECEIVER_FILE = fileURLToPath(new URL('./lib/webhook-receiver.ts', import.meta.url));
+const LOAD_FILE = fileURLToPath(new URL('./lib/webhook-load.ts', import.meta.url));
+const SECRET = 's3cret-bench-webhooks';
+const PHASES = ['steady', 'backlog'] as const;
+type Phase = (typeof PHASES)[number];
+
+const HELP = `usage: npm run bench:webhooks -- [options]
+  --seconds N         measured window of the baseline and of each steady phase (default 10, max 600)
+  --warmup N          warm-up before the baseline and the steady phases, seconds (default 2, max 120)
+  --connections N     ingestion connections to svc (default 16, max 1024)
+  --rate N            events/s of the paced steady phase (default 0: half of what the max phase delivered)
+  --backlog N         events of the backlog drain (default 100000, max 5000000)
+  --hold-ms N         how long the receiver holds each answer while the backlog builds (default 2000, max 4000)
+  --drain-timeout N   longest wait for deliveries to arrive, seconds (default 600, max 3600)
+  --max-requests N    per phase cap on requests of the baseline and steady phases (default 1000000)
+  --sessions N        distinct session_ids the events rotate through (default 10000)
+  --only a,b          run only these phases after the baseline (steady, backlog)
+  --cpu-prof DIR      run svc with node --cpu-prof, profiles written to DIR
+  --keep              keep the temporary data directories
+  -h, --help          this text
+svc's per-destination concurrency comes from SVC_WEBHOOK_CONCURRENCY (default 16); the baseline uses the same.`;
+
+class UsageError extends Error {}
+
+function intFlag(name: string, raw: string | undefined, def: number, min: number, max: number): number {
+  if (raw === undefined) return def;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) throw new UsageError(`--${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+function parse(argv: string[]) {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      seconds: { type: 'string' },
+      warmup: { type: 'string' },
+      connections: { type: 'string' },
+      rate: { type: 'string' },
+      backlog: { type: 'string' },
+      'hold-ms': { type: 'string' },
+      'drain-timeout': { type: 'string' },
+      'max-requests': { type: 'string' },
+      sessions: { type: 'string' },
+      only: { type: 'string' },
+      'cpu-prof': { type: 'string' },
+      keep: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+    allowPositionals: false,
+  });
+  const only = values.only?.split(',').map((s) => s.trim()).filter(Boolean);
+  const unknown = only?.filter((p) => !(PHASES as readonly string[]).includes(p)) ?? [];
+  if (unknown.length) throw new UsageError(`--only: unknown phase(s) ${unknown.join(', ')}; known: ${PHASES.join(', ')}`);
+  return {
+    help: values.help,
+    seconds: intFlag('seconds', values.seconds, 10, 1, 600),
+    warmup: intFlag('warmup', values.warmup, 2, 0, 120),
+    connections: intFlag('connections', values.connections, 16, 1, 1024),
+    rate: intFlag('rate', values.rate, 0, 0, 1_000_000),
+    backlog: intFlag('backlog', values.backlog, 100_000, 1, 5_000_000),
+    holdMs: intFlag('hold-ms', values['hold-ms'], 2_000, 0, 4_000),
+    drainTimeout: intFlag('drain-timeout', values['drain-timeout'], 600, 1, 3_600),
+    maxRequests: intFlag('max-requests', values['max-requests'], 1_000_000, 1, 10_000_000),
+    sessions: intFlag('sessions', values.sessions, 10_000, 1, 1_000_000),
+    phases: new Set<Phase>((only as Phase[] | undefined) ?? PHASES),
+    cpuProf: values['cpu-prof'],
+    keep: values.keep,
+  };
+}
+type Options = ReturnType<typeof parse>;
+
+const fmt = {
+  int: (n: number) => Math.round(n).toLocaleString('en-US'),
+  ms: (us: number) => (us / 1000).toFixed(2),
+  s: (ms: number) => (ms / 1000).toFixed(2),
+  pct: (n: number | null | undefined) => (n === null || n === undefined || !Number.isFinite(n) ? '-' : `${Math.round(n)}%`),
+  mb: (kb: number | null | undefined) => (kb === null || kb === undefined ? '-' : `${(kb / 1024).toFixed(1)} MiB`),
+};
+
+function table(rows: string[][], right: boolean[]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows
+    .map((r) => r.map((c, i) => (right[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd())
+    .join('\n');
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const epochNow = () => performance.timeOrigin + performance.now();
+
+/** What one phase produced, for the summary table. */
+interface PhaseRow {
+  name: string;
+  deliveriesPerSec: number | null;
+  /** Whether deliveries/s is a capacity worth comparing with the baseline (not for a paced phase). */
+  compare: boolean;
+  /** Latency of the phase: round trip for the baseline, acknowledged-to-delivered for svc. */
+  p50Us: number | null;
+  p99Us: number | null;
+  ingestPerSec: number | null;
+  svcCpu: number | null;
+  notes: string[];
+}
+
+/** Allocates disjoint sequence-number ranges, one per phase, so late or repeated deliveries are never miscounted. */
+class SeqSpace {
+  private next = 0;
+  take(size: number): { from: number; to: number } {
+    const r = { from: this.next, to: this.next + size };
+    this.next += size + 1_000;
+    return r;
+  }
+}
+
+interface Ctx {
+  opts: Options;
+  registry: ChildRegistry;
+  tmpRoot: string;
+  receiver: IpcWorker;
+  hookUrl: string;
+  concurrency: number;
+  seqs: SeqSpace;
+  log: (line: string) => void;
+  failures: string[];
+}
+
+function stats(ctx: Ctx, name: string): Promise<RangeStats> {
+  return ctx.receiver.request<RangeStats>({ type: 'stats', name }, 30_000);
+}
+
+async function runLoad(ctx: Ctx, job: PostJob | IngestJob, limitMs: number): Promise<JobResult> {
+  const worker = await forkWorker(ctx.registry, LOAD_FILE, `load generator (${job.type})`);
+  try {
+    return await worker.request<JobResult>({ ...job }, limitMs);
+  } finally {
+    worker.close();
+  }
+}
+
+/**
+ * Waits until the receiver has seen `expected` distinct events of range `name`,
+ * the svc process dies, or `timeoutMs` passes. Prints progress every 5 s.
+ */
+async function waitForEvents(
+  ctx: Ctx,
+  name: string,
+  expected: number,
+  timeoutMs: number,
+  svc: SvcInstance,
+  progress: (s: RangeStats, elapsedMs: number) => string = (s) => `${fmt.int(s.distinctEvents)}/${fmt.int(expected)} delivered`,
+  pollMs = 200,
+): Promise<{ stats: RangeStats; complete: boolean; why: string | null }> {
+  const start = Date.now();
+  let lastPrint = start;
+  for (;;) {
+    const s = await stats(ctx, name);
+    if (s.distinctEvents >= expected) return { stats: s, complete: true, why: null };
+    const now = Date.now();
+    if (svc.exited()) return { stats: s, complete: false, why: 'svc exited' };
+    if (now - start >= timeoutMs) return { stats: s, complete: false, why: `gave up after ${fmt.s(timeoutMs)} s` };
+    if (now - lastPrint >= 5_000) {
+      lastPrint = now;
+      ctx.log(`    ... ${progress(s, now - start)}`);
+    }
+    await sleep(pollMs);
+  }
+}
+
+/** Acknowledged-to-delivered latency and window counts of one steady phase. */
+function analyse(acks: number[], arrivals: number[], windowStart: number, windowEnd: number) {
+  const hist = new Histogram();
+  let acked = 0;
+  let delivered = 0;
+  let missing = 0;
+  let beforeAck = 0;
+  let deliveredInWindow = 0;
+  let lastArrival = 0;
+  for (let i = 0; i < acks.length; i++) {
+    const arrived = arrivals[i] ?? -1;
+    if (arrived >= windowStart && arrived <= windowEnd) deliveredInWindow++;
+    const ack = acks[i]!;
+    if (ack < 0) continue;
+    acked++;
+    if (arrived < 0) {
+      missing++;
+      continue;
+    }
+    delivered++;
+    if (arrived > lastArrival) lastArrival = arrived;
+    const ms = arrived - ack;
+    if (ms < 0) beforeAck++;
+    hist.record(Math.max(0, ms) * 1000);
+  }
+  return { acked, delivered, missing, beforeAck, deliveredInWindow, lastArrival, latency: hist.summary() };
+}
+
+function loadNotes(r: JobResult): string[] {
+  const notes: string[] = [];
+  if (r.errors) notes.push(`${r.errors} request error(s), first: ${r.firstError}`);
+  if (r.non2xx) notes.push(`${r.non2xx} non-2xx answer(s), first: ${r.firstNon2xx}`);
+  if (r.unfinished) notes.push(`${r.unfinished} request(s) unanswered when the generator gave up`);
+  return notes;
+}
+
+async function baseline(ctx: Ctx, name: string): Promise<PhaseRow> {
+  const { opts } = ctx;
+  const range = ctx.seqs.take(opts.maxRequests);
+  await ctx.receiver.request({ type: 'track', name, ...range }, 10_000);
+  ctx.log(`\n[${name}] bare undici POST loop -> receiver, ${ctx.concurrency} in flight, Agent connections ${ctx.concurrency * 4} (host load average ${os.loadavg()[0]!.toFixed(2)})`);
+  const before = await stats(ctx, name);
+  const t0 = Date.now();
+  const r = await runLoad(
+    ctx,
+    {
+      type: 'post',
+      url: ctx.hookUrl,
+      siteId: 'site_BENCHbareSERVER0',
+      concurrency: ctx.concurrency,
+      connections: ctx.concurrency * 4,
+      warmupSeconds: opts.warmup,
+      seconds: opts.seconds,
+      maxRequests: opts.maxRequests,
+      seqBase: range.from,
+      sessions: opts.sessions,
+      drainSeconds: 30,
+    },
+    (opts.warmup + opts.seconds + 90) * 1000,
+  );
+  const after = await stats(ctx, name);
+  const receiverCpu = ((after.cpuMs - before.cpuMs) / (Date.now() - t0)) * 100;
+  const notes = loadNotes(r);
+  ctx.log(
+    `  body ${r.bodyBytes} bytes; ${fmt.int(r.measured)} deliveries in ${r.measuredSeconds.toFixed(2)} s = ${fmt.int(r.rate)}/s; ` +
+      `round trip ms p50 ${fmt.ms(r.latency.p50Us)} p99 ${fmt.ms(r.latency.p99Us)} max ${fmt.ms(r.latency.maxUs)}`,
+  );
+  ctx.log(
+    `  receiver: ${fmt.int(after.requests)} requests (generator sent ${fmt.int(r.sent)}, ${fmt.int(r.ok)} answered 200); ` +
+      `CPU receiver ~${fmt.pct(receiverCpu)}, generator ${fmt.pct(r.cpuPercent)} of one core`,
+  );
+  if (after.requests !== r.ok) notes.push(`receiver counted ${after.requests} requests, generator ${r.ok} answers`);
+  for (const n of notes) ctx.log(`  note: ${n}`);
+  return { name: `${name}: bare undici -> receiver`, deliveriesPerSec: r.rate, compare: true, p50Us: r.latency.p50Us, p99Us: r.latency.p99Us, ingestPerSec: null, svcCpu: null, notes };
+}
+
+/** One steady phase: ingest for the window, wait for every acknowledged event to arrive, match acknowledgements with arrivals. */
+async function steadyPhase(ctx: Ctx, svc: SvcInstance, name: string, label: string, rate: number, seconds: number): Promise<PhaseRow & { deliveredPerSec: number }> {
+  const { opts } = ctx;
+  const range = ctx.seqs.take(opts.maxRequests);
+  await ctx.receiver.request({ type: 'track', name, ...range, secret: SECRET }, 10_000);
+  ctx.log(`\n[${name}] ${label} (host load average ${os.loadavg()[0]!.toFixed(2)})`);
+  const cpu0 = processCpuMs(svc.pid);
+  const t0 = Date.now();
+  const r = await runLoad(
+    ctx,
+    {
+      type: 'ingest',
+      origin: svc.url,
+      siteId: svc.siteId,
+      connections: opts.connections,
+      rate,
+      seconds,
+      maxRequests: opts.maxRequests,
+      seqBase: range.from,
+      sessions: opts.sessions,
+      recordAcks: true,
+      drainSeconds: 30,
+    },
+    (seconds + 90) * 1000,
+  );
+  const cpu1 = processCpuMs(svc.pid);
+  const svcCpu = cpu0 !== null && cpu1 !== null ? ((cpu1 - cpu0) / (Date.now() - t0)) * 100 : null;
+  const atWindowEnd = await stats(ctx, name);
+  const notes = loadNotes(r);
+  const ackedCount = r.acks!.filter((a) => a >= 0).length;
+  ctx.log(
+    `  ingestion: ${fmt.int(r.sent)} sent, ${fmt.int(ackedCount)} acknowledged (201) in ${r.measuredSeconds.toFixed(2)} s = ${fmt.int(ackedCount / r.measuredSeconds)}/s; ` +
+      `round trip ms p50 ${fmt.ms(r.latency.p50Us)} p99 ${fmt.ms(r.latency.p99Us)}; body ${r.bodyBytes} bytes; generator CPU ${fmt.pct(r.cpuPercent)}`,
+  );
+  ctx.log(`  delivered when ingestion stopped: ${fmt.int(atWindowEnd.distinctEvents)} (backlog ${fmt.int(ackedCount - atWindowEnd.distinctEvents)}); waiting for the rest`);
+  const waitStart = Date.now();
+  const waited = await waitForEvents(ctx, name, ackedCount, opts.drainTimeout * 1000, svc);
+  const tailMs = Date.now() - waitStart;
+  await sleep(300); // late duplicates
+  const final = await stats(ctx, name);
+  const arrivals = await ctx.receiver.request<number[]>({ type: 'arrivals', name, count: r.acks!.length }, 60_000);
+  const a = analyse(r.acks!, arrivals, r.windowStart, r.windowEnd);
+  const deliveredPerSec = a.deliveredInWindow / r.measuredSeconds;
+  ctx.log(
+    `  receiver: ${fmt.int(a.deliveredInWindow)} delivered inside the window = ${fmt.int(deliveredPerSec)}/s; all ${fmt.int(a.delivered)}/${fmt.int(a.acked)} ` +
+      `acknowledged events delivered ${fmt.s(Math.max(0, a.lastArrival - r.windowStart))} s after the window opened (tail ${fmt.s(tailMs)} s); ` +
+      `svc CPU ${fmt.pct(svcCpu)} of one core during ingestion`,
+  );
+  ctx.log(
+    `  acknowledged -> delivered ms: p50 ${fmt.ms(a.latency.p50Us)} p90 ${fmt.ms(a.latency.p90Us)} p99 ${fmt.ms(a.latency.p99Us)} ` +
+      `p99.9 ${fmt.ms(a.latency.p999Us)} max ${fmt.ms(a.latency.maxUs)}${a.beforeAck ? ` (${a.beforeAck} arrived before the client read the 201; counted as 0)` : ''}`,
+  );
+  ctx.log(
+    `  ${fmt.int(final.requests)} requests, ${fmt.int(final.distinctDeliveries)} distinct delivery ids, ${final.duplicateRequests} duplicate(s); ` +
+      `mean delivery body ${final.requests ? Math.round(final.bytes / final.requests) : 0} bytes; signatures checked ${final.signaturesChecked}, bad ${final.badSignatures}`,
+  );
+  if (!waited.complete || a.missing > 0) {
+    const why = `${name}: ${a.missing} acknowledged event(s) never reached the receiver (${waited.why ?? 'complete count reached, but some acknowledged ones are missing'})`;
+    ctx.failures.push(why);
+    notes.push(why);
+  }
+  if (final.badSignatures) notes.push(`${final.badSignatures} bad signature(s) of ${final.signaturesChecked} checked`);
+  if (final.duplicateRequests) notes.push(`${final.duplicateRequests} duplicate request(s)`);
+  if (deliveredPerSec < (ackedCount / r.measuredSeconds) * 0.9) {
+    notes.push(`delivery did not keep up with ingestion (backlog ${fmt.int(ackedCount - atWindowEnd.distinctEvents)} at window end): latency includes queueing`);
+  }
+  for (const n of notes) ctx.log(`  note: ${n}`);
+  return {
+    name: label,
+    deliveriesPerSec: deliveredPerSec,
+    compare: rate === 0,
+    deliveredPerSec,
+    p50Us: a.latency.p50Us,
+    p99Us: a.latency.p99Us,
+    ingestPerSec: ackedCount / r.measuredSeconds,
+    svcCpu,
+    notes,
+  };
+}
+
+async function steady(ctx: Ctx, bareRate: number | null): Promise<PhaseRow[]> {
+  const { opts } = ctx;
+  ctx.log(`\n[steady] svc serve, one destination (all events) -> receiver`);
+  let svc: SvcInstance;
+  try {
+    svc = await startSvc({ registry: ctx.registry, tmpRoot: ctx.tmpRoot, name: 'svc-steady', log: ctx.log, ...profArgs(opts, 'steady') });
+  } catch (err) {
+    ctx.failures.push(`steady: svc failed to start: ${(err as Error).message}`);
+    ctx.log(`  FAILED: ${(err as Error).message}`);
+    return [];
+  }
+  const rows: PhaseRow[] = [];
+  try {
+    const dest = await svc.addDestination(ctx.hookUrl, SECRET);
+    ctx.log(`  destination ${dest} -> ${ctx.hookUrl}`);
+    if (opts.warmup > 0) {
+      const warm = await steadyPhaseQuiet(ctx, svc, opts.warmup);
+      ctx.log(`  warm-up: ${fmt.int(warm)} events ingested and delivered`);
+    }
+    const max = await steadyPhase(ctx, svc, 'steady-max', `svc steady, ${opts.connections} conns flat out`, 0, opts.seconds);
+    rows.push(max);
+    if (bareRate) ctx.log(`  svc deliveries/s / bare undici deliveries/s (first baseline) = ${(max.deliveredPerSec / bareRate).toFixed(2)}`);
+    const rate = opts.rate || Math.max(1, Math.round(max.deliveredPerSec / 2));
+    rows.push(await steadyPhase(ctx, svc, 'steady-paced', `svc steady, paced ${fmt.int(rate)}/s`, rate, opts.seconds));
+  } catch (err) {
+    ctx.failures.push(`steady: ${(err as Error).message}`);
+    ctx.log(`  FAILED: ${(err as Error).message}`);
+  } finally {
+    const note = await svc.stop();
+    if (note) ctx.log(`  note: svc ${note}`);
+    if (svc.stderr.errorLines > 0) ctx.log(`  note: svc logged ${svc.stderr.errorLines} error line(s); last: ${svc.stderr.lastLines(3)}`);
+  }
+  return rows;
+}
+
+/** Warm-up: ingest closed-loop for `seconds` and wait for the deliveries; resolves with the number of events. */
+async function steadyPhaseQuiet(ctx: Ctx, svc: SvcInstance, seconds: number): Promise<number> {
+  const range = ctx.seqs.take(ctx.opts.maxRequests);
+  await ctx.receiver.request({ type: 'track', name: 'steady-warmup', ...range }, 10_000);
+  const r = await runLoad(
+    ctx,
+    {
+      type: 'ingest',
+      origin: svc.url,
+      siteId: svc.siteId,
+      connections: ctx.opts.connections,
+      rate: 0,
+      seconds,
+      maxRequests: ctx.opts.maxRequests,
+      seqBase: range.from,
+      sessions: ctx.opts.sessions,
+      recordAcks: false,
+      drainSeconds: 30,
+    },
+    (seconds + 90) * 1000,
+  );
+  const waited = await waitForEvents(ctx, 'steady-warmup', r.ok, ctx.opts.drainTimeout * 1000, svc);
+  if (!waited.complete) throw new Error(`warm-up deliveries incomplete: ${waited.stats.distinctEvents}/${r.ok} (${waited.why})`);
+  return r.ok;
+}
+
+async function backlog(ctx: Ctx, bareRate: number | null): Promise<PhaseRow[]> {
+  const { opts } = ctx;
+  const n = opts.backlog;
+  ctx.log(`\n[backlog] fresh svc; receiver holds answers ${opts.holdMs} ms while ${fmt.int(n)} pageviews are ingested, then answers at once`);
+  let svc: SvcInstance;
+  try {
+    svc = await startSvc({ registry: ctx.registry, tmpRoot: ctx.tmpRoot, name: 'svc-backlog', log: ctx.log, ...profArgs(opts, 'backlog') });
+  } catch (err) {
+    ctx.failures.push(`backlog: svc failed to start: ${(err as Error).message}`);
+    ctx.log(`  FAILED: ${(err as Error).message}`);
+    return [];
+  }
+  const notes: string[] = [];
+  let row: PhaseRow | null = null;
+  try {
+    const range = ctx.seqs.take(n);
+    await ctx.receiver.request({ type: 'track', name: 'backlog', ...range, secret: SECRET }, 10_000);
+    await ctx.receiver.request({ type: 'mode', mode: 'hold', holdMs: opts.holdMs }, 10_000);
+    const dest = await svc.addDestination(ctx.hookUrl, SECRET);
+    ctx.log(`  destination ${dest} -> ${ctx.hookUrl}; RSS at start ${fmt.mb(readVm(svc.pid))}`);
+    const ingestLimit = 600;
+    const cpuIngest0 = processCpuMs(svc.pid);
+    const r = await runLoad(
+      ctx,
+      {
+        type: 'ingest',
+        origin: svc.url,
+        siteId: svc.siteId,
+        connections: opts.connections,
+        rate: 0,
+        seconds: ingestLimit,
+        maxRequests: n,
+        seqBase: range.from,
+        sessions: opts.sessions,
+        recordAcks: false,
+        drainSeconds: 30,
+      },
+      (ingestLimit + 90) * 1000,
+    );
+    const cpuIngest1 = processCpuMs(svc.pid);
+    notes.push(...loadNotes(r));
+    const expected = r.ok;
+    ctx.log(
+      `  ingestion: ${fmt.int(r.ok)}/${fmt.int(n)} acknowledged in ${r.measuredSeconds.toFixed(2)} s = ${fmt.int(r.ok / r.measuredSeconds)}/s ` +
+        `(stopped by ${r.stoppedBy}); svc CPU ${fmt.pct(cpuIngest0 !== null && cpuIngest1 !== null ? ((cpuIngest1 - cpuIngest0) / (r.measuredSeconds * 1000)) * 100 : null)}`,
+    );
+    if (r.ok < n) {
+      const why = `backlog: only ${r.ok} of ${n} events were acknowledged; the drain checks those`;
+      notes.push(why);
+    }
+    const pre = await stats(ctx, 'backlog');
+    ctx.log(`  before the drain: ${fmt.int(pre.distinctEvents)} delivered (held answers), ${pre.held} held now; svc RSS ${fmt.mb(readVm(svc.pid))}`);
+
+    const rss = new RssSampler(svc.pid, 100).start();
+    const cpu0 = processCpuMs(svc.pid);
+    const drainStart = epochNow();
+    const released = await ctx.receiver.request<{ released: number }>({ type: 'mode', mode: 'ok' }, 10_000);
+    const waited = await waitForEvents(
+      ctx,
+      'backlog',
+      expected,
+      opts.drainTimeout * 1000,
+      svc,
+      (s, elapsed) =>
+        `${fmt.int(s.distinctEvents)}/${fmt.int(expected)} delivered, ${fmt.int((s.distinctEvents - pre.distinctEvents) / (elapsed / 1000))}/s so far, svc RSS ${fmt.mb(readVm(svc.pid))}`,
+      100,
+    );
+    const cpu1 = processCpuMs(svc.pid);
+    const cpuWindowMs = epochNow() - drainStart;
+    rss.stop();
+    await sleep(2_000); // stragglers and duplicates
+    const final = await stats(ctx, 'backlog');
+    const drainEnd = waited.complete ? (waited.stats.lastNewAt ?? epochNow()) : epochNow();
+    const drainMs = drainEnd - drainStart;
+    const drained = waited.stats.distinctEvents - pre.distinctEvents;
+    const rate = drained / (drainMs / 1000);
+    const svcCpu = cpu0 !== null && cpu1 !== null ? ((cpu1 - cpu0) / cpuWindowMs) * 100 : null;
+    const [s0, s1, s2] = [rss.at(0), rss.at(0.5), rss.at(1)];
+    ctx.log(
+      `  drain: released ${released.released} held; ${waited.complete ? '' : `INCOMPLETE (${waited.why}): `}` +
+        `${fmt.int(drained)} delivered in ${fmt.s(drainMs)} s = ${fmt.int(rate)}/s; svc CPU ${fmt.pct(svcCpu)} of one core`,
+    );
+    ctx.log(
+      `  svc RSS during the drain (${rss.samples.length} samples every 100 ms): start ${fmt.mb(s0?.kb)}, middle ${fmt.mb(s1?.kb)}, end ${fmt.mb(s2?.kb)}, ` +
+        `peak ${fmt.mb(rss.peakKb)}; process high-water mark ${fmt.mb(readVm(svc.pid, 'VmHWM'))}`,
+    );
+    ctx.log(
+      `  receiver: ${fmt.int(final.requests)} requests, ${fmt.int(final.distinctDeliveries)} distinct X-SVC-Delivery ids, ${fmt.int(final.distinctEvents)} distinct events ` +
+        `(expected ${fmt.int(expected)}); duplicates ${final.duplicateRequests}; events under several delivery ids ${final.eventsWithSeveralDeliveryIds}; ` +
+        `signatures checked ${final.signaturesChecked}, bad ${final.badSignatures}`,
+    );
+    if (final.distinctEvents < expected || final.distinctDeliveries < expected) {
+      const why = `backlog: events lost: ${fmt.int(final.distinctEvents)} distinct events and ${fmt.int(final.distinctDeliveries)} distinct delivery ids of ${fmt.int(expected)} acknowledged${waited.why ? ` (${waited.why})` : ''}`;
+      ctx.failures.push(why);
+      notes.push(why);
+    }
+    if (final.badSignatures) notes.push(`${final.badSignatures} bad signature(s)`);
+    if (!waited.complete) notes.push(`drain ${waited.why}`);
+    notes.push(
+      `drain ${fmt.s(drainMs)} s, RSS ${fmt.mb(s0?.kb)} -> ${fmt.mb(s1?.kb)} -> ${fmt.mb(s2?.kb)} (peak ${fmt.mb(rss.peakKb)}), ` +
+        `${final.duplicateRequests} duplicate(s), ${fmt.int(final.distinctDeliveries)}/${fmt.int(expected)} distinct ids`,
+    );
+    for (const x of notes.slice(0, -1)) ctx.log(`  note: ${x}`);
+    if (bareRate) ctx.log(`  drain deliveries/s / bare undici deliveries/s (baseline so far) = ${(rate / bareRate).toFixed(2)}`);
+    row = { name: `svc backlog drain, ${fmt.int(n)} events`, deliveriesPerSec: rate, compare: true, p50Us: null, p99Us: null, ingestPerSec: r.ok / r.measuredSeconds, svcCpu, notes };
+  } catch (err) {
+    ctx.failures.push(`backlog: ${(err as Error).message}`);
+    ctx.log(`  FAILED: ${(err as Error).message}`);
+  } finally {
+    await ctx.receiver.request({ type: 'mode', mode: 'ok' }, 10_000).catch(() => undefined);
+    const note = await svc.stop();
+    if (note) ctx.log(`  note: svc ${note}`);
+    if (svc.stderr.errorLines > 0) ctx.log(`  note: svc logged ${svc.stderr.errorLines} error line(s); last: ${svc.stderr.lastLines(3)}`);
+  }
+  return row ? [row] : [];
+}
+
+function profArgs(opts: Options, name: string): { nodeArgs?: string[] } {
+  if (!opts.cpuProf) return {};
+  const dir = path.resolve(opts.cpuProf);
+  mkdirSync(dir, { recursive: true });
+  return { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', dir, '--cpu-prof-name', `svc-${name}-${Date.now()}.cpuprofile`] };
+}
+
+async function main(): Promise<number> {
+  let opts: Options;
+  try {
+    opts = parse(process.argv.slice(2));
+  } catch (err) {
+    process.stderr.write(`bench:webhooks: ${(err as Error).message}\n${HELP}\n`);
+    return 2;
+  }
+  if (opts.help) {
+    process.stdout.write(`${HELP}\n`);
+    return 0;
+  }
+  let concurrency: number;
+  try {
+    // The same setting svc reads (SVC_WEBHOOK_CONCURRENCY, default from src/config.ts); the child processes inherit this environment.
+    concurrency = loadConfig({}, { SVC_WEBHOOK_CONCURRENCY: process.env.SVC_WEBHOOK_CONCURRENCY }).webhookConcurrency;
+  } catch (err) {
+    process.stderr.write(`bench:webhooks: SVC_WEBHOOK_CONCURRENCY: ${(err as Error).message}\n`);
+    return 2;
+  }
+
+  const registry = new ChildRegistry();
+  const tmpRoot = mkdtempSync(path.join(os.tmpdir(), 'svc-bench-webhooks-'));
+  const cleanup = () => {
+    registry.killAll('SIGKILL');
+    if (!opts.keep) removeTree(tmpRoot);
+  };
+  process.once('exit', cleanup);
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.once(sig, () => {
+      process.stderr.write(`\nbench:webhooks: ${sig}, stopping every child process\n`);
+      process.exit(130);
+    });
+  }
+  // Last resort: every phase is bounded on its own; this bounds the whole run.
+  const budgetS =
+    2 * (opts.warmup + opts.seconds + 200) + (opts.phases.has('steady') ? 3 * (opts.warmup + opts.seconds + opts.drainTimeout + 150) : 0) + (opts.phases.has('backlog') ? 600 + opts.drainTimeout + 300 : 0);
+  setTimeout(() => {
+    process.stderr.write(`bench:webhooks: still running after ${budgetS} s; giving up\n`);
+    process.exit(1);
+  }, budgetS * 1000).unref();
+
+  const log = (line: string) => process.stdout.write(`${line}\n`);
+  log(`bench:webhooks  node ${process.version}, ${os.cpus().length} CPU(s) (${os.cpus()[0]?.model.trim() ?? '?'}), ${os.platform()} ${os.release()}, load average ${os.loadavg()[0]!.toFixed(2)}`);
+  log(
+    `svc per-destination concurrency ${concurrency} (SVC_WEBHOOK_CONCURRENCY); window ${opts.seconds} s, warm-up ${opts.warmup} s, ` +
+      `ingestion ${opts.connections} connections, backlog ${fmt.int(opts.backlog)}; every process on its own`,
+  );
+  log(`data: ${tmpRoot}${opts.keep ? ' (kept)' : ' (removed at exit)'}`);
+
+  let receiver: IpcWorker;
+  let hookUrl: string;
+  try {
+    receiver = await forkWorker(registry, RECEIVER_FILE, 'receiver');
+    hookUrl = `${(await receiver.request<{ url: string }>({ type: 'listen' }, 10_000)).url}/hook`;
+  } catch (err) {
+    log(`receiver failed to start: ${(err as Error).message}`);
+    return 1;
+  }
+  log(`receiver: pid ${receiver.pid}, ${hookUrl}`);
+  const ctx: Ctx = { opts, registry, tmpRoot, receiver, hookUrl, concurrency, seqs: new SeqSpace(), log, failures: [] };
+
+  // The baseline runs before and after the svc phases; ratios use the mean of both (the host is shared and noisy).
+  const bare: PhaseRow[] = [];
+  const runBaseline = async (name: string) => {
+    try {
+      bare.push(await baseline(ctx, name));
+    } catch (err) {
+      ctx.failures.push(`${name}: ${(err as Error).message}`);
+      log(`  FAILED: ${(err as Error).message}`);
+    }
+  };
+  const meanBare = () => {
+    const rates = bare.map((b) => b.deliveriesPerSec).filter((r): r is number => r !== null && r > 0);
+    return rates.length ? rates.reduce((a, b) => a + b, 0) / rates.length : null;
+  };
+  await runBaseline('baseline');
+  const svcRows: PhaseRow[] = [];
+  if (opts.phases.has('steady')) svcRows.push(...(await steady(ctx, meanBare())));
+  if (opts.phases.has('backlog')) svcRows.push(...(await backlog(ctx, meanBare())));
+  await runBaseline('baseline-again');
+  receiver.close();
+  const bareRate = meanBare();
+  const rows = [...bare, ...svcRows];
+
+  const header = ['phase', 'deliveries/s', 'x bare', 'p50 ms', 'p99 ms', 'ingest acked/s', 'svc CPU'];
+  const lines: string[][] = [header];
+  for (const r of rows) {
+    lines.push([
+      r.name,
+      r.deliveriesPerSec === null ? '-' : fmt.int(r.deliveriesPerSec),
+      r.compare && r.deliveriesPerSec !== null && bareRate ? (r.deliveriesPerSec / bareRate).toFixed(2) : '-',
+      r.p50Us === null ? '-' : fmt.ms(r.p50Us),
+      r.p99Us === null ? '-' : fmt.ms(r.p99Us),
+      r.ingestPerSec === null ? '-' : fmt.int(r.ingestPerSec),
+      fmt.pct(r.svcCpu),
+    ]);
+  }
+  log(
+    `\nsummary: x bare = deliveries/s over the mean of the two baseline runs (${bareRate === null ? '-' : fmt.int(bareRate)}/s); ` +
+      `p50/p99 ms: round trip for the baseline, acknowledged-to-delivered for the svc steady phases`,
+  );
+  log(table(lines, [false, true, true, true, true, true, true]));
+  const backlogRow = rows.find((r) => r.name.startsWith('svc backlog'));
+  if (backlogRow) log(`backlog: ${backlogRow.notes[backlogRow.notes.length - 1]}`);
+  const max = rows.find((r) => r.name.includes('flat out'));
+  if (max?.deliveriesPerSec && bareRate) {
+    const ratio = max.deliveriesPerSec / bareRate;
+    log(`target svc steady deliveries/s >= 0.50 x bare undici: ${ratio.toFixed(2)} (${ratio >= 0.5 ? 'met' : 'NOT met'}; informational, never fails the run)`);
+  }
+  if (backlogRow?.deliveriesPerSec && bareRate) {
+    log(`backlog drain deliveries/s / bare undici: ${(backlogRow.deliveriesPerSec / bareRate).toFixed(2)}`);
+  }
+  if (ctx.failures.length) {
+    log(`\nFAILED: ${ctx.failures.join('; ')}`);
+    return 1;
+  }
+  return 0;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`bench:webhooks: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);
