@@ -8,6 +8,8 @@ import { registerVerify } from './verify.js';
 import { registerWebhooks } from './webhooks.js';
 import { registerKey } from './key.js';
 import { registerSegment } from './segment.js';
+import { registerSeed } from './seed.js';
+import { registerToken } from './token.js';
 
 /** Builds the svc command tree. Each command group registers itself from its own file. */
 export function buildProgram(): Command {
@@ -23,6 +25,8 @@ export function buildProgram(): Command {
   registerWebhooks(program);
   registerKey(program);
   registerSegment(program);
+  registerSeed(program);
+  registerToken(program);
   for (const cmd of program.commands) applyExitOverride(cmd);
   return program;
 }

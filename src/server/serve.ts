@@ -7,6 +7,8 @@ import { startCheckpointer } from '../store/checkpoint.js';
 import { IngestionService } from '../domain/ingestion/service.js';
 import { SegmentMembership } from '../domain/segments/membership.js';
 import { createPulseRouter } from '../pulse/router.js';
+import { createMcpRouter } from '../mcp/router.js';
+import { mcpRatePolicy } from '../mcp/config.js';
 import { KeyedRateLimiter } from '../http/rate-limit.js';
 import { handleIngest, isIngestPath, type IngestDeps } from '../ingest/router.js';
 import { createApp, finishApp } from './app.js';
@@ -28,6 +30,7 @@ const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
 /** Starts every HTTP surface of svc in this process. */
 export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
+  const mcpLimit = mcpRatePolicy();
   const store = openStore({ dataDir: config.dataDir, synchronous: config.synchronous, offThreadFsync: true });
   const checkpointer = startCheckpointer(store, logger);
   const membership = new SegmentMembership(store);
@@ -64,6 +67,17 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       app.all(path, (req, res) => void handleIngest(deps, path, req, res));
     }
   }
+  app.use(
+    '/api/mcp',
+    createMcpRouter({
+      store,
+      membership,
+      allowPrivateDestinations: config.allowPrivateDestinations,
+      logger,
+      rateLimit: limited ? mcpLimit : null,
+      loopback: LOOPBACK.has(config.host),
+    }),
+  );
   app.use(
     '/api/pulse/v1',
     createPulseRouter(store, { allowPrivateDestinations: config.allowPrivateDestinations, rateLimit: limited }),

@@ -270,4 +270,37 @@ DROP TABLE outbox;
 ALTER TABLE outbox_next RENAME TO outbox;
 `,
   },
+  {
+    version: 6,
+    name: 'MCP tool server: scoped tokens and the tools/call audit log',
+    sql: `
+CREATE TABLE mcp_tokens (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL REFERENCES sites(id),
+  name TEXT,
+  hash TEXT NOT NULL UNIQUE,
+  hint TEXT NOT NULL,
+  scope TEXT NOT NULL CHECK (scope IN ('read','write','admin')),
+  restrictions TEXT NOT NULL,
+  created_by TEXT NOT NULL REFERENCES users(id),
+  created_at INTEGER NOT NULL,
+  expires_at INTEGER,
+  last_used_at INTEGER,
+  revoked_at INTEGER
+);
+CREATE INDEX mcp_tokens_site ON mcp_tokens (site_id, created_at);
+CREATE TABLE mcp_audit (
+  id INTEGER PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  token_id TEXT NOT NULL,
+  tool TEXT NOT NULL,
+  outcome TEXT NOT NULL CHECK (outcome IN ('ok','error','refused','invalid')),
+  error_code TEXT,
+  duration_ms INTEGER NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX mcp_audit_token ON mcp_audit (token_id, id);
+CREATE INDEX mcp_audit_site ON mcp_audit (site_id, id);
+`,
+  },
 ];

@@ -10,6 +10,11 @@ import { SecretBox } from './secret-box.js';
 import { KeysRepo } from './keys.js';
 import { ProfileReadRepo } from './profile-read.js';
 import { SegmentsRepo } from './segments.js';
+import { TokensRepo } from './tokens.js';
+import { AuditRepo } from './audit.js';
+import { UsersRepo } from './users.js';
+import { InsightsRepo } from './insights.js';
+import { PrivacyRepo } from './privacy.js';
 
 /** The data of one svc installation: the database, its group-commit writer and the repositories. */
 export class Store {
@@ -22,6 +27,11 @@ export class Store {
   readonly keys: KeysRepo;
   readonly profileRead: ProfileReadRepo;
   readonly segments: SegmentsRepo;
+  readonly tokens: TokensRepo;
+  readonly audit: AuditRepo;
+  readonly users: UsersRepo;
+  readonly insights: InsightsRepo;
+  readonly privacy: PrivacyRepo;
 
   constructor(
     readonly db: Db,
@@ -37,6 +47,11 @@ export class Store {
     this.keys = new KeysRepo(db);
     this.profileRead = new ProfileReadRepo(db);
     this.segments = new SegmentsRepo(db);
+    this.tokens = new TokensRepo(db);
+    this.audit = new AuditRepo(db);
+    this.users = new UsersRepo(db);
+    this.insights = new InsightsRepo(db);
+    this.privacy = new PrivacyRepo(db);
   }
 
   /** Runs `fn` in the next group-commit transaction; resolves after commit. */

@@ -25,7 +25,8 @@ describe('ingestion rate limits', () => {
       codes.push((await post(`${svc.url}/api/events`, { site_id: site, session_id: 'rl', type: 'pageview' })).status);
     }
     expect(codes).toEqual([201, 201, 201]);
-    const before = stats(dataDir, site);
+    // No `svc stats` subprocess between the requests: under load it can take longer than
+    // the bucket's refill (1 s), which would let the fourth request through.
     const r = await post(`${svc.url}/api/events`, { site_id: site, session_id: 'rl', type: 'pageview' });
     expect(r.status).toBe(429);
     expect(r.body.error.code).toBe('rate_limited');
@@ -34,7 +35,7 @@ describe('ingestion rate limits', () => {
     expect(r.headers.get('ratelimit-limit')).toBe('3');
     expect(r.headers.get('ratelimit-remaining')).toBe('0');
     expect(r.headers.get('ratelimit-policy')).toContain('burst=3');
-    expect(stats(dataDir, site)).toEqual(before);
+    expect(stats(dataDir, site).events).toBe(3);
   });
 });
 

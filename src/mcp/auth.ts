@@ -1,0 +1,41 @@
+import type { Request } from 'express';
+import { AppError } from '../http/errors.js';
+import type { Store } from '../store/store.js';
+import { credentialHash, sameHash } from '../domain/access/secrets.js';
+import { MCP_TOKEN_PREFIX, parseRestrictions, type Grant } from './grant.js';
+
+export const MCP_CHALLENGE = 'Bearer realm="svc-mcp"';
+
+function unauthorized(message: string, invalid: boolean): AppError {
+  return new AppError('unauthorized', message, {}, { 'WWW-Authenticate': invalid ? `${MCP_CHALLENGE}, error="invalid_token"` : MCP_CHALLENGE });
+}
+
+/** The token of a request: `Authorization: Bearer mcpt_...`, else the `api_key` query parameter (connector URLs). */
+function presented(req: Request): string | null {
+  const header = req.headers.authorization;
+  if (header !== undefined) {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    return m ? m[1]! : '';
+  }
+  const q = req.originalUrl.indexOf('?');
+  if (q === -1) return null;
+  return new URLSearchParams(req.originalUrl.slice(q + 1)).get('api_key');
+}
+
+/**
+ * Authenticates an MCP request. Missing, malformed, unknown, revoked and
+ * expired tokens are 401 unauthorized. Looked up by hash on every request, so
+ * revocation takes effect at once.
+ */
+export function authenticateToken(store: Store, req: Request, now = Date.now()): Grant {
+  const token = presented(req);
+  if (token === null) throw unauthorized(`missing token: send Authorization: Bearer ${MCP_TOKEN_PREFIX}... or ?api_key=`, false);
+  if (!token.startsWith(MCP_TOKEN_PREFIX)) throw unauthorized(`a token starts with ${MCP_TOKEN_PREFIX}`, true);
+  const hash = credentialHash(token);
+  const row = store.tokens.byHash(hash);
+  if (!row || !sameHash(row.hash, hash)) throw unauthorized('unknown token', true);
+  if (row.revoked_at !== null) throw unauthorized('this token was revoked', true);
+  if (row.expires_at !== null && row.expires_at <= now) throw unauthorized('this token has expired', true);
+  if (row.last_used_at === null || now - row.last_used_at > 60_000) store.tokens.touch(row.id, now);
+  return { tokenId: row.id, siteId: row.site_id, scope: row.scope, restrictions: parseRestrictions(row.restrictions), createdBy: row.created_by };
+}

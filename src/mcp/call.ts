@@ -1,0 +1,79 @@
+import type { CallToolResult } from '@modelcontextprotocol/server';
+import type { Logger } from 'pino';
+import { AppError, toAppError } from '../http/errors.js';
+import { validationError } from '../http/zod-error.js';
+import type { AuditOutcome } from '../store/audit.js';
+import { decide } from './policy.js';
+import type { ToolContext, ToolDef } from './tool.js';
+
+/** The policy facts of a tool (defaults of the optional flags made explicit). */
+export function policyFacts(tool: ToolDef) {
+  return {
+    name: tool.name,
+    area: tool.area,
+    scope: tool.scope,
+    changesData: tool.flags.changesData,
+    destructive: tool.flags.destructive === true,
+    issuesCredentials: tool.flags.issuesCredentials === true,
+    approvesOrPublishes: tool.flags.approvesOrPublishes === true,
+  };
+}
+
+function toolError(code: string, message: string, details: Record<string, unknown>): CallToolResult {
+  return {
+    isError: true,
+    content: [{ type: 'text', text: `${code}: ${message}` }],
+    structuredContent: { error: { code, message, details } },
+  };
+}
+
+/**
+ * Runs one tools/call: the policy first (before the arguments are looked at),
+ * then validation with the tool's zod schema, then the handler. Every outcome
+ * is a tool result; every call leaves one audit row (never argument values).
+ */
+export async function callTool(tool: ToolDef, ctx: ToolContext, args: unknown, logger: Logger): Promise<CallToolResult> {
+  const started = performance.now();
+  let outcome: AuditOutcome = 'ok';
+  let errorCode: string | null = null;
+  let result: CallToolResult;
+  const decision = decide(ctx.grant, policyFacts(tool));
+  if (!decision.allowed) {
+    outcome = 'refused';
+    errorCode = 'insufficient_scope';
+    result = toolError('insufficient_scope', decision.message, { missing: decision.missing, reason: decision.reason, tool: tool.name });
+  } else {
+    const parsed = tool.input.safeParse(args ?? {});
+    if (!parsed.success) {
+      const e = validationError(parsed.error);
+      outcome = 'invalid';
+      errorCode = e.code;
+      result = toolError(e.code, e.message, e.details ?? {});
+    } else {
+      try {
+        const raw = await tool.handler(ctx, parsed.data);
+        const checked = tool.output.safeParse(raw);
+        if (!checked.success) throw new Error(`${tool.name} produced output outside its schema: ${checked.error.issues[0]?.message ?? ''}`);
+        const out = raw as Record<string, unknown>;
+        result = { content: [{ type: 'text', text: JSON.stringify(out) }], structuredContent: out };
+      } catch (err) {
+        if (!(err instanceof AppError)) {
+          logger.error({ err: { message: (err as Error)?.message, name: (err as Error)?.name }, tool: tool.name }, 'MCP tool failed');
+        }
+        const e = toAppError(err);
+        outcome = 'error';
+        errorCode = e.code;
+        result = toolError(e.code, e.message, e.details ?? {});
+      }
+    }
+  }
+  const durationMs = performance.now() - started;
+  try {
+    await ctx.store.write(() =>
+      ctx.store.audit.record({ siteId: ctx.grant.siteId, tokenId: ctx.grant.tokenId, tool: tool.name, outcome, errorCode, durationMs, at: Date.now() }),
+    );
+  } catch (err) {
+    logger.error({ err: { message: (err as Error)?.message }, tool: tool.name }, 'MCP audit write failed');
+  }
+  return result;
+}

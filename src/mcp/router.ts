@@ -1,0 +1,129 @@
+import { once } from 'node:events';
+import { Readable } from 'node:stream';
+import express, { type Request, type Response, type Router } from 'express';
+import { localhostHostValidation, localhostOriginValidation } from '@modelcontextprotocol/express';
+import { createMcpHandler, JSONRPC_VERSION } from '@modelcontextprotocol/server';
+import { AppError } from '../http/errors.js';
+import { describePolicy, KeyedRateLimiter, type RatePolicy } from '../http/rate-limit.js';
+import { authenticateToken } from './auth.js';
+import type { Grant } from './grant.js';
+import { createMcpServer, type McpDeps } from './server.js';
+
+/** JSON-RPC error codes of the HTTP gate (implementation-defined server errors). */
+const RPC_CODES = { unauthorized: -32001, rate_limited: -32029 } as const;
+
+function rpcError(res: Response, e: AppError, rpcCode: number): void {
+  // JSON-RPC 2.0: the id is null when the request could not be read.
+  const body = {
+    jsonrpc: JSONRPC_VERSION,
+    id: null,
+    error: { code: rpcCode, message: e.message, data: { code: e.code, ...(e.details ?? {}) } },
+  };
+  res.status(e.status);
+  if (e.headers) res.set(e.headers);
+  res.json(body);
+}
+
+/** The Node request as a web-standard Request for the SDK's handler; credentials stay behind. */
+function toWebRequest(req: Request, body: ReadableStream | null, signal: AbortSignal): globalThis.Request {
+  const headers = new Headers();
+  for (const [k, v] of Object.entries(req.headers)) {
+    if (v === undefined || k === 'authorization') continue;
+    if (Array.isArray(v)) for (const x of v) headers.append(k, x);
+    else headers.set(k, v);
+  }
+  let url: URL;
+  try {
+    url = new URL(req.originalUrl, `http://${req.headers.host ?? 'localhost'}`);
+  } catch {
+    url = new URL(req.originalUrl, 'http://localhost');
+  }
+  url.searchParams.delete('api_key');
+  return new globalThis.Request(url, {
+    method: req.method,
+    headers,
+    body,
+    signal,
+    duplex: 'half',
+  } as RequestInit);
+}
+
+async function sendWebResponse(r: globalThis.Response, req: Request, res: Response, body: ReadableStream | null): Promise<void> {
+  res.status(r.status);
+  r.headers.forEach((value, key) => res.setHeader(key, value));
+  if (!req.complete) {
+    // Answered before the body was read (413 and other early refusals): the rest
+    // of the body is never read, so this connection cannot carry another request.
+    res.setHeader('Connection', 'close');
+    res.once('finish', () => void body?.cancel().catch(() => undefined));
+  }
+  if (!r.body) {
+    res.end();
+    return;
+  }
+  res.flushHeaders();
+  for await (const chunk of r.body as unknown as AsyncIterable<Uint8Array>) {
+    if (res.destroyed) break;
+    if (!res.write(chunk)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+  }
+  res.end();
+}
+
+/**
+ * POST /api/mcp: stateless streamable HTTP served by the MCP SDK
+ * (createMcpHandler; 2025-era clients get its stateless fallback). In front of
+ * it: token authentication (401 with a JSON-RPC error body and
+ * WWW-Authenticate), then the per-token rate limit (429 rate_limited).
+ */
+export function createMcpRouter(deps: McpDeps & { rateLimit: RatePolicy | null; loopback: boolean }): Router {
+  const router = express.Router();
+  if (deps.loopback) router.use(localhostHostValidation(), localhostOriginValidation());
+  const limiter = deps.rateLimit ? new KeyedRateLimiter(deps.rateLimit) : null;
+  const handler = createMcpHandler(
+    (ctx) => {
+      const grant = (ctx.authInfo?.extra as { grant?: Grant } | undefined)?.grant;
+      if (!grant) throw new Error('MCP request without a grant');
+      return createMcpServer(grant, deps);
+    },
+    {
+      maxRequestBodySize: 1024 * 1024,
+      onerror: (err) => deps.logger.debug({ err: { message: err.message, name: err.name } }, 'MCP request rejected'),
+    },
+  );
+  router.all('/', async (req: Request, res: Response) => {
+    let grant: Grant;
+    try {
+      grant = authenticateToken(deps.store, req);
+    } catch (err) {
+      if (err instanceof AppError) return rpcError(res, err, RPC_CODES.unauthorized);
+      throw err;
+    }
+    if (limiter) {
+      const d = limiter.take(grant.tokenId);
+      res.set(limiter.headers(d));
+      if (!d.ok) {
+        const policy = limiter.policy;
+        return rpcError(
+          res,
+          new AppError('rate_limited', `rate limit exceeded for this token: ${describePolicy(policy)}`, {
+            limit: policy.rate,
+            window_seconds: policy.windowMs / 1000,
+            burst: policy.burst,
+            retry_after_seconds: d.retryAfterSeconds,
+          }),
+          RPC_CODES.rate_limited,
+        );
+      }
+    }
+    const abort = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    const body = req.method === 'GET' || req.method === 'HEAD' ? null : (Readable.toWeb(req) as ReadableStream<Uint8Array>);
+    const response = await handler.fetch(toWebRequest(req, body, abort.signal), {
+      authInfo: { token: grant.tokenId, clientId: grant.tokenId, scopes: [grant.scope], extra: { grant } },
+    });
+    await sendWebResponse(response, req, res, body);
+  });
+  return router;
+}

@@ -1,0 +1,258 @@
+import { z } from 'zod';
+import { AppError } from '../../http/errors.js';
+import { credentialHash, credentialHint, newCredential } from '../../domain/access/secrets.js';
+import type { McpTokenRow } from '../../store/tokens.js';
+import { MCP_SCOPES, MCP_TOKEN_PREFIX, parseRestrictions, restrictionsSchema, scopeRank, type Restrictions } from '../grant.js';
+import { defineTool } from '../tool.js';
+import { iso } from './shared.js';
+
+const area = 'access';
+
+const tokenView = z.object({
+  id: z.string(),
+  name: z.string().nullable(),
+  hint: z.string().describe('The prefix and first characters of the token; never the token.'),
+  scope: z.enum(MCP_SCOPES),
+  restrictions: restrictionsSchema,
+  created_by: z.string(),
+  created_at: z.string(),
+  expires_at: z.string().nullable(),
+  last_used_at: z.string().nullable(),
+  revoked_at: z.string().nullable(),
+});
+
+function view(r: McpTokenRow): z.input<typeof tokenView> {
+  return {
+    id: r.id,
+    name: r.name,
+    hint: r.hint,
+    scope: r.scope,
+    restrictions: parseRestrictions(r.restrictions),
+    created_by: r.created_by,
+    created_at: iso(r.created_at)!,
+    expires_at: iso(r.expires_at),
+    last_used_at: iso(r.last_used_at),
+    revoked_at: iso(r.revoked_at),
+  };
+}
+
+export const whoami = defineTool({
+  name: 'whoami',
+  title: 'Who am I',
+  description: 'The site, scope and restrictions of the token making this call, and whether outputs carry personal data.',
+  area,
+  scope: 'read',
+  flags: { changesData: false, idempotent: true },
+  input: z.object({}),
+  output: z.object({
+    token_id: z.string(),
+    site_id: z.string(),
+    site_name: z.string(),
+    scope: z.enum(MCP_SCOPES),
+    restrictions: restrictionsSchema,
+    personal_data: z.boolean().describe('Whether tool outputs include plaintext email, phone and name (admin scope only).'),
+  }),
+  handler: (ctx) => ({
+    token_id: ctx.grant.tokenId,
+    site_id: ctx.grant.siteId,
+    site_name: ctx.store.sites.get(ctx.grant.siteId)?.name ?? '',
+    scope: ctx.grant.scope,
+    restrictions: ctx.grant.restrictions,
+    personal_data: ctx.pii,
+  }),
+});
+
+export const tokensList = defineTool({
+  name: 'access_tokens_list',
+  title: 'List MCP tokens',
+  description: 'Every MCP token of this site with scope, restrictions, creator and times; never a token value.',
+  area,
+  scope: 'admin',
+  flags: { changesData: false, idempotent: true },
+  input: z.object({ include_revoked: z.boolean().default(false).describe('Also list revoked tokens.') }),
+  output: z.object({ tokens: z.array(tokenView) }),
+  handler: (ctx, input) => ({
+    tokens: ctx.store.tokens
+      .list(ctx.grant.siteId)
+      .filter((t) => input.include_revoked || t.revoked_at === null)
+      .map(view),
+  }),
+});
+
+export const auditList = defineTool({
+  name: 'access_audit_list',
+  title: 'MCP audit log',
+  description: 'The newest tools/call records of this site: token, tool, outcome (ok, error, refused, invalid), error code and duration. Argument values are never recorded.',
+  area,
+  scope: 'admin',
+  flags: { changesData: false, idempotent: true },
+  input: z.object({
+    token_id: z.string().min(1).max(100).optional().describe('Only calls made with this token.'),
+    tool: z.string().min(1).max(100).optional().describe('Only calls of this tool.'),
+    limit: z.number().int().min(1).max(1000).default(100).describe('How many, newest first (default 100).'),
+  }),
+  output: z.object({
+    calls: z.array(
+      z.object({
+        at: z.string(),
+        token_id: z.string(),
+        tool: z.string(),
+        outcome: z.enum(['ok', 'error', 'refused', 'invalid']),
+        error_code: z.string().nullable(),
+        duration_ms: z.number().int(),
+      }),
+    ),
+  }),
+  handler: (ctx, input) => ({
+    calls: ctx.store.audit
+      .recent({ siteId: ctx.grant.siteId, tokenId: input.token_id, tool: input.tool, limit: input.limit })
+      .map((r) => ({ at: iso(r.created_at)!, token_id: r.token_id, tool: r.tool, outcome: r.outcome, error_code: r.error_code, duration_ms: r.duration_ms })),
+  }),
+});
+
+export const tokenRevoke = defineTool({
+  name: 'access_token_revoke',
+  title: 'Revoke an MCP token',
+  description: 'Revokes an MCP token of this site; it stops working at once.',
+  area,
+  scope: 'admin',
+  flags: { changesData: true, destructive: true, idempotent: true },
+  input: z.object({ token_id: z.string().min(1).max(100).describe('Token id (mcpk_...), as listed by access_tokens_list.') }),
+  output: z.object({ revoked: z.string(), already_revoked: z.boolean() }),
+  handler: async (ctx, input) => {
+    const row = ctx.store.tokens.byId(input.token_id);
+    if (!row || row.site_id !== ctx.grant.siteId) throw new AppError('not_found', `no token ${input.token_id} in this site`, { field: 'token_id' });
+    const changed = await ctx.store.write(() => ctx.store.tokens.revoke(row.id, Date.now()));
+    return { revoked: row.id, already_revoked: !changed };
+  },
+});
+
+export const linkTokenMint = defineTool({
+  name: 'access_link_token_mint',
+  title: 'Mint a link token',
+  description:
+    'Mints a new MCP token for a connector URL (…/api/mcp?api_key=TOKEN), shown once. It never exceeds the calling token: its scope is at most the caller\'s, it keeps every restriction of the caller, and it cannot issue credentials itself. The URL holding it is a secret.',
+  area,
+  scope: 'admin',
+  flags: { changesData: true, issuesCredentials: true },
+  input: z.object({
+    scope: z.enum(MCP_SCOPES).default('read').describe('Scope of the new token; at most the calling token\'s.'),
+    read_only: z.boolean().default(true).describe('Refuse every tool that changes data (default true).'),
+    name: z.string().min(1).max(200).optional().describe('What the token is for.'),
+    expires_in_hours: z.number().int().min(1).max(24 * 90).default(24 * 7).describe('Lifetime in hours (default 168, at most 2160).'),
+  }),
+  output: z.object({
+    token: z.string().describe('The plaintext token; shown only this once.'),
+    id: z.string(),
+    scope: z.enum(MCP_SCOPES),
+    restrictions: restrictionsSchema,
+    expires_at: z.string(),
+    connector_path: z.string().describe('Append to the server address for clients that take a single URL; the URL is then a secret.'),
+  }),
+  handler: async (ctx, input) => {
+    if (scopeRank(input.scope) > scopeRank(ctx.grant.scope)) {
+      throw new AppError('insufficient_scope', `scope: a ${ctx.grant.scope} token cannot mint a ${input.scope} token`, { field: 'scope', missing: `scope:${input.scope}` });
+    }
+    const mine = ctx.grant.restrictions;
+    const restrictions: Restrictions = {
+      read_only: mine.read_only || input.read_only,
+      block_destructive: mine.block_destructive,
+      areas: [...mine.areas],
+      allow_credential_issuance: false,
+      propose_only: mine.propose_only,
+    };
+    const plaintext = newCredential(MCP_TOKEN_PREFIX);
+    const expiresAt = Date.now() + input.expires_in_hours * 3_600_000;
+    const row = await ctx.store.write(() =>
+      ctx.store.tokens.create({
+        siteId: ctx.grant.siteId,
+        name: input.name ?? `link token from ${ctx.grant.tokenId}`,
+        hash: credentialHash(plaintext),
+        hint: credentialHint(plaintext, MCP_TOKEN_PREFIX),
+        scope: input.scope,
+        restrictions,
+        createdBy: ctx.grant.createdBy,
+        expiresAt,
+      }),
+    );
+    return {
+      token: plaintext,
+      id: row.id,
+      scope: input.scope,
+      restrictions,
+      expires_at: iso(expiresAt)!,
+      connector_path: `/api/mcp?api_key=${plaintext}`,
+    };
+  },
+});
+
+export const memberInvite = defineTool({
+  name: 'access_member_invite',
+  title: 'Invite an account member',
+  description:
+    'Adds a person to the account of this site as a member or admin and hands them their own MCP token for this site, shown once. The token never exceeds the calling token (scope at most the caller\'s, every restriction kept, read-only by default, expiring) and cannot issue credentials. Members can use tokens but never mint them.',
+  area,
+  scope: 'admin',
+  flags: { changesData: true, issuesCredentials: true },
+  input: z.object({
+    email: z.email().max(320).describe('Email of the person; unique in the account.'),
+    name: z.string().min(1).max(200).optional(),
+    role: z.enum(['member', 'admin']).default('member'),
+    scope: z.enum(MCP_SCOPES).default('read').describe('Scope of their token; at most the calling token\'s.'),
+    read_only: z.boolean().default(true),
+    expires_in_hours: z.number().int().min(1).max(24 * 90).default(24 * 30).describe('Lifetime of their token in hours (default 720).'),
+  }),
+  output: z.object({
+    user_id: z.string(),
+    email: z.string(),
+    role: z.enum(['member', 'admin']),
+    token: z.string().describe('Their plaintext token; shown only this once.'),
+    token_id: z.string(),
+    scope: z.enum(MCP_SCOPES),
+    restrictions: restrictionsSchema,
+    expires_at: z.string(),
+  }),
+  handler: async (ctx, input) => {
+    if (scopeRank(input.scope) > scopeRank(ctx.grant.scope)) {
+      throw new AppError('insufficient_scope', `scope: a ${ctx.grant.scope} token cannot hand out a ${input.scope} token`, { field: 'scope', missing: `scope:${input.scope}` });
+    }
+    const site = ctx.store.sites.get(ctx.grant.siteId)!;
+    const mine = ctx.grant.restrictions;
+    const restrictions: Restrictions = {
+      read_only: mine.read_only || input.read_only,
+      block_destructive: mine.block_destructive,
+      areas: [...mine.areas],
+      allow_credential_issuance: false,
+      propose_only: mine.propose_only,
+    };
+    const plaintext = newCredential(MCP_TOKEN_PREFIX);
+    const expiresAt = Date.now() + input.expires_in_hours * 3_600_000;
+    const { user, row } = await ctx.store.write(() => {
+      if (ctx.store.users.find(site.account_id, input.email)) {
+        throw new AppError('conflict', 'a user with this email is already in the account', { field: 'email' });
+      }
+      const u = ctx.store.users.create({ accountId: site.account_id, email: input.email, name: input.name ?? null, role: input.role });
+      const t = ctx.store.tokens.create({
+        siteId: site.id,
+        name: `invite: ${u.id}`,
+        hash: credentialHash(plaintext),
+        hint: credentialHint(plaintext, MCP_TOKEN_PREFIX),
+        scope: input.scope,
+        restrictions,
+        createdBy: ctx.grant.createdBy,
+        expiresAt,
+      });
+      return { user: u, row: t };
+    });
+    return {
+      user_id: user.id,
+      email: user.email,
+      role: input.role,
+      token: plaintext,
+      token_id: row.id,
+      scope: input.scope,
+      restrictions,
+      expires_at: iso(expiresAt)!,
+    };
+  },
+});

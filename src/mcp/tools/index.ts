@@ -1,0 +1,31 @@
+import type { ToolDef } from '../tool.js';
+import * as access from './access.js';
+import * as profiles from './profiles.js';
+import * as segments from './segments.js';
+import * as leads from './leads.js';
+import * as conversions from './conversions.js';
+import * as events from './events.js';
+import * as analytics from './analytics.js';
+import * as webhooks from './webhooks.js';
+
+/** One module per product area; every tool a module exports is collected. Adding an area is one file and one line here. */
+const AREA_MODULES: readonly Record<string, unknown>[] = [access, profiles, segments, leads, conversions, events, analytics, webhooks];
+
+function isTool(v: unknown): v is ToolDef {
+  return typeof v === 'object' && v !== null && typeof (v as ToolDef).name === 'string' && typeof (v as ToolDef).handler === 'function';
+}
+
+/** Every tool of the MCP server, in a stable order (area, then name). */
+export const TOOLS: readonly ToolDef[] = AREA_MODULES.flatMap((m) => Object.values(m).filter(isTool)).sort(
+  (a, b) => a.area.localeCompare(b.area) || a.name.localeCompare(b.name),
+);
+
+/** The product areas a token can be limited to. */
+export const AREAS: readonly string[] = [...new Set(TOOLS.map((t) => t.area))].sort();
+
+const names = new Set<string>();
+for (const t of TOOLS) {
+  if (names.has(t.name)) throw new Error(`duplicate MCP tool name ${t.name}`);
+  names.add(t.name);
+  if (t.flags.changesData && t.scope === 'read') throw new Error(`MCP tool ${t.name} changes data but declares the read scope`);
+}

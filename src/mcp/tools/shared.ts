@@ -1,0 +1,67 @@
+import { z } from 'zod';
+import { AppError } from '../../http/errors.js';
+import { normalizeEmail } from '../../domain/identity/normalize.js';
+import { parseRule, type Rule } from '../../domain/segments/rules.js';
+import { PII_TRAITS } from '../../domain/profiles/snapshot.js';
+import type { ProfileRow } from '../../store/profile-read.js';
+import type { ToolContext } from '../tool.js';
+
+/** ISO 8601 of a millisecond timestamp (null stays null). */
+export const iso = (t: number | null): string | null => (t === null ? null : new Date(t).toISOString());
+
+export const LOOKUP_KINDS = ['profile_id', 'visitor_id', 'email', 'external_id', 'email_sha256', 'phone_sha256'] as const;
+
+/** Input fields naming one profile by any of its identifiers. */
+export const profileRef = {
+  by: z.enum(LOOKUP_KINDS).describe('Which identifier `value` is. email is trimmed and lower-cased; *_sha256 are hex SHA-256 of the normalized value.'),
+  value: z.string().min(1).max(320).describe('The identifier value.'),
+};
+
+/** The surviving profile named by an identifier in the caller's site, or not_found. */
+export function resolveProfile(ctx: ToolContext, by: (typeof LOOKUP_KINDS)[number], value: string): ProfileRow {
+  const v = by === 'email' ? normalizeEmail(value) : value;
+  const row = ctx.store.profileRead.find(ctx.grant.siteId, by, v);
+  if (!row) throw new AppError('not_found', `no profile matches ${by}`, { field: 'value' });
+  return row;
+}
+
+export const ruleInput = z.unknown().describe('A rule of the segment rule language (all/any/not over trait, event, conversions, score and segment conditions), as JSON.');
+
+function traitsOf(rule: unknown, out = new Set<string>()): Set<string> {
+  if (Array.isArray(rule)) for (const r of rule) traitsOf(r, out);
+  else if (rule && typeof rule === 'object') {
+    const o = rule as Record<string, unknown>;
+    if (typeof o.trait === 'string') out.add(o.trait);
+    for (const v of Object.values(o)) if (v && typeof v === 'object') traitsOf(v, out);
+  }
+  return out;
+}
+
+/**
+ * Parses a rule, naming the offending node on failure. A rule that tests
+ * email, phone or name would let a caller probe personal data, so it needs the
+ * same right as reading it: the admin scope.
+ */
+export function checkedRule(ctx: ToolContext, input: unknown): Rule {
+  const parsed = parseRule(input);
+  if (!parsed.ok) {
+    throw new AppError('validation_failed', `rule: ${parsed.error.path}: ${parsed.error.message}`, {
+      field: `rule${parsed.error.path.slice(1)}`,
+      issues: parsed.error.issues,
+    });
+  }
+  const pii = [...traitsOf(parsed.rule)].filter((t) => PII_TRAITS.has(t));
+  if (pii.length > 0 && !ctx.pii) {
+    throw new AppError('insufficient_scope', `a rule testing ${pii.join(', ')} needs the admin scope`, { missing: 'scope:admin' });
+  }
+  return parsed.rule;
+}
+
+export const limitInput = (max: number, def: number) =>
+  z.number().int().min(1).max(max).default(def).describe(`How many to return, 1 to ${max} (default ${def}).`);
+
+export const isoInput = z.iso.datetime({ offset: true }).describe('ISO 8601 date-time, e.g. 2026-01-31T00:00:00Z.');
+
+export function ms(isoValue: string | undefined): number | undefined {
+  return isoValue === undefined ? undefined : Date.parse(isoValue);
+}

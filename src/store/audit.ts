@@ -1,0 +1,46 @@
+import type { Db } from './db.js';
+
+export type AuditOutcome = 'ok' | 'error' | 'refused' | 'invalid';
+
+export interface AuditRow {
+  id: number;
+  site_id: string;
+  token_id: string;
+  tool: string;
+  outcome: AuditOutcome;
+  error_code: string | null;
+  duration_ms: number;
+  created_at: number;
+}
+
+/** The audit log of MCP tools/call: who called which tool, how it ended and how long it took. Never argument values. */
+export class AuditRepo {
+  private readonly q;
+
+  constructor(private readonly db: Db) {
+    this.q = {
+      insert: db.prepare(
+        'INSERT INTO mcp_audit (site_id, token_id, tool, outcome, error_code, duration_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ),
+    };
+  }
+
+  /** The newest rows of a site, optionally of one token or tool, newest first. */
+  recent(f: { siteId: string; tokenId?: string | undefined; tool?: string | undefined; limit: number }): AuditRow[] {
+    const where = ['site_id = ?'];
+    const params: unknown[] = [f.siteId];
+    if (f.tokenId !== undefined) {
+      where.push('token_id = ?');
+      params.push(f.tokenId);
+    }
+    if (f.tool !== undefined) {
+      where.push('tool = ?');
+      params.push(f.tool);
+    }
+    return this.db.prepare(`SELECT * FROM mcp_audit WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`).all(...params, f.limit) as AuditRow[];
+  }
+
+  record(r: { siteId: string; tokenId: string; tool: string; outcome: AuditOutcome; errorCode: string | null; durationMs: number; at: number }): void {
+    this.q.insert.run(r.siteId, r.tokenId, r.tool, r.outcome, r.errorCode, Math.round(r.durationMs), r.at);
+  }
+}

@@ -1,0 +1,539 @@
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { cleanup, cli, cliJson, createSite, post, startSvc, stats, tempDir, type Svc } from '../helpers/svc.js';
+import { query } from '../helpers/db.js';
+
+let svc: Svc;
+let dataDir: string;
+let site: string;
+let otherSite: string;
+const tok = { admin: '', write: '', writeRO: '', read: '', readRO: '', other: '', areas: '', noDestroy: '' };
+const clients: Client[] = [];
+
+function mint(siteId: string, args: string[] = []): string {
+  return cliJson<{ token: string }>(['token', 'mint', '--site', siteId, ...args, '--data', dataDir]).token;
+}
+
+async function connect(token: string, carrier: 'header' | 'query' = 'header', mode: 'legacy' | 'auto' = 'legacy'): Promise<Client> {
+  const url = new URL(`${svc.url}/api/mcp`);
+  if (carrier === 'query') url.searchParams.set('api_key', token);
+  const transport = new StreamableHTTPClientTransport(url, carrier === 'header' ? { requestInit: { headers: { authorization: `Bearer ${token}` } } } : {});
+  const client = new Client({ name: 'svc-test', version: '1.0.0' }, { versionNegotiation: { mode } });
+  await client.connect(transport);
+  clients.push(client);
+  return client;
+}
+
+async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
+  return client.callTool({ name, arguments: args });
+}
+
+async function ok(client: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
+  const r = await call(client, name, args);
+  if (r.isError) throw new Error(`${name} failed: ${JSON.stringify(r.structuredContent ?? r.content)}`);
+  return r.structuredContent;
+}
+
+async function rawPost(url: string, headers: Record<string, string>, body: unknown) {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  let parsed: any = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // SSE or empty
+  }
+  return { status: res.status, headers: res.headers, body: parsed, text };
+}
+
+const INIT = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+const sha = (s: string) => createHash('sha256').update(s).digest('hex');
+
+function writableDb() {
+  return new Database(path.join(dataDir, 'svc.db'));
+}
+
+/** Row counts of every table a tool could change. */
+function counts() {
+  const tables = ['profiles', 'identities', 'identity_hashes', 'sessions', 'events', 'scores', 'conversions', 'leads', 'segments', 'segment_members', 'destinations', 'deliveries', 'mcp_tokens', 'outbox'];
+  const out: Record<string, unknown> = {};
+  for (const t of tables) out[t] = query<{ n: number }>(dataDir, `SELECT count(*) AS n FROM ${t}`)[0]!.n;
+  out.lead_status = query(dataDir, 'SELECT id, status FROM leads ORDER BY id');
+  out.segment_rows = query(dataDir, 'SELECT id, name, rule, priority FROM segments ORDER BY id');
+  out.destination_rows = query(dataDir, 'SELECT id, url, events, enabled, secret_enc FROM destinations ORDER BY id');
+  out.revoked = query(dataDir, 'SELECT id, revoked_at FROM mcp_tokens ORDER BY id');
+  out.merged = query(dataDir, 'SELECT id, merged_into, traits FROM profiles ORDER BY id');
+  out.delivery_states = query(dataDir, 'SELECT id, state FROM deliveries ORDER BY id');
+  return out;
+}
+
+beforeAll(async () => {
+  dataDir = tempDir();
+  site = createSite(dataDir);
+  otherSite = createSite(dataDir, 'Other');
+  tok.admin = mint(site, ['--scope', 'admin', '--allow-credential-issuance', '--name', 'ops']);
+  tok.write = mint(site, ['--scope', 'write']);
+  tok.writeRO = mint(site, ['--scope', 'write', '--read-only']);
+  tok.read = mint(site, ['--scope', 'read']);
+  tok.readRO = mint(site, ['--scope', 'read', '--read-only']);
+  tok.other = mint(otherSite, ['--scope', 'admin']);
+  tok.areas = mint(site, ['--scope', 'admin', '--areas', 'profiles']);
+  tok.noDestroy = mint(site, ['--scope', 'admin', '--block-destructive', '--propose-only']);
+  svc = await startSvc({ dataDir, args: ['--allow-private-destinations'], env: { SVC_LOG_LEVEL: 'debug', SVC_WEBHOOK_POLL_MS: '50' } });
+  const u = svc.url;
+  await post(`${u}/api/events`, { site_id: site, session_id: 'mcp-s1', visitor_id: 'mcp-v1', type: 'pageview' });
+  await post(`${u}/api/events`, { site_id: site, session_id: 'mcp-s1', visitor_id: 'mcp-v1', type: 'add_to_cart', sku: 'A1' });
+  await post(`${u}/api/identify`, {
+    site_id: site,
+    session_id: 'mcp-s1',
+    visitor_id: 'mcp-v1',
+    traits: { email: 'Ada.Lovelace@Example.com', phone: '+44 20 7946 0001', name: 'Ada Lovelace', external_id: 'crm-ada', plan: 'gold' },
+  });
+  await post(`${u}/api/convert`, { site_id: site, session_id: 'mcp-s1', revenue: 120.5, line_items: [{ sku: 'A1', qty: 1, price: 120.5 }] });
+  await post(`${u}/api/score`, { site_id: site, session_id: 'mcp-s1', score: 77 });
+  await post(`${u}/api/lead/capture`, { site_id: site, visitor_id: 'mcp-v1', email: 'ada.lovelace@example.com', name: 'Ada Lovelace' });
+  await post(`${u}/api/events`, { site_id: site, session_id: 'mcp-s2', visitor_id: 'mcp-v2', type: 'pageview' });
+  await post(`${u}/api/identify`, { site_id: site, session_id: 'mcp-s2', visitor_id: 'mcp-v2', traits: { external_id: 'crm-bob', plan: 'silver' } });
+  await post(`${u}/api/convert`, { site_id: site, session_id: 'mcp-s2', revenue: 30 });
+  await post(`${u}/api/events`, { site_id: otherSite, session_id: 'o-s1', visitor_id: 'o-v1', type: 'pageview' });
+});
+
+afterAll(async () => {
+  for (const c of clients) await c.close().catch(() => undefined);
+  await svc.stop();
+  cleanup(dataDir);
+});
+
+describe('MCP tokens (svc token)', () => {
+  it('prints the plaintext once, stores only its hash and lists without it', () => {
+    expect(tok.admin).toMatch(/^mcpt_[A-Za-z0-9_-]{32}$/);
+    const list = cliJson<any[]>(['token', 'list', '--site', site, '--data', dataDir]);
+    expect(list).toHaveLength(7);
+    const ops = list.find((t) => t.name === 'ops');
+    expect(ops).toMatchObject({ scope: 'admin', created_by_email: 'owner@localhost', restrictions: { allow_credential_issuance: true, read_only: false } });
+    expect(ops.created_at).toMatch(/^\d{4}-/);
+    const dump = JSON.stringify(query(dataDir, 'SELECT * FROM mcp_tokens'));
+    for (const t of Object.values(tok)) {
+      expect(dump).not.toContain(t);
+      expect(dump).toContain(sha(t));
+      expect(JSON.stringify(list)).not.toContain(t.slice(9));
+    }
+  });
+
+  it('lets owners and admins mint, refuses members, and checks its flags', () => {
+    const owner = query<{ account_id: string }>(dataDir, "SELECT account_id FROM users WHERE role = 'owner'")[0]!;
+    const db = writableDb();
+    db.prepare("INSERT INTO users (id, account_id, email, name, role, created_at) VALUES ('usr_member', ?, 'mem@example.com', 'M', 'member', 1)").run(owner.account_id);
+    db.prepare("INSERT INTO users (id, account_id, email, name, role, created_at) VALUES ('usr_admin', ?, 'adm@example.com', 'A', 'admin', 1)").run(owner.account_id);
+    db.close();
+    const refused = cli(['token', 'mint', '--site', site, '--scope', 'read', '--as', 'mem@example.com', '--data', dataDir]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('only owners and admins');
+    const byAdmin = cliJson<{ token: string; id: string }>(['token', 'mint', '--site', site, '--scope', 'read', '--as', 'usr_admin', '--data', dataDir]);
+    expect(query<{ created_by: string }>(dataDir, 'SELECT created_by FROM mcp_tokens WHERE id = ?', byAdmin.id)[0]!.created_by).toBe('usr_admin');
+    expect(cli(['token', 'revoke', byAdmin.id, '--data', dataDir]).code).toBe(0);
+    expect(cli(['token', 'mint', '--site', site, '--scope', 'root', '--data', dataDir]).code).toBe(2);
+    expect(cli(['token', 'mint', '--site', site, '--scope', 'read', '--areas', 'nope', '--data', dataDir]).code).toBe(2);
+    expect(cli(['token', 'mint', '--site', site, '--scope', 'read', '--expires', '2001-01-01T00:00:00Z', '--data', dataDir]).code).toBe(2);
+    expect(cli(['token', 'mint', '--site', 'site_nope', '--scope', 'read', '--data', dataDir]).code).toBe(1);
+  });
+});
+
+describe('transport and authentication', () => {
+  it('initializes and lists every tool with schemas, annotations and the scope it needs', async () => {
+    const c = await connect(tok.read);
+    expect(c.getServerVersion()?.name).toBe('svc');
+    const { tools } = await c.listTools();
+    const names = tools.map((t) => t.name);
+    for (const n of ['whoami', 'profiles_get', 'profiles_search', 'profiles_timeline', 'profiles_merge', 'profiles_erase', 'segments_create', 'segments_delete', 'leads_list', 'leads_set_status', 'conversions_revenue_by_day', 'events_recent', 'analytics_summary', 'webhooks_replay', 'access_link_token_mint', 'access_member_invite']) {
+      expect(names).toContain(n);
+    }
+    for (const t of tools) {
+      expect(t.description).toMatch(/Requires the (read|write|admin) scope/);
+      expect(t.inputSchema.type).toBe('object');
+      expect(t.outputSchema?.type).toBe('object');
+      expect(t.annotations).toBeDefined();
+    }
+    const erase = tools.find((t) => t.name === 'profiles_erase')!;
+    expect(erase.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
+    expect(erase.description).toContain('Requires the admin scope');
+    const get = tools.find((t) => t.name === 'profiles_get')!;
+    expect(get.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false, idempotentHint: true });
+    expect((get.inputSchema.properties as any).by.enum).toContain('email_sha256');
+    expect(tools.find((t) => t.name === 'webhooks_create')!.annotations?.openWorldHint).toBe(true);
+  });
+
+  it('accepts the token as Authorization: Bearer and as the api_key query parameter, in both protocol eras', async () => {
+    const viaQuery = await connect(tok.read, 'query');
+    expect((await ok(viaQuery, 'whoami')).scope).toBe('read');
+    const modern = await connect(tok.write, 'header', 'auto');
+    expect((await ok(modern, 'whoami')).scope).toBe('write');
+  });
+
+  it('answers 401 with a JSON-RPC error body and WWW-Authenticate for missing, malformed, unknown, revoked and expired tokens', async () => {
+    const url = `${svc.url}/api/mcp`;
+    const revoked = cliJson<{ token: string; id: string }>(['token', 'mint', '--site', site, '--scope', 'read', '--data', dataDir]);
+    expect(cli(['token', 'revoke', revoked.id, '--data', dataDir]).code).toBe(0);
+    const expired = cliJson<{ token: string; id: string }>(['token', 'mint', '--site', site, '--scope', 'read', '--expires', new Date(Date.now() + 60_000).toISOString(), '--data', dataDir]);
+    const db = writableDb();
+    db.prepare('UPDATE mcp_tokens SET expires_at = ? WHERE id = ?').run(Date.now() - 1000, expired.id);
+    db.close();
+    const cases: [string, Record<string, string>, string][] = [
+      ['missing', {}, 'missing token'],
+      ['malformed', { authorization: 'Basic abc' }, 'mcpt_'],
+      ['unknown', { authorization: `Bearer mcpt_${'A'.repeat(32)}` }, 'unknown token'],
+      ['revoked', { authorization: `Bearer ${revoked.token}` }, 'revoked'],
+      ['expired', { authorization: `Bearer ${expired.token}` }, 'expired'],
+    ];
+    for (const [what, headers, message] of cases) {
+      const r = await rawPost(url, headers, INIT);
+      expect(r.status, what).toBe(401);
+      expect(r.headers.get('www-authenticate'), what).toMatch(/^Bearer realm="svc-mcp"/);
+      expect(r.body, what).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32001, data: { code: 'unauthorized' } } });
+      expect(r.body.error.message, what).toContain(message);
+    }
+    const q = await rawPost(`${url}?api_key=mcpt_${'B'.repeat(32)}`, {}, INIT);
+    expect(q.status).toBe(401);
+    await expect(connect(`mcpt_${'C'.repeat(32)}`)).rejects.toThrow();
+  });
+
+  it('answers malformed JSON-RPC with a protocol error, never a 500', async () => {
+    const r = await rawPost(`${svc.url}/api/mcp`, { authorization: `Bearer ${tok.read}` }, { hello: 'world' });
+    expect(r.status).toBeGreaterThanOrEqual(400);
+    expect(r.status).toBeLessThan(500);
+    const bad = await fetch(`${svc.url}/api/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${tok.read}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: '{not json',
+    });
+    expect(bad.status).toBeGreaterThanOrEqual(400);
+    expect(bad.status).toBeLessThan(500);
+  });
+
+  it('honours Accept and Content-Type, refuses GET sessions and oversize bodies', async () => {
+    const url = `${svc.url}/api/mcp`;
+    const auth = { authorization: `Bearer ${tok.read}` };
+    const list = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    const noAccept = await fetch(url, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: list });
+    expect(noAccept.status).toBe(406);
+    const json = await fetch(url, { method: 'POST', headers: { ...auth, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' }, body: list });
+    expect(json.status).toBe(200);
+    expect(await json.text()).toContain('profiles_get');
+    const plain = await fetch(url, { method: 'POST', headers: { ...auth, 'content-type': 'text/plain', accept: 'application/json, text/event-stream' }, body: 'x' });
+    expect(plain.status).toBe(415);
+    expect((await fetch(url, { headers: { ...auth, accept: 'text/event-stream' } })).status).toBe(405);
+    const big = await fetch(url, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { pad: 'a'.repeat(1_100_000) } }),
+    });
+    expect(big.status).toBe(413);
+  });
+});
+
+describe('tools over real data', () => {
+  it('whoami names the site, scope, restrictions and the personal-data rule', async () => {
+    const c = await connect(tok.readRO);
+    expect(await ok(c, 'whoami')).toMatchObject({ site_id: site, site_name: 'Test shop', scope: 'read', restrictions: { read_only: true }, personal_data: false });
+  });
+
+  it('profiles: get by any identifier, without personal data below admin; search by rule; timeline', async () => {
+    const r = await connect(tok.read);
+    const byEmail = await ok(r, 'profiles_get', { by: 'email', value: ' ADA.lovelace@example.com ' });
+    expect(byEmail.identity.external_ids).toEqual(['crm-ada']);
+    expect(byEmail.identity.email).toBeUndefined();
+    expect(JSON.stringify(byEmail)).not.toContain('Lovelace');
+    expect(byEmail.activity).toMatchObject({ conversions: 1, revenue: 120.5, leads: 1, sessions: 1 });
+    const bySha = await ok(r, 'profiles_get', { by: 'email_sha256', value: sha('ada.lovelace@example.com') });
+    expect(bySha.profile_id).toBe(byEmail.profile_id);
+    expect((await ok(r, 'profiles_get', { by: 'visitor_id', value: 'mcp-v1' })).profile_id).toBe(byEmail.profile_id);
+    const missing = await call(r, 'profiles_get', { by: 'external_id', value: 'nobody' });
+    expect(missing.isError).toBe(true);
+    expect(missing.structuredContent.error.code).toBe('not_found');
+
+    const other = await connect(tok.other);
+    const foreign = await call(other, 'profiles_get', { by: 'profile_id', value: byEmail.profile_id });
+    expect(foreign.structuredContent.error.code).toBe('not_found');
+    expect((await ok(other, 'profiles_search', { rule: { trait: 'plan', op: 'exists' } })).profile_ids).toEqual([]);
+
+    const admin = await connect(tok.admin);
+    const full = await ok(admin, 'profiles_get', { by: 'external_id', value: 'crm-ada' });
+    expect(full.identity).toMatchObject({ email: 'ada.lovelace@example.com', name: 'Ada Lovelace' });
+
+    const found = await ok(r, 'profiles_search', { rule: { trait: 'plan', op: 'eq', value: 'gold' } });
+    expect(found.profile_ids).toEqual([byEmail.profile_id]);
+    const both = await ok(r, 'profiles_search', { rule: { conversions: { metric: 'count', op: 'gte', value: 1 } }, limit: 1 });
+    expect(both.profile_ids).toHaveLength(1);
+    expect(both.next_after).not.toBeNull();
+    const page2 = await ok(r, 'profiles_search', { rule: { conversions: { metric: 'count', op: 'gte', value: 1 } }, limit: 1, after: both.next_after });
+    expect(page2.profile_ids).toHaveLength(1);
+    expect(page2.next_after).toBeNull();
+    const pii = await call(r, 'profiles_search', { rule: { trait: 'email', op: 'exists' } });
+    expect(pii.structuredContent.error.code).toBe('insufficient_scope');
+    const badRule = await call(r, 'profiles_search', { rule: { all: [{ trait: 'plan', op: 'nope' }] } });
+    expect(badRule.structuredContent.error).toMatchObject({ code: 'validation_failed' });
+    expect(badRule.structuredContent.error.details.field).toContain('rule');
+
+    const tl = await ok(r, 'profiles_timeline', { by: 'external_id', value: 'crm-ada' });
+    const kinds = tl.items.map((i: any) => i.kind).sort();
+    expect(kinds).toEqual(['conversion', 'event', 'event', 'lead', 'score']);
+    expect(tl.items.find((i: any) => i.kind === 'conversion')).toMatchObject({ type: 'USD', value: 120.5 });
+    expect(tl.items.find((i: any) => i.kind === 'score').value).toBe(77);
+  });
+
+  it('segments: create, get, list, preview, members, update, delete', async () => {
+    const w = await connect(tok.write);
+    const seg = await ok(w, 'segments_create', { name: 'Gold', rule: { trait: 'plan', op: 'eq', value: 'gold' }, priority: 5 });
+    expect(seg).toMatchObject({ name: 'Gold', priority: 5, members: 1 });
+    expect((await ok(w, 'segments_get', { id: seg.id })).rule).toEqual({ trait: 'plan', op: 'eq', value: 'gold' });
+    expect((await ok(w, 'segments_list')).segments.map((s: any) => s.id)).toContain(seg.id);
+    expect((await ok(w, 'segments_preview', { rule: { trait: 'plan', op: 'in', value: ['gold', 'silver'] } })).matches).toBe(2);
+    const ada = await ok(w, 'profiles_get', { by: 'external_id', value: 'crm-ada' });
+    expect((await ok(w, 'segments_members', { id: seg.id })).profile_ids).toEqual([ada.profile_id]);
+    expect((await ok(w, 'profiles_get', { by: 'external_id', value: 'crm-ada' })).segments.primary).toBe(seg.id);
+    const dup = await call(w, 'segments_create', { name: 'Gold', rule: { trait: 'plan', op: 'exists' } });
+    expect(dup.structuredContent.error.code).toBe('conflict');
+    const upd = await ok(w, 'segments_update', { id: seg.id, rule: { trait: 'plan', op: 'exists' } });
+    expect(upd.members).toBe(2);
+    const del = await call(w, 'segments_delete', { id: seg.id });
+    expect(del.structuredContent.error).toMatchObject({ code: 'insufficient_scope', details: { missing: 'scope:admin' } });
+    const a = await connect(tok.admin);
+    expect(await ok(a, 'segments_delete', { id: seg.id })).toEqual({ removed: seg.id, members: 2 });
+    expect(query(dataDir, 'SELECT * FROM segments WHERE id = ?', seg.id)).toHaveLength(0);
+    const other = await connect(tok.other);
+    expect((await call(other, 'segments_get', { id: upd.id })).structuredContent.error.code).toBe('not_found');
+  });
+
+  it('leads, conversions, events and analytics', async () => {
+    const r = await connect(tok.read);
+    const { leads } = await ok(r, 'leads_list');
+    expect(leads).toHaveLength(1);
+    expect(leads[0]).toMatchObject({ status: 'new', has_email: true, has_name: true, has_phone: false, kind: 'lead_form' });
+    expect(leads[0].email).toBeUndefined();
+    expect((await ok(r, 'leads_list', { status: 'won' })).leads).toHaveLength(0);
+    const w = await connect(tok.write);
+    expect(await ok(w, 'leads_set_status', { id: leads[0].id, status: 'qualified' })).toMatchObject({ id: leads[0].id, status: 'qualified' });
+    expect(query<{ status: string }>(dataDir, 'SELECT status FROM leads WHERE id = ?', leads[0].id)[0]!.status).toBe('qualified');
+    const badStatus = await call(w, 'leads_set_status', { id: leads[0].id, status: 'married' });
+    expect(badStatus.structuredContent.error).toMatchObject({ code: 'validation_failed', details: { field: 'status' } });
+    const a = await connect(tok.admin);
+    expect((await ok(a, 'leads_get', { id: leads[0].id })).email).toBe('ada.lovelace@example.com');
+
+    const conv = await ok(r, 'conversions_list');
+    expect(conv.conversions.map((c: any) => c.revenue).sort()).toEqual([120.5, 30]);
+    expect(conv.conversions.find((c: any) => c.revenue === 120.5).line_items).toEqual([{ sku: 'A1', qty: 1, price: 120.5 }]);
+    expect((await ok(r, 'conversions_list', { min_revenue: 100 })).conversions).toHaveLength(1);
+    const rev = await ok(r, 'conversions_revenue_by_day', { days: 7 });
+    expect(rev).toMatchObject({ total_conversions: 2, total_revenue: 150.5 });
+    expect(rev.days).toHaveLength(1);
+
+    const ev = await ok(r, 'events_recent', { type: 'pageview' });
+    expect(ev.events).toHaveLength(2);
+    expect((await ok(r, 'events_types')).types.find((t: any) => t.type === 'add_to_cart').count).toBe(1);
+
+    const an = await ok(r, 'analytics_summary', { days: 1 });
+    expect(an).toMatchObject({ sessions: 2, visitors: 2, conversions: 2, converting_sessions: 2, conversion_rate: 1, revenue: 150.5, leads: 1 });
+    const invalid = await call(r, 'analytics_summary', { days: 0 });
+    expect(invalid.structuredContent.error).toMatchObject({ code: 'validation_failed', details: { field: 'days' } });
+  });
+
+  it('webhooks: destinations, deliveries and replay', async () => {
+    const w = await connect(tok.write);
+    const d = await ok(w, 'webhooks_create', { url: 'http://127.0.0.1:9/hook', events: ['conversion'], secret: 'a-long-secret' });
+    expect(d).toMatchObject({ url: 'http://127.0.0.1:9/hook', events: ['conversion'], has_secret: true, enabled: true });
+    expect(JSON.stringify(d)).not.toContain('a-long-secret');
+    expect((await ok(w, 'webhooks_list')).destinations.map((x: any) => x.id)).toContain(d.id);
+    expect(await ok(w, 'webhooks_update', { id: d.id, enabled: false, description: 'paused' })).toMatchObject({ enabled: false, description: 'paused' });
+    const badEvents = await call(w, 'webhooks_create', { url: 'http://127.0.0.1:9/x', events: ['nope'] });
+    expect(badEvents.structuredContent.error).toMatchObject({ code: 'validation_failed', details: { field: 'events' } });
+    const refusedUrl = await call(w, 'webhooks_create', { url: 'ftp://example.com/x', events: ['all'] });
+    expect(refusedUrl.structuredContent.error.code).toBe('destination_refused');
+    expect((await ok(w, 'webhooks_deliveries', { destination_id: d.id })).deliveries).toEqual([]);
+    const db = writableDb();
+    db.prepare(
+      "INSERT INTO deliveries (id, site_id, destination_id, outbox_id, event_type, payload, state, attempts, next_attempt_at, created_at, updated_at) VALUES ('dlv_failed_x', ?, ?, NULL, 'conversion', '{}', 'failed', 8, 0, 1, 1)",
+    ).run(site, d.id);
+    db.close();
+    expect(await ok(w, 'webhooks_replay', { delivery_id: 'dlv_failed_x' })).toEqual({ delivery_id: 'dlv_failed_x', requeued: true });
+    expect(query<{ state: string }>(dataDir, "SELECT state FROM deliveries WHERE id = 'dlv_failed_x'")[0]!.state).not.toBe('failed');
+    const again = await call(w, 'webhooks_replay', { delivery_id: 'dlv_failed_x' });
+    expect(['conflict']).toContain(again.structuredContent.error.code);
+    const a = await connect(tok.admin);
+    expect(await ok(a, 'webhooks_delete', { id: d.id })).toEqual({ removed: d.id });
+    expect(query(dataDir, 'SELECT id FROM destinations WHERE id = ?', d.id)).toHaveLength(0);
+  });
+
+  it('access: link tokens never exceed their minter; tokens list and revoke', async () => {
+    const a = await connect(tok.admin);
+    const link = await ok(a, 'access_link_token_mint', { scope: 'read', name: 'share' });
+    expect(link.token).toMatch(/^mcpt_/);
+    expect(link.restrictions).toMatchObject({ read_only: true, allow_credential_issuance: false });
+    expect(link.connector_path).toBe(`/api/mcp?api_key=${link.token}`);
+    const viaLink = await connect(link.token, 'query');
+    expect(await ok(viaLink, 'whoami')).toMatchObject({ scope: 'read', restrictions: { read_only: true } });
+    const list = await ok(a, 'access_tokens_list');
+    expect(list.tokens.map((t: any) => t.id)).toContain(link.id);
+    expect(JSON.stringify(list)).not.toContain(link.token);
+    expect(await ok(a, 'access_token_revoke', { token_id: link.id })).toEqual({ revoked: link.id, already_revoked: false });
+    const after = await rawPost(`${svc.url}/api/mcp?api_key=${link.token}`, {}, INIT);
+    expect(after.status).toBe(401);
+    const invite = await ok(a, 'access_member_invite', { email: 'New.Person@Example.com', role: 'member' });
+    expect(invite).toMatchObject({ email: 'new.person@example.com', role: 'member', scope: 'read', restrictions: { read_only: true, allow_credential_issuance: false } });
+    expect(query(dataDir, 'SELECT role, account_id FROM users WHERE id = ?', invite.user_id)).toEqual([
+      { role: 'member', account_id: query<{ account_id: string }>(dataDir, "SELECT account_id FROM users WHERE role = 'owner'")[0]!.account_id },
+    ]);
+    const invited = await connect(invite.token);
+    expect(await ok(invited, 'whoami')).toMatchObject({ token_id: invite.token_id, scope: 'read' });
+    expect((await call(a, 'access_member_invite', { email: 'new.person@example.com' })).structuredContent.error).toMatchObject({ code: 'conflict', details: { field: 'email' } });
+    expect((await call(a, 'access_member_invite', { email: 'not-an-email' })).structuredContent.error).toMatchObject({ code: 'validation_failed', details: { field: 'email' } });
+    const memberMint = cli(['token', 'mint', '--site', site, '--scope', 'read', '--as', 'new.person@example.com', '--data', dataDir]);
+    expect(memberMint.code).toBe(1);
+    const noIssuance = await connect(tok.areas);
+    const refused = await call(noIssuance, 'access_link_token_mint', {});
+    expect(refused.structuredContent.error).toMatchObject({ code: 'insufficient_scope', details: { reason: 'area' } });
+    const writeTok = await connect(tok.noDestroy);
+    const r2 = await call(writeTok, 'access_link_token_mint', {});
+    expect(r2.structuredContent.error.details.reason).toBe('credential_issuance');
+  });
+
+  it('profiles: merge (write) and GDPR erase (admin) really change the rows', async () => {
+    const u = svc.url;
+    await post(`${u}/api/identify`, { site_id: site, session_id: 'mcp-m1', visitor_id: 'mcp-m1v', traits: { external_id: 'crm-m1', tier: 'a' } });
+    await post(`${u}/api/events`, { site_id: site, session_id: 'mcp-m1', visitor_id: 'mcp-m1v', type: 'click' });
+    await post(`${u}/api/identify`, { site_id: site, session_id: 'mcp-m2', visitor_id: 'mcp-m2v', traits: { external_id: 'crm-m2', plan: 'bronze' } });
+    const w = await connect(tok.write);
+    const p1 = (await ok(w, 'profiles_get', { by: 'external_id', value: 'crm-m1' })).profile_id;
+    const p2 = (await ok(w, 'profiles_get', { by: 'external_id', value: 'crm-m2' })).profile_id;
+    expect(await ok(w, 'profiles_merge', { from_profile_id: p1, into_profile_id: p2 })).toMatchObject({ merged: p1, into: p2 });
+    const merged = await ok(w, 'profiles_get', { by: 'external_id', value: 'crm-m1' });
+    expect(merged.profile_id).toBe(p2);
+    expect(merged.meta.merged_profile_ids).toEqual([p1]);
+    expect(merged.identity.external_ids.sort()).toEqual(['crm-m1', 'crm-m2']);
+    expect(merged.identity.trait_keys).toEqual(['external_id', 'plan', 'tier']);
+
+    const erase = await call(w, 'profiles_erase', { by: 'profile_id', value: p2 });
+    expect(erase.structuredContent.error).toMatchObject({ code: 'insufficient_scope', details: { missing: 'scope:admin' } });
+    const blocked = await connect(tok.noDestroy);
+    expect((await call(blocked, 'profiles_erase', { by: 'profile_id', value: p2 })).structuredContent.error.details.reason).toBe('block_destructive');
+
+    const a = await connect(tok.admin);
+    const gone = await ok(a, 'profiles_erase', { by: 'external_id', value: 'crm-m2' });
+    expect(gone.profile_id).toBe(p2);
+    expect(gone.removed).toMatchObject({ profiles: 2, sessions: 2, events: 1, identities: 4 });
+    for (const [table, col] of [['profiles', 'id'], ['sessions', 'profile_id'], ['events', 'profile_id'], ['identities', 'profile_id']] as const) {
+      expect(query(dataDir, `SELECT * FROM ${table} WHERE ${col} IN (?, ?)`, p1, p2), table).toHaveLength(0);
+    }
+    expect(query(dataDir, "SELECT * FROM identities WHERE value IN ('crm-m1','crm-m2','mcp-m1v','mcp-m2v')")).toHaveLength(0);
+    expect(gone.removed.outbox).toBeGreaterThanOrEqual(2);
+    for (const needle of [p1, p2, 'crm-m1', 'crm-m2', 'mcp-m1v', 'mcp-m2v']) {
+      expect(query(dataDir, 'SELECT id FROM outbox WHERE instr(payload, ?) > 0', needle), needle).toHaveLength(0);
+    }
+    expect((await call(a, 'profiles_get', { by: 'external_id', value: 'crm-m1' })).structuredContent.error.code).toBe('not_found');
+    expect((await ok(a, 'profiles_erase', { by: 'external_id', value: 'crm-ada' })).removed.leads).toBe(1);
+  });
+});
+
+describe('policy at the server', () => {
+  it('refuses every data-changing tool to a read token and to a read-only write token, and nothing changes', async () => {
+    const r = await connect(tok.read);
+    const ro = await connect(tok.writeRO);
+    const { tools } = await r.listTools();
+    const mutating = tools.filter((t) => t.annotations?.readOnlyHint === false);
+    expect(mutating.length).toBeGreaterThanOrEqual(12);
+    const before = { stats: stats(dataDir, site), rows: counts() };
+    for (const t of mutating) {
+      for (const [who, c] of [['read', r], ['write --read-only', ro]] as const) {
+        const res = await call(c, t.name, { id: 'x', name: 'n', rule: { trait: 'plan', op: 'exists' }, by: 'profile_id', value: 'x' });
+        expect(res.isError, `${t.name} with ${who}`).toBe(true);
+        expect(res.structuredContent.error.code, `${t.name} with ${who}`).toBe('insufficient_scope');
+        expect(res.structuredContent.error.details.missing, `${t.name} with ${who}`).toMatch(/^(scope|restriction|area):/);
+      }
+    }
+    expect(stats(dataDir, site)).toEqual(before.stats);
+    expect(counts()).toEqual(before.rows);
+  });
+
+  it('decides before validating: refused even with invalid arguments; area-limited tokens see only their area', async () => {
+    const r = await connect(tok.read);
+    const res = await call(r, 'segments_create', { name: 12345, rule: 'garbage' });
+    expect(res.structuredContent.error).toMatchObject({ code: 'insufficient_scope', details: { reason: 'scope', missing: 'scope:write' } });
+    const area = await connect(tok.areas);
+    expect((await call(area, 'segments_list')).structuredContent.error).toMatchObject({ code: 'insufficient_scope', details: { missing: 'area:segments' } });
+    expect((await ok(area, 'profiles_search', { rule: { trait: 'plan', op: 'exists' } })).profile_ids.length).toBeGreaterThan(0);
+  });
+
+  it('writes one audit row per tools/call with token, tool, outcome and duration, never argument values', async () => {
+    const marker = 'zz-unique-marker-4711';
+    const r = await connect(tok.readRO);
+    const before = query<{ n: number }>(dataDir, 'SELECT count(*) AS n FROM mcp_audit')[0]!.n;
+    await call(r, 'events_recent', { type: marker });
+    await call(r, 'segments_create', { name: marker, rule: { trait: marker, op: 'exists' } });
+    await call(r, 'analytics_summary', { days: marker });
+    const rows = query<any>(dataDir, 'SELECT * FROM mcp_audit ORDER BY id DESC LIMIT 3').reverse();
+    expect(query<{ n: number }>(dataDir, 'SELECT count(*) AS n FROM mcp_audit')[0]!.n).toBe(before + 3);
+    const tokenId = query<{ id: string }>(dataDir, 'SELECT id FROM mcp_tokens WHERE hash = ?', sha(tok.readRO))[0]!.id;
+    expect(rows.map((x) => [x.token_id, x.tool, x.outcome, x.error_code])).toEqual([
+      [tokenId, 'events_recent', 'ok', null],
+      [tokenId, 'segments_create', 'refused', 'insufficient_scope'],
+      [tokenId, 'analytics_summary', 'invalid', 'validation_failed'],
+    ]);
+    for (const row of rows) expect(row.duration_ms).toBeGreaterThanOrEqual(0);
+    expect(JSON.stringify(query(dataDir, 'SELECT * FROM mcp_audit'))).not.toContain(marker);
+    const a = await connect(tok.admin);
+    const { calls } = await ok(a, 'access_audit_list', { token_id: tokenId, limit: 3 });
+    expect(calls.map((c: any) => [c.tool, c.outcome])).toEqual([
+      ['analytics_summary', 'invalid'],
+      ['segments_create', 'refused'],
+      ['events_recent', 'ok'],
+    ]);
+    const listed = cliJson<any[]>(['token', 'list', '--site', site, '--data', dataDir]).find((t) => t.id === tokenId);
+    expect(listed.last_used_at).toMatch(/^\d{4}-/);
+    expect(listed.restrictions.read_only).toBe(true);
+  });
+
+  it('never writes a token, an api_key value or an Authorization header to the log', () => {
+    const log = svc.stderr();
+    for (const t of Object.values(tok)) expect(log).not.toContain(t);
+    expect(log.toLowerCase()).not.toContain('bearer mcpt_');
+  });
+});
+
+describe('rate limit', () => {
+  let small: Svc;
+  let dir: string;
+  let token: string;
+
+  beforeAll(async () => {
+    dir = tempDir();
+    const s = createSite(dir);
+    token = cliJson<{ token: string }>(['token', 'mint', '--site', s, '--scope', 'read', '--data', dir]).token;
+    small = await startSvc({ dataDir: dir, env: { SVC_MCP_RATE: '1', SVC_MCP_BURST: '3', SVC_LOG_LEVEL: 'debug' } });
+  });
+
+  afterAll(async () => {
+    await small.stop();
+    cleanup(dir);
+  });
+
+  it('answers 429 rate_limited over the per-token limit, with the policy in the message and headers', async () => {
+    const url = `${small.url}/api/mcp?api_key=${token}`;
+    const statuses: number[] = [];
+    let last: Awaited<ReturnType<typeof rawPost>> | undefined;
+    for (let i = 0; i < 5; i++) {
+      last = await rawPost(url, {}, INIT);
+      statuses.push(last.status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 429, 429]);
+    expect(last!.body).toMatchObject({ jsonrpc: '2.0', error: { data: { code: 'rate_limited', limit: 1, burst: 3, window_seconds: 60 } } });
+    expect(last!.body.error.message).toContain('1 requests per minute, burst 3');
+    expect(Number(last!.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(small.stderr()).not.toContain(token);
+  });
+});
