@@ -10,6 +10,7 @@ import { registerKey } from './key.js';
 import { registerSegment } from './segment.js';
 import { registerSeed } from './seed.js';
 import { registerToken } from './token.js';
+import { registerUser } from './user.js';
 
 /** Builds the svc command tree. Each command group registers itself from its own file. */
 export function buildProgram(): Command {
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
   registerSegment(program);
   registerSeed(program);
   registerToken(program);
+  registerUser(program);
   for (const cmd of program.commands) applyExitOverride(cmd);
   return program;
 }

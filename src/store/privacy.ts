@@ -25,8 +25,11 @@ export class PrivacyRepo {
   erase(siteId: string, profileId: string): ErasureCounts {
     const db = this.db;
     const ids = db
-      .prepare<[string, string, string], { id: string }>('SELECT id FROM profiles WHERE site_id = ? AND (id = ? OR merged_into = ?)')
-      .all(siteId, profileId, profileId)
+      // Two index searches (primary key, profiles_merged), not a scan of the site's profiles.
+      .prepare<[string, string, string, string], { id: string }>(
+        'SELECT id FROM profiles WHERE id = ? AND site_id = ? UNION SELECT id FROM profiles WHERE merged_into = ? AND +site_id = ?',
+      )
+      .all(profileId, siteId, profileId, siteId)
       .map((r) => r.id);
     const marks = ids.map(() => '?').join(',');
     const needles = new Set<string>(ids);

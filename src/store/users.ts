@@ -12,6 +12,9 @@ export class UsersRepo {
         'SELECT id, account_id, email, role FROM users WHERE account_id = ? AND (id = ? OR email = ?) LIMIT 1',
       ),
       byId: db.prepare<[string], AccountUser>('SELECT id, account_id, email, role FROM users WHERE id = ?'),
+      list: db.prepare<[string], AccountUser & { name: string | null; created_at: number }>(
+        'SELECT id, account_id, email, name, role, created_at FROM users WHERE account_id = ? ORDER BY created_at, id',
+      ),
       insert: db.prepare('INSERT INTO users (id, account_id, email, name, role, created_at) VALUES (?, ?, ?, ?, ?, ?)'),
     };
   }
@@ -19,6 +22,10 @@ export class UsersRepo {
   /** A user of `accountId` named by id or (lower-cased) email. */
   find(accountId: string, idOrEmail: string): AccountUser | undefined {
     return this.q.byIdOrEmail.get(accountId, idOrEmail, idOrEmail.trim().toLowerCase());
+  }
+
+  list(accountId: string): (AccountUser & { name: string | null; created_at: number })[] {
+    return this.q.list.all(accountId);
   }
 
   byId(id: string): AccountUser | undefined {

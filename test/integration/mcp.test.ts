@@ -128,16 +128,18 @@ describe('MCP tokens (svc token)', () => {
   });
 
   it('lets owners and admins mint, refuses members, and checks its flags', () => {
-    const owner = query<{ account_id: string }>(dataDir, "SELECT account_id FROM users WHERE role = 'owner'")[0]!;
-    const db = writableDb();
-    db.prepare("INSERT INTO users (id, account_id, email, name, role, created_at) VALUES ('usr_member', ?, 'mem@example.com', 'M', 'member', 1)").run(owner.account_id);
-    db.prepare("INSERT INTO users (id, account_id, email, name, role, created_at) VALUES ('usr_admin', ?, 'adm@example.com', 'A', 'admin', 1)").run(owner.account_id);
-    db.close();
+    cliJson(['user', 'add', '--site', site, '--email', 'Mem@Example.com', '--role', 'member', '--name', 'M', '--json', '--data', dataDir]);
+    const admin = cliJson<{ id: string; email: string; role: string }>(['user', 'add', '--site', site, '--email', 'adm@example.com', '--role', 'admin', '--json', '--data', dataDir]);
+    expect(admin).toMatchObject({ email: 'adm@example.com', role: 'admin' });
+    expect(cli(['user', 'add', '--site', site, '--email', 'adm@example.com', '--role', 'admin', '--data', dataDir]).code).toBe(1);
+    expect(cli(['user', 'add', '--site', site, '--email', 'x@example.com', '--role', 'owner', '--data', dataDir]).code).toBe(2);
+    const users = cliJson<{ email: string; role: string }[]>(['user', 'list', '--site', site, '--json', '--data', dataDir]);
+    expect(users.map((u) => [u.email, u.role]).slice(1)).toEqual([['mem@example.com', 'member'], ['adm@example.com', 'admin']]);
     const refused = cli(['token', 'mint', '--site', site, '--scope', 'read', '--as', 'mem@example.com', '--data', dataDir]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('only owners and admins');
-    const byAdmin = cliJson<{ token: string; id: string }>(['token', 'mint', '--site', site, '--scope', 'read', '--as', 'usr_admin', '--data', dataDir]);
-    expect(query<{ created_by: string }>(dataDir, 'SELECT created_by FROM mcp_tokens WHERE id = ?', byAdmin.id)[0]!.created_by).toBe('usr_admin');
+    const byAdmin = cliJson<{ token: string; id: string }>(['token', 'mint', '--site', site, '--scope', 'read', '--as', admin.id, '--data', dataDir]);
+    expect(query<{ created_by: string }>(dataDir, 'SELECT created_by FROM mcp_tokens WHERE id = ?', byAdmin.id)[0]!.created_by).toBe(admin.id);
     expect(cli(['token', 'revoke', byAdmin.id, '--data', dataDir]).code).toBe(0);
     expect(cli(['token', 'mint', '--site', site, '--scope', 'root', '--data', dataDir]).code).toBe(2);
     expect(cli(['token', 'mint', '--site', site, '--scope', 'read', '--areas', 'nope', '--data', dataDir]).code).toBe(2);
