@@ -3,7 +3,7 @@ import type { Store } from '../store/store.js';
 import type { LookupKind } from '../store/profile-read.js';
 import { buildSnapshot } from '../domain/profiles/snapshot.js';
 import { normalizeEmail } from '../domain/identity/normalize.js';
-import { destinationView, parseEventList, validateDestinationUrl } from '../webhooks/destinations.js';
+import { parseEventList, publicDestinationView, validateDestinationUrl } from '../webhooks/destinations.js';
 import type { CallerKey } from './auth.js';
 import { requireScope } from './auth.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
@@ -71,7 +71,7 @@ export const HANDLERS: Record<string, Handler> = {
   queryProfiles: (deps, { key, body }) => queryProfiles(deps.store, key, body as { rule: unknown; limit?: number; cursor?: string }),
 
   listWebhooks: ({ store }, { key }) => ({
-    webhooks: store.webhooks.listDestinations({ siteId: key.siteId, apiKeyId: key.id }).map(publicView),
+    webhooks: store.webhooks.listDestinations({ siteId: key.siteId, apiKeyId: key.id }).map(publicDestinationView),
   }),
 
   createWebhook: async (deps, { key, body }) => {
@@ -86,10 +86,10 @@ export const HANDLERS: Record<string, Handler> = {
       description: b.description ?? null,
       apiKeyId: key.id,
     });
-    return publicView(row);
+    return publicDestinationView(row);
   },
 
-  getWebhook: (deps, { key, params }) => publicView(ownWebhook(deps, key, params.webhookId)),
+  getWebhook: (deps, { key, params }) => publicDestinationView(ownWebhook(deps, key, params.webhookId)),
 
   updateWebhook: async (deps, { key, params, body }) => {
     const d = ownWebhook(deps, key, params.webhookId);
@@ -100,7 +100,7 @@ export const HANDLERS: Record<string, Handler> = {
     if (b.secret !== undefined) patch.secretEnc = b.secret === null ? null : deps.store.secrets.seal(b.secret);
     if (b.enabled !== undefined) patch.enabled = b.enabled;
     if (b.description !== undefined) patch.description = b.description;
-    return publicView(deps.store.webhooks.updateDestination(d.id, patch)!);
+    return publicDestinationView(deps.store.webhooks.updateDestination(d.id, patch)!);
   },
 
   deleteWebhook: (deps, { key, params }) => {
@@ -133,7 +133,3 @@ export const HANDLERS: Record<string, Handler> = {
   },
 };
 
-function publicView(row: Parameters<typeof destinationView>[0]) {
-  const { site_id: _site, ...rest } = destinationView(row);
-  return rest;
-}

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { profileSnapshotSchema } from '../domain/profiles/schema.js';
+import { publicDestinationSchema } from '../webhooks/destinations.js';
 
 export { profileSnapshotSchema };
 
@@ -74,18 +75,7 @@ export const webhookUpdateSchema = z
   })
   .meta({ id: 'WebhookUpdate' });
 
-export const webhookSchema = z
-  .object({
-    id: z.string(),
-    url: z.string(),
-    events: z.array(z.string()),
-    has_secret: z.boolean(),
-    enabled: z.boolean(),
-    disabled_reason: z.string().nullable(),
-    description: z.string().nullable(),
-    created_at: z.string(),
-    updated_at: z.string(),
-  })
+export const webhookSchema = publicDestinationSchema
   .meta({ id: 'Webhook', description: 'A webhook subscription owned by the calling key. The secret is never returned.' });
 
 export const webhookListSchema = z.object({ webhooks: z.array(webhookSchema) }).meta({ id: 'WebhookList' });

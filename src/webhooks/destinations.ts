@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { AppError } from '../http/errors.js';
 import type { Store } from '../store/store.js';
 import type { DestinationRow } from '../store/webhooks.js';
@@ -48,6 +49,24 @@ export interface DestinationView {
   description: string | null;
   created_at: string;
   updated_at: string;
+}
+
+/** A destination as API clients (REST and MCP) see it: no site_id, never the secret. */
+export const publicDestinationSchema = z.object({
+  id: z.string(),
+  url: z.string(),
+  events: z.array(z.string()),
+  has_secret: z.boolean(),
+  enabled: z.boolean(),
+  disabled_reason: z.string().nullable(),
+  description: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+export function publicDestinationView(d: DestinationRow): z.infer<typeof publicDestinationSchema> {
+  const { site_id: _site, ...rest } = destinationView(d);
+  return rest;
 }
 
 /** A destination as shown to operators and API clients: the secret is never shown back. */

@@ -1,28 +1,14 @@
 import { z } from 'zod';
 import { AppError } from '../../http/errors.js';
-import { destinationView, parseEventList, validateDestinationUrl } from '../../webhooks/destinations.js';
+import { parseEventList, publicDestinationSchema, publicDestinationView, validateDestinationUrl } from '../../webhooks/destinations.js';
 import type { DestinationRow } from '../../store/webhooks.js';
 import { defineTool, type ToolContext } from '../tool.js';
 import { iso, limitInput } from './shared.js';
 
 const area = 'webhooks';
 
-const destinationSchema = z.object({
-  id: z.string(),
-  url: z.string(),
-  events: z.array(z.string()),
-  has_secret: z.boolean(),
-  enabled: z.boolean(),
-  disabled_reason: z.string().nullable(),
-  description: z.string().nullable(),
-  created_at: z.string(),
-  updated_at: z.string(),
-});
-
-function view(d: DestinationRow): z.input<typeof destinationSchema> {
-  const { site_id: _site, ...rest } = destinationView(d);
-  return rest;
-}
+const destinationSchema = publicDestinationSchema;
+const view = publicDestinationView;
 
 function own(ctx: ToolContext, id: string): DestinationRow {
   const d = ctx.store.webhooks.destination(id);
