@@ -43,6 +43,9 @@ export const configSchema = z.object({
     .default('24h')
     .describe('...spanning at least this long (SVC_WEBHOOK_DISABLE_WINDOW).'),
   webhookPollMs: positiveInt.default(500).describe('Longest pause between looks for due deliveries (SVC_WEBHOOK_POLL_MS).'),
+  segmentRefreshMs: positiveInt
+    .default(600_000)
+    .describe('How often segments with time windows ("in the last 7 days") are re-evaluated as time passes, in ms (SVC_SEGMENT_REFRESH_MS).'),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('SVC_LOG_LEVEL.'),
   ingestRouter: z.enum(['raw', 'express']).default('raw').describe('How ingestion routes are mounted (SVC_INGEST_ROUTER); for benchmarks.'),
 });
@@ -66,6 +69,7 @@ const ENV: Record<keyof Config, string> = {
   webhookDisableAfterFailures: 'SVC_WEBHOOK_DISABLE_AFTER_FAILURES',
   webhookDisableWindow: 'SVC_WEBHOOK_DISABLE_WINDOW',
   webhookPollMs: 'SVC_WEBHOOK_POLL_MS',
+  segmentRefreshMs: 'SVC_SEGMENT_REFRESH_MS',
   logLevel: 'SVC_LOG_LEVEL',
   ingestRouter: 'SVC_INGEST_ROUTER',
 };

@@ -6,6 +6,7 @@ import { openStore, type Store } from '../store/store.js';
 import { startCheckpointer } from '../store/checkpoint.js';
 import { IngestionService } from '../domain/ingestion/service.js';
 import { SegmentMembership } from '../domain/segments/membership.js';
+import { SegmentsService } from '../domain/segments/service.js';
 import { createPulseRouter } from '../pulse/router.js';
 import { createMcpRouter } from '../mcp/router.js';
 import { mcpRatePolicy } from '../mcp/config.js';
@@ -126,6 +127,22 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
 
   dispatcher.start();
 
+  // Windowed segment rules ("in the last 7 days") change with the clock, not only with new data.
+  const segments = new SegmentsService(store, membership);
+  let refreshing: Promise<void> | null = null;
+  const refreshTimer = setInterval(() => {
+    refreshing ??= segments
+      .refreshWindowed()
+      .then((n) => {
+        if (n > 0) logger.debug({ profiles: n }, 'windowed segments re-evaluated');
+      })
+      .catch((err: unknown) => logger.warn({ err: (err as Error).message }, 'could not re-evaluate windowed segments'))
+      .finally(() => {
+        refreshing = null;
+      });
+  }, config.segmentRefreshMs);
+  refreshTimer.unref();
+
   let closing: Promise<void> | null = null;
   const close = () => {
     closing ??= (async () => {
@@ -138,6 +155,8 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
         ]);
       }
       server.closeAllConnections();
+      clearInterval(refreshTimer);
+      await refreshing;
       await dispatcher.stop();
       await checkpointer.stop();
       await store.close();

@@ -128,3 +128,32 @@ describe('svc segment', () => {
     expect(changes(profile).at(-1)).toEqual({ previous_segment: seg.buyers, segment: seg.browsers });
   });
 });
+
+describe('windowed segments follow the clock', () => {
+  it('drops a profile whose only qualifying event leaves the window, with no new data', async () => {
+    const dir = tempDir();
+    const siteId = createSite(dir);
+    const recent = cliJson<{ id: string }>(['segment', 'create', '--site', siteId, '--name', 'Viewed in the last hour', '--rule', '{"event":"view","within_hours":1}', '--data', dir, '--json']).id;
+    const server = await startSvc({ dataDir: dir, env: { SVC_SEGMENT_REFRESH_MS: '250' } });
+    try {
+      // 3 s inside the window when it is written
+      const at = new Date(Date.now() - 3_600_000 + 3_000).toISOString();
+      const r = await post(`${server.url}/api/events`, { site_id: siteId, session_id: 'w-1', type: 'view', timestamp: at });
+      const profile = (r.body as { profile_id: string }).profile_id;
+      const primary = () => query<{ primary_segment: string | null }>(dir, 'SELECT primary_segment FROM profiles WHERE id = ?', profile)[0]!.primary_segment;
+      expect(primary()).toBe(recent);
+      const deadline = Date.now() + 15_000;
+      while (primary() !== null && Date.now() < deadline) await new Promise((res) => setTimeout(res, 200));
+      expect(primary()).toBeNull();
+      expect(query(dir, 'SELECT 1 FROM segment_members WHERE profile_id = ?', profile)).toEqual([]);
+      const changed = query<{ payload: string }>(dir, "SELECT payload FROM outbox WHERE event_type = 'segment.changed' ORDER BY id").map((x) => JSON.parse(x.payload) as { previous_segment: string | null; segment: string | null });
+      expect(changed.map((c) => [c.previous_segment, c.segment])).toEqual([
+        [null, recent],
+        [recent, null],
+      ]);
+    } finally {
+      await server.stop();
+      cleanup(dir);
+    }
+  });
+});

@@ -376,6 +376,14 @@ export function countNodes(rule: Rule): number {
   return 1;
 }
 
+/** Whether a rule has a time window anywhere, so its answer can change with no new data. */
+export function hasWindow(rule: Rule): boolean {
+  if ('all' in rule) return rule.all.some(hasWindow);
+  if ('any' in rule) return rule.any.some(hasWindow);
+  if ('not' in rule) return hasWindow(rule.not);
+  return windowMs(rule as { within_days?: number; within_hours?: number }) !== null;
+}
+
 /** Milliseconds a windowed condition looks back, or null for all time. */
 export type RuleKind = 'all' | 'any' | 'not' | 'trait' | 'event' | 'conversions' | 'score' | 'segment';
 

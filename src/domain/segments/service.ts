@@ -2,7 +2,7 @@ import { AppError } from '../../http/errors.js';
 import type { Store } from '../../store/store.js';
 import type { SegmentRow } from '../../store/segments.js';
 import { profilesMatchingSql } from '../../store/rule-sql.js';
-import { parseRule, referencedSegments, type Rule } from './rules.js';
+import { hasWindow, parseRule, referencedSegments, type Rule } from './rules.js';
 import type { SegmentMembership } from './membership.js';
 
 export interface SegmentInput {
@@ -12,6 +12,8 @@ export interface SegmentInput {
 }
 
 const BACKFILL_PAGE = 5000;
+/** Profiles recomputed per write transaction by refreshWindowed (keeps each pause of the event loop short). */
+const REFRESH_CHUNK = 500;
 
 /**
  * Segments of a site: validated rules (no unknown or cyclic segment
@@ -108,6 +110,44 @@ export class SegmentsService {
     const row = this.store.segments.get(siteId, id);
     if (!row) throw new AppError('not_found', `no segment ${id}`);
     return row;
+  }
+
+  /**
+   * Rules with time windows ("viewed pricing in the last 7 days") change their
+   * answer as time passes, with no new data. Re-evaluates, for every site with
+   * such a segment, each current member and each profile that matches now, so
+   * memberships, primary segments and segment.changed follow the clock too.
+   * Segments that depend on a windowed one are recomputed with it (recompute
+   * covers every segment of a profile). Runs in write transactions of
+   * REFRESH_CHUNK profiles; resolves with the number of profiles recomputed.
+   */
+  async refreshWindowed(): Promise<number> {
+    const bySite = new Map<string, { segmentId: string; rule: Rule }[]>();
+    for (const row of this.store.segments.list()) {
+      const parsed = parseRule(JSON.parse(row.rule));
+      if (!parsed.ok || !hasWindow(parsed.rule)) continue;
+      const list = bySite.get(row.site_id) ?? [];
+      list.push({ segmentId: row.id, rule: parsed.rule });
+      bySite.set(row.site_id, list);
+    }
+    let done = 0;
+    for (const [siteId, windowed] of bySite) {
+      const candidates = new Set<string>();
+      for (const { segmentId, rule } of windowed) {
+        for (const p of this.allMembers(segmentId)) candidates.add(p);
+        for (const p of this.matching(siteId, rule)) candidates.add(p);
+      }
+      const ids = [...candidates];
+      for (let i = 0; i < ids.length; i += REFRESH_CHUNK) {
+        const chunk = ids.slice(i, i + REFRESH_CHUNK);
+        await this.store.write(() => {
+          const now = Date.now();
+          for (const p of chunk) this.membership.recompute(siteId, p, now);
+        });
+        done += chunk.length;
+      }
+    }
+    return done;
   }
 
   /** How many profiles a rule matches now, without creating a segment. */
