@@ -312,4 +312,46 @@ CREATE INDEX mcp_audit_site ON mcp_audit (site_id, id);
 CREATE INDEX profiles_merged ON profiles (merged_into) WHERE merged_into IS NOT NULL;
 `,
   },
+  {
+    version: 8,
+    name: 'ad-platform connections and their conversion jobs (the fan-out outbox)',
+    sql: `
+-- config: the non-secret settings (JSON); secrets_enc: the credentials, sealed by SecretBox.
+-- token_enc/token_expires_at: the cached OAuth access token (Google Ads), sealed too.
+CREATE TABLE ad_connections (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL REFERENCES sites(id),
+  platform TEXT NOT NULL CHECK (platform IN ('meta','google_ads')),
+  name TEXT,
+  config TEXT NOT NULL,
+  secrets_enc TEXT NOT NULL,
+  token_enc TEXT,
+  token_expires_at INTEGER,
+  enabled INTEGER NOT NULL DEFAULT 1,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE INDEX ad_connections_site ON ad_connections (site_id, created_at);
+-- One job per conversion and connection, written in the conversion's transaction.
+-- payload: the platform-neutral conversion signals (hashed identifiers only, never plaintext).
+CREATE TABLE ad_jobs (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  connection_id TEXT NOT NULL,
+  conversion_id TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('pending','delivered','failed')),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER NOT NULL,
+  last_status INTEGER,
+  last_error TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  delivered_at INTEGER,
+  UNIQUE (connection_id, conversion_id)
+);
+CREATE INDEX ad_jobs_due ON ad_jobs (connection_id, next_attempt_at, id) WHERE state = 'pending';
+CREATE INDEX ad_jobs_site ON ad_jobs (site_id, created_at);
+`,
+  },
 ];
