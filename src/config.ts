@@ -46,6 +46,17 @@ export const configSchema = z.object({
   segmentRefreshMs: positiveInt
     .default(600_000)
     .describe('How often segments with time windows ("in the last 7 days") are re-evaluated as time passes, in ms (SVC_SEGMENT_REFRESH_MS).'),
+  adRetrySchedule: z
+    .string()
+    .default('5s,1m,5m,30m,2h,6h,12h')
+    .describe('Delays before each retry of a failed ad-platform send; keep the total under 7 days, past which Meta refuses the event (SVC_ADPLATFORM_RETRY_SCHEDULE).'),
+  adTimeoutMs: positiveInt.default(30_000).describe('Time limit of one request to an ad platform, in ms (SVC_ADPLATFORM_TIMEOUT_MS).'),
+  adPollMs: positiveInt.default(1000).describe('Longest pause between looks for due ad-platform jobs (SVC_ADPLATFORM_POLL_MS).'),
+  metaBaseUrl: z.url().default('https://graph.facebook.com').describe('Meta Graph API base URL; tests point it at a local server (SVC_META_BASE_URL).'),
+  metaApiVersion: z.string().regex(/^v\d+\.\d+$/).default('v24.0').describe('Meta Graph API version (SVC_META_API_VERSION).'),
+  googleAdsBaseUrl: z.url().default('https://googleads.googleapis.com').describe('Google Ads API base URL (SVC_GOOGLE_ADS_BASE_URL).'),
+  googleAdsApiVersion: z.string().regex(/^v\d+$/).default('v22').describe('Google Ads API version (SVC_GOOGLE_ADS_API_VERSION).'),
+  googleOauthTokenUrl: z.url().default('https://oauth2.googleapis.com/token').describe('Google OAuth token endpoint (SVC_GOOGLE_OAUTH_TOKEN_URL).'),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('SVC_LOG_LEVEL.'),
   ingestRouter: z.enum(['raw', 'express']).default('raw').describe('How ingestion routes are mounted (SVC_INGEST_ROUTER); for benchmarks.'),
 });
@@ -70,6 +81,14 @@ const ENV: Record<keyof Config, string> = {
   webhookDisableWindow: 'SVC_WEBHOOK_DISABLE_WINDOW',
   webhookPollMs: 'SVC_WEBHOOK_POLL_MS',
   segmentRefreshMs: 'SVC_SEGMENT_REFRESH_MS',
+  adRetrySchedule: 'SVC_ADPLATFORM_RETRY_SCHEDULE',
+  adPollMs: 'SVC_ADPLATFORM_POLL_MS',
+  adTimeoutMs: 'SVC_ADPLATFORM_TIMEOUT_MS',
+  metaBaseUrl: 'SVC_META_BASE_URL',
+  metaApiVersion: 'SVC_META_API_VERSION',
+  googleAdsBaseUrl: 'SVC_GOOGLE_ADS_BASE_URL',
+  googleAdsApiVersion: 'SVC_GOOGLE_ADS_API_VERSION',
+  googleOauthTokenUrl: 'SVC_GOOGLE_OAUTH_TOKEN_URL',
   logLevel: 'SVC_LOG_LEVEL',
   ingestRouter: 'SVC_INGEST_ROUTER',
 };

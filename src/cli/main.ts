@@ -11,6 +11,8 @@ import { registerSegment } from './segment.js';
 import { registerSeed } from './seed.js';
 import { registerToken } from './token.js';
 import { registerUser } from './user.js';
+import { registerAdplatform } from './adplatform.js';
+import { registerRecommend } from './recommend.js';
 
 /** Builds the svc command tree. Each command group registers itself from its own file. */
 export function buildProgram(): Command {
@@ -29,6 +31,8 @@ export function buildProgram(): Command {
   registerSeed(program);
   registerToken(program);
   registerUser(program);
+  registerAdplatform(program);
+  registerRecommend(program);
   for (const cmd of program.commands) applyExitOverride(cmd);
   return program;
 }

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { z } from 'zod';
+import { AppError } from '../http/errors.js';
 import { print, table, withData, withStore, usageError } from './common.js';
 
 const domainSchema = z
@@ -29,6 +30,29 @@ export function registerSite(program: Command): void {
       s.sites.create({ name: opts.name.trim(), domain: opts.domain?.toLowerCase(), currency: opts.currency }),
     );
     print(opts.json, { site_id: row.id }, () => row.id);
+  });
+  withData(
+    site
+      .command('update')
+      .description('Change the settings of a site')
+      .argument('<id>', 'site_id')
+      .option('--domain <domain>', 'the site domain, e.g. example.com')
+      .option('--currency <code>', 'default ISO 4217 currency of conversions (convert carries none)')
+      .option('--json', 'print JSON'),
+  ).action(async (id: string, opts: { domain?: string; currency?: string; json?: boolean; data?: string }) => {
+    if (opts.domain === undefined && opts.currency === undefined) throw usageError('name a setting to change: --domain or --currency');
+    if (opts.domain !== undefined && !domainSchema.safeParse(opts.domain).success) {
+      throw usageError(`--domain: ${JSON.stringify(opts.domain)} must be a domain name such as example.com`);
+    }
+    if (opts.currency !== undefined && !currencySchema.safeParse(opts.currency).success) {
+      throw usageError(`--currency: ${JSON.stringify(opts.currency)} must be an ISO 4217 code such as USD`);
+    }
+    const row = await withStore(opts, (s) => {
+      if (!s.sites.get(id)) throw new AppError('not_found', `no site ${id}`);
+      return s.sites.update(id, { domain: opts.domain?.toLowerCase(), currency: opts.currency })!;
+    });
+    const out = { site_id: row.id, name: row.name, domain: row.domain, currency: row.currency };
+    print(opts.json, out, () => `${row.id} updated (domain ${row.domain ?? '-'}, currency ${row.currency})`);
   });
   withData(site.command('list').description('List sites').option('--json', 'print JSON')).action(
     async (opts: { json?: boolean; data?: string }) => {

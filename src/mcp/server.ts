@@ -44,7 +44,7 @@ const schemas = new Map<string, { input: ReturnType<typeof deferredInput>; outpu
 export function createMcpServer(grant: Grant, deps: McpDeps): McpServer {
   const server = new McpServer(
     { name: 'svc', version: VERSION },
-    { instructions: 'svc tools: profiles, segments, leads, conversions, events, analytics, webhooks and access of one site. Each tool states the scope it needs.' },
+    { instructions: 'svc tools: profiles, segments, leads, conversions, events, analytics, webhooks, recommendations, ad platforms and access of one site. Each tool states the scope it needs.' },
   );
   const ctx = {
     store: deps.store,

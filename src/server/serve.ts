@@ -17,10 +17,14 @@ import { VERSION } from '../version.js';
 import { redactUrl } from '../log.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
 import { webhookPolicy } from '../webhooks/policy.js';
+import { AdFanout } from '../adplatforms/worker.js';
+import { parseDelays } from '../webhooks/schedule.js';
+import { AppError } from '../http/errors.js';
 
 export interface RunningServer {
   url: string;
   dispatcher: WebhookDispatcher;
+  adFanout: AdFanout;
   store: Store;
   server: http.Server;
   /** Stops accepting, lets in-flight requests finish, flushes writes, closes the store. */
@@ -32,6 +36,13 @@ const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 /** Starts every HTTP surface of svc in this process. */
 export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
   const mcpLimit = mcpRatePolicy();
+  const policy = webhookPolicy(config);
+  let adRetry: number[];
+  try {
+    adRetry = parseDelays(config.adRetrySchedule);
+  } catch (err) {
+    throw new AppError('validation_failed', `SVC_ADPLATFORM_RETRY_SCHEDULE: ${(err as Error).message}`);
+  }
   const store = openStore({ dataDir: config.dataDir, synchronous: config.synchronous, offThreadFsync: true });
   const checkpointer = startCheckpointer(store, logger);
   const membership = new SegmentMembership(store);
@@ -55,10 +66,20 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   };
 
   const dispatcher = new WebhookDispatcher(store, {
-    ...webhookPolicy(config),
+    ...policy,
     allowPrivate: config.allowPrivateDestinations,
     concurrency: config.webhookConcurrency,
     pollMs: config.webhookPollMs,
+    logger,
+  });
+
+  const adFanout = new AdFanout(store, {
+    retry: { delaysMs: adRetry, jitter: 0.2 },
+    pollMs: config.adPollMs,
+    timeoutMs: config.adTimeoutMs,
+    allowPrivate: config.allowPrivateDestinations,
+    meta: { baseUrl: config.metaBaseUrl, apiVersion: config.metaApiVersion },
+    google: { baseUrl: config.googleAdsBaseUrl, apiVersion: config.googleAdsApiVersion, tokenUrl: config.googleOauthTokenUrl },
     logger,
   });
 
@@ -126,6 +147,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   const url = `http://${host}:${addr.port}`;
 
   dispatcher.start();
+  adFanout.start();
 
   // Windowed segment rules ("in the last 7 days") change with the clock, not only with new data.
   const segments = new SegmentsService(store, membership);
@@ -157,7 +179,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       server.closeAllConnections();
       clearInterval(refreshTimer);
       await refreshing;
-      await dispatcher.stop();
+      await Promise.all([dispatcher.stop(), adFanout.stop()]);
       await checkpointer.stop();
       await store.close();
       logger.info('stopped');
@@ -165,7 +187,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     return closing;
   };
   logger.debug({ url: redactUrl(url) }, 'listening');
-  return { url, store, server, dispatcher, close };
+  return { url, store, server, dispatcher, adFanout, close };
 }
 
 /**

@@ -354,4 +354,56 @@ CREATE INDEX ad_jobs_due ON ad_jobs (connection_id, next_attempt_at, id) WHERE s
 CREATE INDEX ad_jobs_site ON ad_jobs (site_id, created_at);
 `,
   },
+  {
+    version: 9,
+    name: 'co-purchase counts per site, sku and sku pair (the recommender)',
+    sql: `
+-- Counted per order: the distinct skus of one conversion (a repeated sku counts once, qty does not
+-- multiply). Updated in the conversion's transaction by CopurchaseRepo.record.
+-- copurchase_orders: N, the site's orders with at least one sku.
+CREATE TABLE copurchase_orders (
+  site_id TEXT PRIMARY KEY,
+  orders INTEGER NOT NULL
+) WITHOUT ROWID;
+-- n_A: orders containing the sku. id is what the pairs refer to (small integer keys keep the pair
+-- rows about 15 bytes, so the table and the pages a commit rewrites stay small).
+CREATE TABLE copurchase_items (
+  id INTEGER PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  sku TEXT NOT NULL,
+  orders INTEGER NOT NULL,
+  UNIQUE (site_id, sku)
+);
+-- n_AB: orders containing both items (copurchase_items ids of one site), stored in both directions
+-- so the companions of an item are one range scan of the primary key.
+CREATE TABLE copurchase_pairs (
+  item INTEGER NOT NULL,
+  other INTEGER NOT NULL,
+  orders INTEGER NOT NULL,
+  PRIMARY KEY (item, other)
+) WITHOUT ROWID;
+-- Backfill from the conversions stored before this migration (the same per-order rule).
+-- CASE is evaluated lazily, so a malformed line_items value or a non-object item is skipped, never an error.
+CREATE TEMP TABLE copurchase_backfill AS
+  SELECT DISTINCT site_id, cid, sku FROM (
+    SELECT c.site_id AS site_id, c.id AS cid, CASE WHEN j.type = 'object' THEN j.value ->> '$.sku' END AS sku
+    FROM conversions c,
+      json_each(CASE WHEN json_valid(c.line_items) THEN CASE WHEN json_type(c.line_items) = 'array' THEN c.line_items ELSE '[]' END ELSE '[]' END) j
+  )
+  WHERE typeof(sku) = 'text' AND sku <> '';
+INSERT INTO copurchase_orders (site_id, orders)
+  SELECT site_id, count(DISTINCT cid) FROM copurchase_backfill GROUP BY site_id;
+INSERT INTO copurchase_items (site_id, sku, orders)
+  SELECT site_id, sku, count(*) FROM copurchase_backfill GROUP BY site_id, sku;
+CREATE TEMP TABLE copurchase_backfill_ids AS
+  SELECT b.cid AS cid, i.id AS item FROM copurchase_backfill b JOIN copurchase_items i ON i.site_id = b.site_id AND i.sku = b.sku;
+CREATE INDEX temp.copurchase_backfill_ids_cid ON copurchase_backfill_ids (cid);
+INSERT INTO copurchase_pairs (item, other, orders)
+  SELECT a.item, b.item, count(*) FROM copurchase_backfill_ids a
+  JOIN copurchase_backfill_ids b ON b.cid = a.cid AND b.item <> a.item
+  GROUP BY a.item, b.item;
+DROP TABLE copurchase_backfill_ids;
+DROP TABLE copurchase_backfill;
+`,
+  },
 ];

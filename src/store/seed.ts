@@ -1,12 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
+import { CopurchaseRepo } from './copurchase.js';
 import { normalizeEmail, normalizePhoneDigits, sha256Hex } from '../domain/identity/normalize.js';
 
 /**
  * Bulk seeding of a realistic synthetic data set (`svc seed`): profiles with
  * traits, their identities and identity hashes, one session each, events,
- * conversions and scores. Built for speed: prepared multi-row INSERTs, one
+ * conversions (with their co-purchase counts) and scores. Built for speed: prepared multi-row INSERTs, one
  * large transaction per batch, synchronous=OFF and a large page cache on this
  * connection, and ids whose keys mostly arrive in index order. Writes no outbox rows (seeded history is not announced to
  * webhooks) and computes no segment memberships.
@@ -277,6 +278,7 @@ export function seedSite(db: Db, o: SeedOptions): SeedResult {
 
 function seedWith(db: Db, o: SeedOptions, started: number): SeedResult {
   const q = prepare(db);
+  const copurchase = new CopurchaseRepo(db);
   // Emails, phones and external ids are numbered from the database's profile count, and the
   // generator is keyed by it too: seeding twice (or two sites) never collides, and one seed
   // into a database without profiles always gives the same rows.
@@ -352,6 +354,7 @@ function seedWith(db: Db, o: SeedOptions, started: number): SeedResult {
       });
       const revenue = Math.round(items.reduce((sum, it) => sum + it.qty * it.price, 0) * 100) / 100;
       q.conversion.add(idAt('cnv', at, rnd), site, sessionId, profileId, revenue, o.currency, JSON.stringify(items), at);
+      copurchase.record(site, items.map((it) => it.sku));
       counts.conversions++;
     }
     // Scores: about 30% of profiles, 0 to 100.

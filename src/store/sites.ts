@@ -19,9 +19,12 @@ export interface AccountUser {
 
 const LOCAL_OWNER_EMAIL = 'owner@localhost';
 
-/** Sites and the account that owns them. Site look-ups are cached: sites are never deleted. */
+/** How long a cached site is trusted: settings (currency, domain) changed by another process show within this. */
+const CACHE_TTL_MS = 5_000;
+
+/** Sites and the account that owns them. Site look-ups are cached briefly: sites are never deleted, settings rarely change. */
 export class SitesRepo {
-  private readonly cache = new Map<string, SiteRow>();
+  private readonly cache = new Map<string, { row: SiteRow; at: number }>();
   private readonly byId;
   private readonly all;
   private readonly insertSite;
@@ -35,14 +38,32 @@ export class SitesRepo {
   }
 
   get(id: string): SiteRow | undefined {
+    const now = Date.now();
     const hit = this.cache.get(id);
-    if (hit) return hit;
+    if (hit && now - hit.at < CACHE_TTL_MS) return hit.row;
     const row = this.byId.get(id);
     if (row) {
       if (this.cache.size > 10_000) this.cache.clear();
-      this.cache.set(id, row);
+      this.cache.set(id, { row, at: now });
     }
     return row;
+  }
+
+  /** Changes a site's settings; returns the updated site, or undefined when there is none. */
+  update(id: string, patch: { domain?: string | null; currency?: string }): SiteRow | undefined {
+    const sets: string[] = [];
+    const params: unknown[] = [];
+    if (patch.domain !== undefined) {
+      sets.push('domain = ?');
+      params.push(patch.domain);
+    }
+    if (patch.currency !== undefined) {
+      sets.push('currency = ?');
+      params.push(patch.currency);
+    }
+    this.cache.delete(id);
+    if (sets.length > 0) this.db.prepare(`UPDATE sites SET ${sets.join(', ')} WHERE id = ?`).run(...params, id);
+    return this.byId.get(id);
   }
 
   list(): SiteRow[] {

@@ -15,6 +15,8 @@ import { AuditRepo } from './audit.js';
 import { UsersRepo } from './users.js';
 import { InsightsRepo } from './insights.js';
 import { PrivacyRepo } from './privacy.js';
+import { AdPlatformsRepo } from './adplatforms.js';
+import { CopurchaseRepo } from './copurchase.js';
 
 /** The data of one svc installation: the database, its group-commit writer and the repositories. */
 export class Store {
@@ -32,6 +34,8 @@ export class Store {
   readonly users: UsersRepo;
   readonly insights: InsightsRepo;
   readonly privacy: PrivacyRepo;
+  readonly adplatforms: AdPlatformsRepo;
+  readonly copurchase: CopurchaseRepo;
 
   constructor(
     readonly db: Db,
@@ -52,6 +56,8 @@ export class Store {
     this.users = new UsersRepo(db);
     this.insights = new InsightsRepo(db);
     this.privacy = new PrivacyRepo(db);
+    this.adplatforms = new AdPlatformsRepo(db);
+    this.copurchase = new CopurchaseRepo(db);
   }
 
   /** Runs `fn` in the next group-commit transaction; resolves after commit. */

@@ -81,12 +81,13 @@ async function readExcerpt(body: Dispatcher.ResponseData['body']): Promise<strin
   return Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8');
 }
 
-function classify(err: unknown, signal: AbortSignal): Pick<AttemptResult, 'errorClass' | 'message'> {
+/** Sorts a failed exchange into an error class (timeout, dns, connection, tls, refused, network). */
+export function classify(err: unknown, signal: AbortSignal, timeoutMs = ATTEMPT_TIMEOUT_MS): Pick<AttemptResult, 'errorClass' | 'message'> {
   const e = err as { code?: string; name?: string; message?: string; cause?: { code?: string; message?: string } };
   const code = e.code ?? e.cause?.code;
   const message = (e.cause?.message ?? e.message ?? String(err)).slice(0, 500);
   if (signal.aborted || e.name === 'TimeoutError' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
-    return { errorClass: 'timeout', message: `no complete answer within ${ATTEMPT_TIMEOUT_MS / 1000} s` };
+    return { errorClass: 'timeout', message: `no complete answer within ${timeoutMs / 1000} s` };
   }
   if (code === DESTINATION_REFUSED) return { errorClass: 'destination_refused', message };
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return { errorClass: 'dns', message };

@@ -7,6 +7,7 @@ import type { SegmentMembership } from '../segments/membership.js';
 import { normalizeEmail, normalizePhoneDigits, sha256Hex } from '../identity/normalize.js';
 import { planIdentify } from '../identity/plan.js';
 import { clickIdsFromUrl } from './click-ids.js';
+import { captureSignals } from '../../adplatforms/signals.js';
 import {
   BEHAVIOURAL_WEBHOOK_TYPES,
   behaviouralPayload,
@@ -89,6 +90,7 @@ export class IngestionService {
         lineItems: JSON.stringify(lineItems),
         now,
       });
+      this.store.copurchase.record(site.id, lineItems.map((i) => i.sku));
       this.store.activity.enqueue(
         site.id,
         'conversion',
@@ -105,6 +107,25 @@ export class IngestionService {
         }),
         now,
       );
+      const connections = this.store.adplatforms.enabledIds(site.id);
+      if (connections.length > 0) {
+        // One ad-platform job per connection, in this transaction: a conversion is never recorded without them.
+        const payload = JSON.stringify(
+          captureSignals(this.store, {
+            siteId: site.id,
+            sessionId: req.session_id,
+            profileId: s.profileId,
+            conversionId: id,
+            revenue: req.revenue,
+            currency: site.currency,
+            lineItems,
+            at: now,
+          }),
+        );
+        for (const connectionId of connections) {
+          this.store.adplatforms.insertJob({ siteId: site.id, connectionId, conversionId: id, payload, now });
+        }
+      }
       this.membership.recompute(site.id, s.profileId, now);
       return { conversion_id: id, profile_id: s.profileId };
     });

@@ -1,0 +1,248 @@
+import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
+import type { Store } from '../store/store.js';
+import type { AdConnectionRow, AdJobRow } from '../store/adplatforms.js';
+import { createGuardedDispatcher } from '../webhooks/guard.js';
+import { nextAttemptAt, type RetryPolicy } from '../webhooks/schedule.js';
+import { openConnection, type ParsedConnection } from './connections.js';
+import { signalsSchema, type ConversionSignals } from './signals.js';
+import { META_BATCH_MAX, metaEvent, metaEventProblem, sendMeta, type MetaEvent } from './meta.js';
+import { GOOGLE_BATCH_MAX, GoogleTokens, googleConversion, googleConversionProblem, sendGoogle, type GoogleClickConversion } from './google.js';
+import type { JobOutcome } from './http.js';
+
+export interface AdFanoutOptions {
+  retry: RetryPolicy;
+  pollMs: number;
+  timeoutMs: number;
+  allowPrivate: boolean;
+  meta: { baseUrl: string; apiVersion: string };
+  google: { baseUrl: string; apiVersion: string; tokenUrl: string };
+  logger: Logger;
+  /** For tests: a dispatcher to use instead of the guarded one. */
+  httpDispatcher?: Dispatcher;
+}
+
+interface Lane {
+  busy: boolean;
+}
+
+/**
+ * The ad-platform worker of `svc serve`. One lane per enabled connection
+ * sends its due jobs in batches (up to Meta's 1,000 events or Google's 2,000
+ * conversions a request), one request in flight per connection, and commits
+ * every job's outcome with a health-log row before it looks again. A job keeps
+ * its event id / order id (the conversion id) across retries, so a platform
+ * that saw an attempt whose answer was lost de-duplicates the next one.
+ */
+export class AdFanout {
+  private readonly http: Dispatcher;
+  private readonly lanes = new Map<string, Lane>();
+  readonly tokens: GoogleTokens;
+  private running = false;
+  private timer: NodeJS.Timeout | null = null;
+  private lastEnqueued = -1;
+  private active = 0;
+  private idle: (() => void) | null = null;
+  readonly counters = { delivered: 0, failedAttempts: 0, requests: 0 };
+
+  constructor(
+    private readonly store: Store,
+    private readonly opts: AdFanoutOptions,
+  ) {
+    this.http = opts.httpDispatcher ?? createGuardedDispatcher({ allowPrivate: opts.allowPrivate, connections: 8 });
+    this.tokens = new GoogleTokens({
+      dispatcher: this.http,
+      tokenUrl: opts.google.tokenUrl,
+      timeoutMs: opts.timeoutMs,
+      load: (id) => {
+        const row = this.store.adplatforms.connection(id);
+        if (!row?.token_enc || row.token_expires_at === null) return null;
+        try {
+          return { token: this.store.secrets.open(row.token_enc), expiresAt: row.token_expires_at };
+        } catch {
+          return null;
+        }
+      },
+      save: (id, t) => this.store.write(() => this.store.adplatforms.saveToken(id, this.store.secrets.seal(t.token), t.expiresAt)),
+    });
+  }
+
+  start(): void {
+    this.running = true;
+    this.store.writer.onCommit(() => {
+      if (this.store.adplatforms.enqueued !== this.lastEnqueued) this.wake();
+    });
+    this.wake();
+  }
+
+  async stop(graceMs = 6_000): Promise<void> {
+    this.running = false;
+    if (this.timer) clearTimeout(this.timer);
+    if (this.active > 0) {
+      await Promise.race([new Promise<void>((r) => (this.idle = r)), new Promise<void>((r) => setTimeout(r, graceMs).unref())]);
+    }
+    if (!this.opts.httpDispatcher) await this.http.close().catch(() => undefined);
+  }
+
+  wake(): void {
+    if (!this.running) return;
+    setImmediate(() => this.cycle());
+  }
+
+  private cycle(): void {
+    if (!this.running) return;
+    this.lastEnqueued = this.store.adplatforms.enqueued;
+    let wait = this.opts.pollMs;
+    try {
+      const rows = this.store.adplatforms.enabled();
+      for (const row of rows) {
+        const lane = this.lanes.get(row.id) ?? { busy: false };
+        this.lanes.set(row.id, lane);
+        if (lane.busy) continue;
+        const next = this.store.adplatforms.nextDue(row.id);
+        if (next === null) continue;
+        if (next <= Date.now()) void this.drain(row, lane);
+        else wait = Math.min(wait, next - Date.now());
+      }
+    } catch (err) {
+      this.opts.logger.warn({ err: (err as Error).message }, 'could not look for due ad-platform jobs');
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.cycle(), Math.max(5, wait));
+    this.timer.unref();
+  }
+
+  /** Sends the connection's due jobs, batch after batch, until none is due. */
+  private async drain(row: AdConnectionRow, lane: Lane): Promise<void> {
+    lane.busy = true;
+    this.active++;
+    let progressed = false;
+    try {
+      let conn: ParsedConnection;
+      try {
+        conn = openConnection(this.store, row);
+      } catch (err) {
+        this.opts.logger.error({ connection: row.id, err: (err as Error).message }, 'cannot read the ad-platform connection (secret key changed?)');
+        return;
+      }
+      const max = conn.platform === 'meta' ? META_BATCH_MAX : GOOGLE_BATCH_MAX;
+      while (this.running) {
+        const jobs = this.store.adplatforms.due(row.id, Date.now(), max);
+        if (jobs.length === 0) break;
+        const outcomes = await this.send(conn, jobs);
+        await this.store.write(() => {
+          for (let i = 0; i < jobs.length; i++) this.record(conn, jobs[i]!, outcomes[i]!);
+        });
+        progressed = true;
+        if (jobs.length < max) break;
+      }
+    } catch (err) {
+      this.opts.logger.error({ connection: row.id, err: (err as Error).message }, 'ad-platform send failed; retrying');
+    } finally {
+      lane.busy = false;
+      this.active--;
+      if (this.active === 0 && this.idle) this.idle();
+      // Conversions committed while this lane was busy did not start it: look again now, not at the next
+      // poll (only after progress, so a connection that cannot be read does not spin).
+      if (progressed) this.wake();
+    }
+  }
+
+  /** One outcome per job, in order: local refusals first, then the platform's answers. */
+  private async send(conn: ParsedConnection, jobs: readonly AdJobRow[]): Promise<JobOutcome[]> {
+    const outcomes: (JobOutcome | undefined)[] = new Array(jobs.length);
+    const now = Date.now();
+    const sendable: number[] = [];
+    const bodies: (MetaEvent | GoogleClickConversion)[] = [];
+    jobs.forEach((job, i) => {
+      let s: ConversionSignals;
+      try {
+        s = signalsSchema.parse(JSON.parse(job.payload));
+      } catch {
+        outcomes[i] = refused('invalid_event', 'the stored job is unreadable');
+        return;
+      }
+      if (conn.platform === 'meta') {
+        const site = this.store.sites.get(job.site_id);
+        const e = metaEvent(s, conn.config, site?.domain ?? null);
+        const problem = metaEventProblem(e, now);
+        if (problem) outcomes[i] = refused(problem.startsWith('event_time') ? 'expired' : 'invalid_event', problem);
+        else {
+          sendable.push(i);
+          bodies.push(e);
+        }
+      } else {
+        const c = googleConversion(s, conn.config);
+        const problem = googleConversionProblem(c);
+        if (problem) outcomes[i] = refused('not_attributable', problem);
+        else {
+          sendable.push(i);
+          bodies.push(c);
+        }
+      }
+    });
+    if (sendable.length > 0) {
+      this.counters.requests++;
+      const sent =
+        conn.platform === 'meta'
+          ? await sendMeta({
+              dispatcher: this.http,
+              baseUrl: this.opts.meta.baseUrl,
+              apiVersion: this.opts.meta.apiVersion,
+              timeoutMs: this.opts.timeoutMs,
+              config: conn.config,
+              secrets: conn.secrets,
+              events: bodies as MetaEvent[],
+            })
+          : await sendGoogle({
+              dispatcher: this.http,
+              baseUrl: this.opts.google.baseUrl,
+              apiVersion: this.opts.google.apiVersion,
+              timeoutMs: this.opts.timeoutMs,
+              connectionId: conn.row.id,
+              config: conn.config,
+              secrets: conn.secrets,
+              tokens: this.tokens,
+              conversions: bodies as GoogleClickConversion[],
+            });
+      sendable.forEach((jobIndex, k) => (outcomes[jobIndex] = sent[k]));
+    }
+    return outcomes.map((o) => o ?? refused('invalid_event', 'no outcome'));
+  }
+
+  /** Writes one job's attempt: the health-log row and the job's new state. Runs inside a write transaction. */
+  private record(conn: ParsedConnection, job: AdJobRow, o: JobOutcome): void {
+    const now = Date.now();
+    const attempt = job.attempts + 1;
+    this.store.webhooks.log({
+      site_id: job.site_id,
+      integration: conn.platform,
+      destination_id: conn.row.id,
+      delivery_id: job.id,
+      event_type: 'conversion',
+      kind: 'attempt',
+      attempt,
+      ok: o.ok,
+      status: o.status,
+      latency_ms: o.latencyMs,
+      error_class: o.errorClass,
+      message: o.message,
+      response_excerpt: o.excerpt,
+      created_at: now,
+    });
+    if (o.ok) {
+      this.store.adplatforms.markDelivered(job.id, o.status ?? 200, now);
+      this.counters.delivered++;
+      return;
+    }
+    this.counters.failedAttempts++;
+    const scheduled = o.retryable ? nextAttemptAt(this.opts.retry, attempt, now) : null;
+    const next = scheduled === null ? null : Math.max(scheduled, now + (o.retryAfterMs ?? 0));
+    const error = `${o.errorClass ?? 'error'}: ${o.message ?? ''}`.slice(0, 500);
+    this.store.adplatforms.markFailedAttempt(job.id, { final: next === null, nextAttemptAt: next ?? now, status: o.status, error, now });
+  }
+}
+
+function refused(errorClass: string, message: string): JobOutcome {
+  return { ok: false, status: null, latencyMs: 0, errorClass, message, excerpt: null, retryable: false };
+}

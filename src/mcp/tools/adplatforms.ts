@@ -1,0 +1,118 @@
+import { z } from 'zod';
+import { AppError } from '../../http/errors.js';
+import { connectionViewSchema, connectionView, prepareConnection } from '../../adplatforms/connections.js';
+import type { AdConnectionRow } from '../../store/adplatforms.js';
+import { defineTool, type ToolContext } from '../tool.js';
+import { iso, limitInput } from './shared.js';
+
+const area = 'adplatforms';
+
+function own(ctx: ToolContext, id: string): AdConnectionRow {
+  const row = ctx.store.adplatforms.connection(id);
+  if (!row || row.site_id !== ctx.grant.siteId) throw new AppError('not_found', `no ad-platform connection ${id}`, { field: 'id' });
+  return row;
+}
+
+const publicView = (row: AdConnectionRow) => {
+  const { site_id: _site, ...rest } = connectionView(row);
+  return rest;
+};
+const publicSchema = connectionViewSchema.omit({ site_id: true });
+
+export const adplatformsList = defineTool({
+  name: 'adplatforms_list',
+  title: 'List ad-platform connections',
+  description: 'The Meta Conversions API and Google Ads connections every conversion of the site is sent to: settings, and only the names of their credentials.',
+  area,
+  scope: 'read',
+  flags: { changesData: false, idempotent: true },
+  input: z.object({}),
+  output: z.object({ connections: z.array(publicSchema) }),
+  handler: (ctx) => ({ connections: ctx.store.adplatforms.list(ctx.grant.siteId).map(publicView) }),
+});
+
+export const adplatformsAdd = defineTool({
+  name: 'adplatforms_add',
+  title: 'Connect an ad platform',
+  description:
+    'Connects the site to Meta (settings: pixel_id, optional test_event_code, event_source_url; secrets: access_token) or Google Ads (settings: customer_id, conversion_action_id, optional login_customer_id, merchant_id, feed_country_code, feed_language_code; secrets: developer_token, client_id, client_secret, refresh_token). Credentials are stored encrypted and never shown back.',
+  area,
+  scope: 'admin',
+  flags: { changesData: true, openWorld: true },
+  input: z.object({
+    platform: z.enum(['meta', 'google_ads']),
+    name: z.string().max(200).optional(),
+    settings: z.record(z.string(), z.string().max(2048)).describe('Non-secret settings of the platform.'),
+    secrets: z.record(z.string(), z.string().max(4096)).describe('Credentials of the platform; never shown back.'),
+  }),
+  output: publicSchema,
+  handler: async (ctx, input) => {
+    const prepared = prepareConnection(ctx.store, { siteId: ctx.grant.siteId, platform: input.platform, name: input.name, config: input.settings, secrets: input.secrets });
+    const row = await ctx.store.write(() => ctx.store.adplatforms.create(prepared));
+    return publicView(row);
+  },
+});
+
+export const adplatformsRemove = defineTool({
+  name: 'adplatforms_remove',
+  title: 'Remove an ad-platform connection',
+  description: 'Removes a connection; its jobs still pending fail for good, its delivery history stays.',
+  area,
+  scope: 'admin',
+  flags: { changesData: true, destructive: true, idempotent: true },
+  input: z.object({ id: z.string().min(1).max(128).describe('Connection id (adm_... or adg_...).') }),
+  output: z.object({ id: z.string(), removed: z.boolean() }),
+  handler: async (ctx, input) => {
+    own(ctx, input.id);
+    await ctx.store.write(() => ctx.store.adplatforms.remove(input.id));
+    return { id: input.id, removed: true };
+  },
+});
+
+export const adplatformsDeliveries = defineTool({
+  name: 'adplatforms_deliveries',
+  title: 'Ad-platform delivery log',
+  description: 'Every attempt to send a conversion to an ad platform, newest last: status, latency, error class and message.',
+  area,
+  scope: 'read',
+  flags: { changesData: false, idempotent: true },
+  input: z.object({
+    connection_id: z.string().min(1).max(128).optional(),
+    failed_only: z.boolean().default(false),
+    limit: limitInput(1000, 100),
+  }),
+  output: z.object({
+    attempts: z.array(
+      z.object({
+        at: z.string(),
+        platform: z.string(),
+        connection_id: z.string(),
+        job_id: z.string().nullable(),
+        attempt: z.number().int().nullable(),
+        ok: z.boolean(),
+        status: z.number().int().nullable(),
+        latency_ms: z.number().int().nullable(),
+        error_class: z.string().nullable(),
+        message: z.string().nullable(),
+      }),
+    ),
+  }),
+  handler: (ctx, input) => {
+    if (input.connection_id !== undefined) own(ctx, input.connection_id);
+    const rows = ctx.store.adplatforms.healthLog({ siteId: ctx.grant.siteId, connectionId: input.connection_id, failedOnly: input.failed_only, limit: input.limit });
+    return {
+      attempts: rows.map((r) => ({
+        at: iso(r.created_at)!,
+        platform: r.integration,
+        connection_id: r.destination_id,
+        job_id: r.delivery_id,
+        attempt: r.attempt,
+        ok: r.ok === 1,
+        status: r.status,
+        latency_ms: r.latency_ms,
+        error_class: r.error_class,
+        message: r.message,
+      })),
+    };
+  },
+});

@@ -1,0 +1,77 @@
+import type { Db } from './db.js';
+
+/**
+ * Pairs are counted only for orders of at most this many distinct skus (at most
+ * 4,950 pairs, 9,900 rows in both directions). The ingestion schema already caps
+ * line_items at 100, so this only guards other callers; a larger order still
+ * counts toward the order total and its items' counts.
+ */
+export const MAX_PAIRED_SKUS = 100;
+
+/** One companion of a sku: the other sku, n_AB (orders with both) and n_B (orders with the other). */
+export interface CompanionRow {
+  sku: string;
+  pair_orders: number;
+  orders: number;
+}
+
+/**
+ * Co-purchase counts per site, kept incrementally by `record` inside the
+ * transaction that stores the conversion: N (orders with at least one sku),
+ * n_A per sku and n_AB per pair of skus. Pairs are keyed by the skus' integer
+ * ids (copurchase_items.id, each of one site) and stored in both directions,
+ * so the companions of a sku are one range scan of the primary key.
+ */
+export class CopurchaseRepo {
+  private readonly q;
+
+  constructor(db: Db) {
+    this.q = {
+      addOrder: db.prepare('INSERT INTO copurchase_orders (site_id, orders) VALUES (?, 1) ON CONFLICT DO UPDATE SET orders = orders + 1'),
+      addItem: db.prepare<[string, string], { id: number }>(
+        'INSERT INTO copurchase_items (site_id, sku, orders) VALUES (?, ?, 1) ON CONFLICT DO UPDATE SET orders = orders + 1 RETURNING id',
+      ),
+      addPair: db.prepare('INSERT INTO copurchase_pairs (item, other, orders) VALUES (?, ?, 1) ON CONFLICT DO UPDATE SET orders = orders + 1'),
+      total: db.prepare<[string], { orders: number }>('SELECT orders FROM copurchase_orders WHERE site_id = ?'),
+      item: db.prepare<[string, string], { orders: number }>('SELECT orders FROM copurchase_items WHERE site_id = ? AND sku = ?'),
+      companions: db.prepare<[string, string, number], CompanionRow>(
+        `SELECT i.sku AS sku, p.orders AS pair_orders, i.orders AS orders
+         FROM copurchase_items a
+         JOIN copurchase_pairs p ON p.item = a.id
+         JOIN copurchase_items i ON i.id = p.other
+         WHERE a.site_id = ? AND a.sku = ? AND p.orders >= ?`,
+      ),
+    };
+  }
+
+  /**
+   * Counts one order: its distinct skus (a sku repeated in the basket counts
+   * once; quantities do not multiply). An order without skus counts nothing.
+   * Call inside the transaction that stores the conversion.
+   */
+  record(siteId: string, skus: readonly string[]): void {
+    const distinct = [...new Set(skus.filter((s) => s.length > 0))];
+    if (distinct.length === 0) return;
+    this.q.addOrder.run(siteId);
+    const ids = distinct.map((sku) => this.q.addItem.get(siteId, sku)!.id);
+    if (ids.length > MAX_PAIRED_SKUS) return;
+    // Key order: the rows of one item are neighbours in the primary key, so its upserts share pages.
+    ids.sort((x, y) => x - y);
+    for (const a of ids) for (const b of ids) if (a !== b) this.q.addPair.run(a, b);
+  }
+
+  /** N: the site's orders with at least one sku. */
+  totalOrders(siteId: string): number {
+    return this.q.total.get(siteId)?.orders ?? 0;
+  }
+
+  /** n_A: orders of the site containing the sku (0 when never ordered). */
+  itemOrders(siteId: string, sku: string): number {
+    return this.q.item.get(siteId, sku)?.orders ?? 0;
+  }
+
+  /** Every sku bought together with `sku` in at least `minSupport` orders, with n_AB and n_B (unordered). */
+  companions(siteId: string, sku: string, minSupport: number): CompanionRow[] {
+    return this.q.companions.all(siteId, sku, minSupport);
+  }
+}
