@@ -26,7 +26,7 @@ export interface MockRequest {
 }
 
 /** An answer override for the next request to a route: a status and body, or a delay before the normal answer. */
-export type Override = { status: number; body?: unknown; headers?: Record<string, string> } | { delayMs: number };
+export type Override = { status: number; body?: unknown; headers?: Record<string, string> } | { delayMs: number } | { gate: Promise<void> };
 
 type Json = Record<string, any>;
 
@@ -106,6 +106,7 @@ export async function startAdPlatforms() {
         return handleGoogle(r, send);
       };
       if (o && 'delayMs' in o) setTimeout(answer, o.delayMs);
+      else if (o && 'gate' in o) void o.gate.then(answer);
       else answer();
     });
   });

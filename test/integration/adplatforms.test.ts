@@ -330,6 +330,35 @@ describe('conversion fan-out to Meta and Google Ads', () => {
   });
 });
 
+describe('batch limits', () => {
+  it('never puts more than 1,000 events in one Meta request', async () => {
+    const mock = await startAdPlatforms();
+    const dataDir = tempDir();
+    const site = siteWith(dataDir);
+    addMeta(dataDir, site);
+    const svc = await startSvc({ dataDir, args: ['--allow-private-destinations'], env: { ...mock.env, SVC_ADPLATFORM_POLL_MS: '50', SVC_RATE_LIMIT: 'off' } });
+    try {
+      await visit(svc, site, 'b1', 'https://shop.example/bulk');
+      let release!: () => void;
+      mock.overrides.meta.push({ gate: new Promise<void>((r) => (release = r)) }); // holds the lane while a backlog builds
+      const ids = [await convert(svc, site, 'b1', 1)];
+      await mock.until(() => mock.requests.meta.length === 1, 5_000, 'first request');
+      for (let round = 0; round < 21; round++) {
+        ids.push(...(await Promise.all(Array.from({ length: 50 }, (_, i) => convert(svc, site, 'b1', round * 50 + i)))));
+      }
+      release();
+      await mock.until(() => ids.every((x) => mock.meta.has(`Purchase:${x}`)), 30_000, '1,051 events');
+      const sizes = mock.requests.meta.map((r) => (JSON.parse(r.body) as { data: unknown[] }).data.length);
+      expect(sizes).toEqual([1, 1000, 50]);
+      for (const x of ids) expect(mock.meta.get(`Purchase:${x}`)!.arrivals).toBe(1);
+    } finally {
+      await svc.stop();
+      await mock.close();
+      cleanup(dataDir);
+    }
+  });
+});
+
 describe('svc adplatform', () => {
   let dataDir: string;
   let site: string;
