@@ -75,7 +75,7 @@ export function captureSignals(
   if (ext) out.external_id = sha256Hex(ext);
   const s = store.adplatforms.sessionSignals(c.siteId, c.sessionId);
   if (s) {
-    if (s.ip) out.ip = s.ip;
+    if (s.ip) out.ip = s.ip.startsWith('::ffff:') && s.ip.includes('.') ? s.ip.slice(7) : s.ip; // IPv4-mapped: the platforms want the IPv4 form
     if (s.user_agent) out.user_agent = s.user_agent;
     if (s.landing_url) out.url = s.landing_url;
     if (s.fbclid) {

@@ -103,7 +103,7 @@ describe('conversion fan-out to Meta and Google Ads', () => {
         em: [sha('jane.doe@example.com')],
         ph: [sha('14155550100')],
         external_id: [sha('crm-42')],
-        client_ip_address: expect.stringMatching(/127\.0\.0\.1$/),
+        client_ip_address: '127.0.0.1',
         client_user_agent: UA,
         fbc: `fb.1.${seenAt}.IwAR_MiXeD-Case_123`,
       },
