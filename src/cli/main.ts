@@ -13,6 +13,7 @@ import { registerToken } from './token.js';
 import { registerUser } from './user.js';
 import { registerAdplatform } from './adplatform.js';
 import { registerRecommend } from './recommend.js';
+import { registerMigrate } from './migrate.js';
 
 /** Builds the svc command tree. Each command group registers itself from its own file. */
 export function buildProgram(): Command {
@@ -33,6 +34,7 @@ export function buildProgram(): Command {
   registerUser(program);
   registerAdplatform(program);
   registerRecommend(program);
+  registerMigrate(program);
   for (const cmd of program.commands) applyExitOverride(cmd);
   return program;
 }

@@ -43,6 +43,11 @@ export function openDatabase(opts: OpenOptions): Db {
   return db;
 }
 
+/** The schema version of a database: the newest migration applied to it (0 for none). */
+export function schemaVersion(db: Db): number {
+  return (db.prepare('SELECT coalesce(max(version), 0) AS v FROM schema_migrations').get() as { v: number }).v;
+}
+
 /** Applies every migration newer than the recorded version, each in its own transaction. */
 export function migrate(db: Db): number[] {
   db.exec(
@@ -51,6 +56,11 @@ export function migrate(db: Db): number[] {
   const applied = new Set(
     (db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version),
   );
+  const known = Math.max(...MIGRATIONS.map((m) => m.version));
+  const newest = Math.max(0, ...applied);
+  if (newest > known) {
+    throw new Error(`the database is at schema version ${newest}, newer than this svc knows (${known}): run the svc that migrated it, or a newer one`);
+  }
   const ran: number[] = [];
   for (const m of MIGRATIONS) {
     if (applied.has(m.version)) continue;

@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import path from 'node:path';
+import Database from 'better-sqlite3';
 import { cleanup, cli, cliJson, tempDir } from '../helpers/svc.js';
+import { MIGRATIONS } from '../../src/store/migrations.js';
 
 describe('svc CLI', () => {
   it('creates and lists sites, in JSON and as a table', () => {
@@ -14,6 +17,23 @@ describe('svc CLI', () => {
     expect(list[0]).toMatchObject({ site_id, domain: 'shop.example.com' });
     const table = cli(['site', 'list', '--data', dir]);
     expect(table.stdout.split('\n')[0]).toMatch(/^site_id\s+name\s+domain/);
+    cleanup(dir);
+  });
+
+  it('migrates a data directory explicitly, once, and refuses one migrated by a newer svc', () => {
+    const dir = tempDir();
+    const latest = MIGRATIONS[MIGRATIONS.length - 1]!.version;
+    expect(cliJson(['migrate', '--data', dir])).toEqual({ applied: MIGRATIONS.map((m) => m.version), version: latest });
+    expect(cliJson(['migrate', '--data', dir])).toEqual({ applied: [], version: latest });
+    expect(cli(['migrate', '--data', dir]).stdout.trim()).toBe(`up to date at schema version ${latest}`);
+    const db = new Database(path.join(dir, 'svc.db'));
+    db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'from the future', 0)").run(latest + 1);
+    db.close();
+    for (const args of [['migrate'], ['site', 'list']]) {
+      const r = cli([...args, '--data', dir]);
+      expect(r.code).toBe(1);
+      expect(r.stderr.trim()).toBe(`svc: the database is at schema version ${latest + 1}, newer than this svc knows (${latest}): run the svc that migrated it, or a newer one`);
+    }
     cleanup(dir);
   });
 
