@@ -419,12 +419,13 @@ describe('fan-out durability', () => {
   it('keeps a job whose platform is down across a restart and sends it afterwards, once', async () => {
     const mock = await startAdPlatforms();
     const dataDir = tempDir();
+    let svc: Svc | undefined;
     try {
       const site = siteWith(dataDir);
       const metaId = addMeta(dataDir, site);
       for (let i = 0; i < 20; i++) mock.overrides.meta.push({ status: 502, body: {} });
       const env = { ...mock.env, ...FAST, SVC_ADPLATFORM_RETRY_SCHEDULE: '200ms,200ms,200ms,200ms,200ms,200ms,200ms,200ms' };
-      let svc = await startSvc({ dataDir, args: ['--allow-private-destinations'], env });
+      svc = await startSvc({ dataDir, args: ['--allow-private-destinations'], env });
       await visit(svc, site, 'd1', 'https://shop.example/');
       const id = await convert(svc, site, 'd1', 42);
       await mock.until(() => mock.requests.meta.length >= 2, 10_000, 'two failed attempts');
@@ -437,8 +438,10 @@ describe('fan-out durability', () => {
       await mock.until(() => mock.meta.has(`Purchase:${id}`), 20_000, 'delivery after restart');
       expect(mock.meta.get(`Purchase:${id}`)!.arrivals).toBe(1);
       await svc.stop();
+      svc = undefined;
       expect(query<{ state: string }>(dataDir, 'SELECT state FROM ad_jobs WHERE connection_id = ?', metaId)).toEqual([{ state: 'delivered' }]);
     } finally {
+      if (svc) await svc.kill();
       await mock.close();
       cleanup(dataDir);
     }
