@@ -43,6 +43,7 @@ export class AdFanout {
   private lastEnqueued = -1;
   private active = 0;
   private idle: (() => void) | null = null;
+  private readonly unreadableLogged = new Map<string, number>();
   readonly counters = { delivered: 0, failedAttempts: 0, requests: 0 };
 
   constructor(
@@ -122,7 +123,12 @@ export class AdFanout {
       try {
         conn = openConnection(this.store, row);
       } catch (err) {
-        this.opts.logger.error({ connection: row.id, err: (err as Error).message }, 'cannot read the ad-platform connection (secret key changed?)');
+        // Looked at again every poll: say it once a minute per connection, not every second.
+        const last = this.unreadableLogged.get(row.id) ?? 0;
+        if (Date.now() - last >= 60_000) {
+          this.unreadableLogged.set(row.id, Date.now());
+          this.opts.logger.error({ connection: row.id, err: (err as Error).message }, 'cannot read the ad-platform connection (secret key changed?); its jobs wait');
+        }
         return;
       }
       const max = conn.platform === 'meta' ? META_BATCH_MAX : GOOGLE_BATCH_MAX;

@@ -88,7 +88,6 @@ export class WebhooksRepo {
         `SELECT * FROM deliveries WHERE destination_id = ? AND state = 'pending' AND next_attempt_at <= ?
           ORDER BY next_attempt_at, id LIMIT ?`,
       ),
-      nextDue: db.prepare<[], { t: number | null }>("SELECT min(next_attempt_at) AS t FROM deliveries WHERE state = 'pending'"),
       delivery: db.prepare<[string], DeliveryRow>('SELECT * FROM deliveries WHERE id = ?'),
       succeed: db.prepare(
         "UPDATE deliveries SET state = 'delivered', attempts = attempts + 1, last_status = ?, last_error = NULL, delivered_at = ?, updated_at = ? WHERE id = ?",
@@ -220,11 +219,6 @@ export class WebhooksRepo {
 
   due(destinationId: string, now: number, limit: number): DeliveryRow[] {
     return this.q.due.all(destinationId, now, limit);
-  }
-
-  /** Earliest next attempt among pending deliveries, or null. */
-  nextDue(): number | null {
-    return this.q.nextDue.get()?.t ?? null;
   }
 
   delivery(id: string): DeliveryRow | undefined {
