@@ -59,9 +59,13 @@ export class InsightsRepo {
            UNION ALL SELECT 'lead', id, created_at, kind, NULL FROM leads WHERE profile_id = ? AND site_id = ?
          ) ORDER BY at DESC, id DESC LIMIT ?`,
       ),
-      revenueByDay: db.prepare<[string, number, number], { day: string; conversions: number; revenue: number }>(
-        `SELECT strftime('%Y-%m-%d', created_at / 1000, 'unixepoch') AS day, count(*) AS conversions, coalesce(sum(revenue), 0) AS revenue
-           FROM conversions WHERE site_id = ? AND created_at >= ? AND created_at < ? GROUP BY day ORDER BY day`,
+      revenueByDay: db.prepare<[string, number, number], { day: string; currency: string; conversions: number; revenue: number }>(
+        `SELECT strftime('%Y-%m-%d', created_at / 1000, 'unixepoch') AS day, currency, count(*) AS conversions, coalesce(sum(revenue), 0) AS revenue
+           FROM conversions WHERE site_id = ? AND created_at >= ? AND created_at < ? GROUP BY day, currency ORDER BY day, currency`,
+      ),
+      revenueByCurrency: db.prepare<[string, number, number], { currency: string; revenue: number }>(
+        `SELECT currency, coalesce(sum(revenue), 0) AS revenue
+           FROM conversions WHERE site_id = ? AND created_at >= ? AND created_at < ? GROUP BY currency ORDER BY currency`,
       ),
       recentEvents: db.prepare<[string, string, number], EventRow>(
         'SELECT id, session_id, profile_id, type, ts, received_at FROM events WHERE site_id = ? AND type = ? ORDER BY ts DESC, id DESC LIMIT ?',
@@ -73,8 +77,8 @@ export class InsightsRepo {
         `SELECT count(*) AS sessions, count(DISTINCT visitor_id) AS visitors, count(DISTINCT profile_id) AS profiles
            FROM sessions WHERE site_id = ? AND first_seen >= ? AND first_seen < ?`,
       ),
-      conversions: db.prepare<[string, number, number], { conversions: number; revenue: number; converting_sessions: number }>(
-        `SELECT count(*) AS conversions, coalesce(sum(revenue), 0) AS revenue, count(DISTINCT session_id) AS converting_sessions
+      conversions: db.prepare<[string, number, number], { conversions: number; converting_sessions: number }>(
+        `SELECT count(*) AS conversions, count(DISTINCT session_id) AS converting_sessions
            FROM conversions WHERE site_id = ? AND created_at >= ? AND created_at < ?`,
       ),
       leadCount: db.prepare<[string, number, number], { n: number }>('SELECT count(*) AS n FROM leads WHERE site_id = ? AND created_at >= ? AND created_at < ?'),
@@ -149,11 +153,17 @@ export class InsightsRepo {
     return this.q.timeline.all(...p, ...p, ...p, ...p, limit);
   }
 
+  /** Counts of a time window; revenue per currency (amounts in different currencies are never added up). */
   window(siteId: string, since: number, until: number) {
     return {
       ...this.q.sessions.get(siteId, since, until)!,
       ...this.q.conversions.get(siteId, since, until)!,
+      revenueByCurrency: this.q.revenueByCurrency.all(siteId, since, until),
       leads: this.q.leadCount.get(siteId, since, until)!.n,
     };
+  }
+
+  revenueByCurrency(siteId: string, since: number, until: number) {
+    return this.q.revenueByCurrency.all(siteId, since, until);
   }
 }

@@ -333,15 +333,29 @@ describe('tools over real data', () => {
     expect(conv.conversions.find((c: any) => c.revenue === 120.5).line_items).toEqual([{ sku: 'A1', qty: 1, price: 120.5 }]);
     expect((await ok(r, 'conversions_list', { min_revenue: 100 })).conversions).toHaveLength(1);
     const rev = await ok(r, 'conversions_revenue_by_day', { days: 7 });
-    expect(rev).toMatchObject({ total_conversions: 2, total_revenue: 150.5 });
-    expect(rev.days).toHaveLength(1);
+    expect(rev).toMatchObject({ total_conversions: 2, total_revenue: [{ currency: 'USD', revenue: 150.5 }] });
+    expect(rev.days).toEqual([{ day: expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/), currency: 'USD', conversions: 2, revenue: 150.5 }]);
 
     const ev = await ok(r, 'events_recent', { type: 'pageview' });
     expect(ev.events).toHaveLength(2);
     expect((await ok(r, 'events_types')).types.find((t: any) => t.type === 'add_to_cart').count).toBe(1);
 
     const an = await ok(r, 'analytics_summary', { days: 1 });
-    expect(an).toMatchObject({ sessions: 2, visitors: 2, conversions: 2, converting_sessions: 2, conversion_rate: 1, revenue: 150.5, leads: 1 });
+    expect(an).toMatchObject({ sessions: 2, visitors: 2, conversions: 2, converting_sessions: 2, conversion_rate: 1, revenue: 150.5, currency: 'USD', revenue_other_currencies: [], leads: 1 });
+    // A conversion recorded before the site's currency changed keeps its currency and is never added to the others.
+    const db = writableDb();
+    db.prepare("INSERT INTO conversions (id, site_id, session_id, profile_id, revenue, currency, line_items, created_at) VALUES ('cnv_eur', ?, 'mcp-s1', 'prf_x', 99, 'EUR', '[]', ?)").run(site, Date.now());
+    db.close();
+    try {
+      expect(await ok(r, 'analytics_summary', { days: 1 })).toMatchObject({ conversions: 3, revenue: 150.5, currency: 'USD', revenue_other_currencies: [{ currency: 'EUR', revenue: 99 }] });
+      const mixed = await ok(r, 'conversions_revenue_by_day', { days: 7 });
+      expect(mixed.total_revenue).toEqual([{ currency: 'EUR', revenue: 99 }, { currency: 'USD', revenue: 150.5 }]);
+      expect(mixed.days.map((d: any) => [d.currency, d.conversions, d.revenue])).toEqual([['EUR', 1, 99], ['USD', 2, 150.5]]);
+    } finally {
+      const db2 = writableDb();
+      db2.prepare("DELETE FROM conversions WHERE id = 'cnv_eur'").run();
+      db2.close();
+    }
     const invalid = await call(r, 'analytics_summary', { days: 0 });
     expect(invalid.structuredContent.error).toMatchObject({ code: 'validation_failed', details: { field: 'days' } });
   });

@@ -8,7 +8,7 @@ export const analyticsSummary = defineTool({
   name: 'analytics_summary',
   title: 'Sessions, conversion rate and revenue',
   description:
-    'Over the last N days: sessions started, distinct visitors and profiles, conversions, converting sessions, conversion rate (converting sessions / sessions), revenue and leads.',
+    "Over the last N days: sessions started, distinct visitors and profiles, conversions, converting sessions, conversion rate (converting sessions / sessions), revenue in the site's currency (and, separately, of conversions recorded in another currency before the site's currency changed) and leads.",
   area,
   scope: 'read',
   flags: { changesData: false, idempotent: true },
@@ -22,18 +22,26 @@ export const analyticsSummary = defineTool({
     conversions: z.number().int(),
     converting_sessions: z.number().int(),
     conversion_rate: z.number().describe('0 to 1; 0 when there were no sessions.'),
-    revenue: z.number(),
+    revenue: z.number().describe('Revenue of the conversions recorded in `currency`.'),
+    currency: z.string().describe("The site's currency (ISO 4217)."),
+    revenue_other_currencies: z
+      .array(z.object({ currency: z.string(), revenue: z.number() }))
+      .describe('Revenue of conversions recorded in other currencies (before the site currency changed); never added to `revenue`.'),
     leads: z.number().int(),
   }),
   handler: (ctx, input) => {
     const until = Date.now();
     const since = until - input.days * 86_400_000;
-    const w = ctx.store.insights.window(ctx.grant.siteId, since, until);
+    const { revenueByCurrency, ...w } = ctx.store.insights.window(ctx.grant.siteId, since, until);
+    const currency = ctx.store.sites.get(ctx.grant.siteId)?.currency ?? 'USD';
     return {
       since: iso(since)!,
       until: iso(until)!,
       ...w,
       conversion_rate: w.sessions === 0 ? 0 : Math.min(1, w.converting_sessions / w.sessions),
+      revenue: revenueByCurrency.find((r) => r.currency === currency)?.revenue ?? 0,
+      currency,
+      revenue_other_currencies: revenueByCurrency.filter((r) => r.currency !== currency),
     };
   },
 });

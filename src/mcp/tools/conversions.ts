@@ -49,7 +49,7 @@ export const conversionsList = defineTool({
 export const revenueByDay = defineTool({
   name: 'conversions_revenue_by_day',
   title: 'Revenue by day',
-  description: 'Conversions and revenue per UTC day over the last N days, with totals.',
+  description: 'Conversions and revenue per UTC day and currency over the last N days, with totals per currency (amounts in different currencies are never added up).',
   area,
   scope: 'read',
   flags: { changesData: false, idempotent: true },
@@ -57,9 +57,9 @@ export const revenueByDay = defineTool({
   output: z.object({
     since: z.string(),
     until: z.string(),
-    days: z.array(z.object({ day: z.string(), conversions: z.number().int(), revenue: z.number() })),
+    days: z.array(z.object({ day: z.string(), currency: z.string(), conversions: z.number().int(), revenue: z.number() })),
     total_conversions: z.number().int(),
-    total_revenue: z.number(),
+    total_revenue: z.array(z.object({ currency: z.string(), revenue: z.number() })).describe('Revenue per currency over the window.'),
   }),
   handler: (ctx, input) => {
     const until = Date.now();
@@ -70,7 +70,7 @@ export const revenueByDay = defineTool({
       until: iso(until)!,
       days,
       total_conversions: days.reduce((n, d) => n + d.conversions, 0),
-      total_revenue: days.reduce((n, d) => n + d.revenue, 0),
+      total_revenue: ctx.store.insights.revenueByCurrency(ctx.grant.siteId, since, until),
     };
   },
 });
