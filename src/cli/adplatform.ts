@@ -171,7 +171,7 @@ export function registerAdplatform(program: Command): void {
       .option('--json', 'print JSON'),
   ).action(async (opts: Common & { site?: string; connection?: string; failed?: boolean; limit: string }) => {
     const limit = positiveLimit(opts.limit);
-    const rows = await withStore(opts, (s) => s.adplatforms.healthLog({ siteId: opts.site, connectionId: opts.connection, failedOnly: opts.failed, limit }));
+    const rows = await withStore(opts, (s) => s.webhooks.healthLog({ siteId: opts.site, destinationId: opts.connection, failedOnly: opts.failed, limit, integration: AD_PLATFORMS }));
     const out = rows.map((r) => ({
       id: r.id,
       at: new Date(r.created_at).toISOString(),

@@ -1,6 +1,5 @@
 import type { Db } from './db.js';
 import { newId } from './ids.js';
-import type { HealthRow } from './webhooks.js';
 
 export type AdPlatform = 'meta' | 'google_ads';
 export const AD_PLATFORMS: readonly AdPlatform[] = ['meta', 'google_ads'];
@@ -204,22 +203,5 @@ export class AdPlatformsRepo {
     }
     const sql = `SELECT * FROM (SELECT * FROM ad_jobs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, id DESC LIMIT ?) ORDER BY created_at, id`;
     return this.db.prepare(sql).all(...params, f.limit) as AdJobRow[];
-  }
-
-  /** The integration health log entries of the ad platforms (newest `limit`, oldest first). */
-  healthLog(f: { siteId?: string | undefined; connectionId?: string | undefined; failedOnly?: boolean | undefined; limit: number }): HealthRow[] {
-    const where = ["integration IN ('meta','google_ads')"];
-    const params: unknown[] = [];
-    if (f.siteId !== undefined) {
-      where.push('site_id = ?');
-      params.push(f.siteId);
-    }
-    if (f.connectionId !== undefined) {
-      where.push('destination_id = ?');
-      params.push(f.connectionId);
-    }
-    if (f.failedOnly) where.push('ok = 0');
-    const sql = `SELECT * FROM (SELECT * FROM health_log WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?) ORDER BY id`;
-    return this.db.prepare(sql).all(...params, f.limit) as HealthRow[];
   }
 }

@@ -263,7 +263,8 @@ export class WebhooksRepo {
       .all(...params, f.limit ?? 1_000_000) as DeliveryRow[];
   }
 
-  healthLog(f: DeliveryFilter & { integration?: string | undefined }): HealthRow[] {
+  /** The newest `limit` entries of the integration health log (oldest first); `integration` names one or several integrations. */
+  healthLog(f: DeliveryFilter & { integration?: string | readonly string[] | undefined }): HealthRow[] {
     const where: string[] = [];
     const params: unknown[] = [];
     if (f.siteId !== undefined) {
@@ -279,8 +280,9 @@ export class WebhooksRepo {
       params.push(f.eventType);
     }
     if (f.integration !== undefined) {
-      where.push('integration = ?');
-      params.push(f.integration);
+      const names = typeof f.integration === 'string' ? [f.integration] : f.integration;
+      where.push(`integration IN (${names.map(() => '?').join(', ')})`);
+      params.push(...names);
     }
     if (f.failedOnly) where.push('ok = 0');
     if (f.since !== undefined) {

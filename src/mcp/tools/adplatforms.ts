@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AppError } from '../../http/errors.js';
 import { connectionViewSchema, connectionView, prepareConnection } from '../../adplatforms/connections.js';
-import type { AdConnectionRow } from '../../store/adplatforms.js';
+import { AD_PLATFORMS, type AdConnectionRow } from '../../store/adplatforms.js';
 import { defineTool, type ToolContext } from '../tool.js';
 import { iso, limitInput } from './shared.js';
 
@@ -99,7 +99,13 @@ export const adplatformsDeliveries = defineTool({
   }),
   handler: (ctx, input) => {
     if (input.connection_id !== undefined) own(ctx, input.connection_id);
-    const rows = ctx.store.adplatforms.healthLog({ siteId: ctx.grant.siteId, connectionId: input.connection_id, failedOnly: input.failed_only, limit: input.limit });
+    const rows = ctx.store.webhooks.healthLog({
+      siteId: ctx.grant.siteId,
+      destinationId: input.connection_id,
+      failedOnly: input.failed_only,
+      limit: input.limit,
+      integration: AD_PLATFORMS,
+    });
     return {
       attempts: rows.map((r) => ({
         at: iso(r.created_at)!,
