@@ -18,8 +18,7 @@ import { redactUrl } from '../log.js';
 import { WebhookDispatcher } from '../webhooks/dispatcher.js';
 import { webhookPolicy } from '../webhooks/policy.js';
 import { AdFanout } from '../adplatforms/worker.js';
-import { parseDelays } from '../webhooks/schedule.js';
-import { AppError } from '../http/errors.js';
+import { adRetryPolicy } from '../adplatforms/policy.js';
 
 export interface RunningServer {
   url: string;
@@ -37,12 +36,7 @@ const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
   const mcpLimit = mcpRatePolicy();
   const policy = webhookPolicy(config);
-  let adRetry: number[];
-  try {
-    adRetry = parseDelays(config.adRetrySchedule);
-  } catch (err) {
-    throw new AppError('validation_failed', `SVC_ADPLATFORM_RETRY_SCHEDULE: ${(err as Error).message}`);
-  }
+  const adRetry = adRetryPolicy(config);
   const store = openStore({ dataDir: config.dataDir, synchronous: config.synchronous, offThreadFsync: true });
   const checkpointer = startCheckpointer(store, logger);
   const membership = new SegmentMembership(store);
@@ -74,7 +68,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   });
 
   const adFanout = new AdFanout(store, {
-    retry: { delaysMs: adRetry, jitter: 0.2 },
+    retry: adRetry,
     pollMs: config.adPollMs,
     timeoutMs: config.adTimeoutMs,
     allowPrivate: config.allowPrivateDestinations,
