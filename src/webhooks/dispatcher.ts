@@ -36,6 +36,14 @@ interface Lane {
 }
 
 const FANOUT_BATCH = 1000;
+/**
+ * Outcomes of deliveries are handed to the writer together, at most this long
+ * after the first one arrives (or as soon as OUTCOME_BATCH have): one larger
+ * transaction instead of many small ones, each of which rewrites the health
+ * log's and the deliveries' index pages.
+ */
+const OUTCOME_LINGER_MS = 2;
+const OUTCOME_BATCH = 64;
 
 /**
  * The webhook workers of `svc serve`. Stage one turns outbox rows into one
@@ -56,6 +64,8 @@ export class WebhookDispatcher {
   private timer: NodeJS.Timeout | null = null;
   private lanesLoadedAt = 0;
   private idle: (() => void) | null = null;
+  private outcomes: (() => void)[] = [];
+  private outcomeTimer: NodeJS.Timeout | null = null;
   readonly counters = { delivered: 0, failedAttempts: 0, fannedOut: 0 };
 
   constructor(
@@ -246,6 +256,23 @@ export class WebhookDispatcher {
     }
   }
 
+  /** Queues a write that records an outcome; see OUTCOME_LINGER_MS. Each stays its own operation of the group commit. */
+  private recordSoon(fn: () => void): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.outcomes.push(() => void this.store.write(fn).then(resolve, reject));
+      if (this.outcomes.length >= OUTCOME_BATCH) this.flushOutcomes();
+      else this.outcomeTimer ??= setTimeout(() => this.flushOutcomes(), OUTCOME_LINGER_MS);
+    });
+  }
+
+  private flushOutcomes(): void {
+    if (this.outcomeTimer) clearTimeout(this.outcomeTimer);
+    this.outcomeTimer = null;
+    const queued = this.outcomes;
+    this.outcomes = [];
+    for (const submit of queued) submit();
+  }
+
   private async deliver(lane: Lane, d: DeliveryRow): Promise<void> {
     const result = await sendSigned({
       dispatcher: this.http,
@@ -259,7 +286,7 @@ export class WebhookDispatcher {
     lane.recording++;
     if (result.ok) this.pump(lane);
     try {
-      await this.store.write(() => recordAttempt(this.store, lane.dest, d, result, this.opts, 'attempt'));
+      await this.recordSoon(() => recordAttempt(this.store, lane.dest, d, result, this.opts, 'attempt'));
       if (result.ok) this.counters.delivered++;
       else this.counters.failedAttempts++;
     } catch (err) {
