@@ -1,5 +1,6 @@
 import type { Db } from './db.js';
 import { newId } from './ids.js';
+import { whereOf } from './where.js';
 
 export type AdPlatform = 'meta' | 'google_ads';
 export const AD_PLATFORMS: readonly AdPlatform[] = ['meta', 'google_ads'];
@@ -187,21 +188,12 @@ export class AdPlatformsRepo {
   }
 
   jobs(f: { siteId?: string | undefined; connectionId?: string | undefined; state?: AdJobRow['state'] | undefined; limit: number }): AdJobRow[] {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (f.siteId !== undefined) {
-      where.push('site_id = ?');
-      params.push(f.siteId);
-    }
-    if (f.connectionId !== undefined) {
-      where.push('connection_id = ?');
-      params.push(f.connectionId);
-    }
-    if (f.state !== undefined) {
-      where.push('state = ?');
-      params.push(f.state);
-    }
-    const sql = `SELECT * FROM (SELECT * FROM ad_jobs ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, id DESC LIMIT ?) ORDER BY created_at, id`;
-    return this.db.prepare(sql).all(...params, f.limit) as AdJobRow[];
+    const w = whereOf([
+      ['site_id = ?', f.siteId],
+      ['connection_id = ?', f.connectionId],
+      ['state = ?', f.state],
+    ]);
+    const sql = `SELECT * FROM (SELECT * FROM ad_jobs ${w.sql} ORDER BY created_at DESC, id DESC LIMIT ?) ORDER BY created_at, id`;
+    return this.db.prepare(sql).all(...w.params, f.limit) as AdJobRow[];
   }
 }

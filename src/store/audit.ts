@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { whereOf } from './where.js';
 
 export type AuditOutcome = 'ok' | 'error' | 'refused' | 'invalid';
 
@@ -27,17 +28,12 @@ export class AuditRepo {
 
   /** The newest rows of a site, optionally of one token or tool, newest first. */
   recent(f: { siteId: string; tokenId?: string | undefined; tool?: string | undefined; limit: number }): AuditRow[] {
-    const where = ['site_id = ?'];
-    const params: unknown[] = [f.siteId];
-    if (f.tokenId !== undefined) {
-      where.push('token_id = ?');
-      params.push(f.tokenId);
-    }
-    if (f.tool !== undefined) {
-      where.push('tool = ?');
-      params.push(f.tool);
-    }
-    return this.db.prepare(`SELECT * FROM mcp_audit WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`).all(...params, f.limit) as AuditRow[];
+    const w = whereOf([
+      ['site_id = ?', f.siteId],
+      ['token_id = ?', f.tokenId],
+      ['tool = ?', f.tool],
+    ]);
+    return this.db.prepare(`SELECT * FROM mcp_audit ${w.sql} ORDER BY id DESC LIMIT ?`).all(...w.params, f.limit) as AuditRow[];
   }
 
   record(r: { siteId: string; tokenId: string; tool: string; outcome: AuditOutcome; errorCode: string | null; durationMs: number; at: number }): void {

@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { whereOf } from './where.js';
 
 export interface LeadRow {
   id: string;
@@ -86,25 +87,14 @@ export class InsightsRepo {
   }
 
   leads(f: { siteId: string; status?: string | undefined; kind?: string | undefined; since?: number | undefined; until?: number | undefined; limit: number }): LeadRow[] {
-    const where = ['site_id = ?'];
-    const params: unknown[] = [f.siteId];
-    if (f.status !== undefined) {
-      where.push('status = ?');
-      params.push(f.status);
-    }
-    if (f.kind !== undefined) {
-      where.push('kind = ?');
-      params.push(f.kind);
-    }
-    if (f.since !== undefined) {
-      where.push('created_at >= ?');
-      params.push(f.since);
-    }
-    if (f.until !== undefined) {
-      where.push('created_at < ?');
-      params.push(f.until);
-    }
-    return this.db.prepare(`SELECT * FROM leads WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT ?`).all(...params, f.limit) as LeadRow[];
+    const w = whereOf([
+      ['site_id = ?', f.siteId],
+      ['status = ?', f.status],
+      ['kind = ?', f.kind],
+      ['created_at >= ?', f.since],
+      ['created_at < ?', f.until],
+    ]);
+    return this.db.prepare(`SELECT * FROM leads ${w.sql} ORDER BY created_at DESC, id DESC LIMIT ?`).all(...w.params, f.limit) as LeadRow[];
   }
 
   lead(siteId: string, id: string): LeadRow | undefined {
@@ -116,23 +106,15 @@ export class InsightsRepo {
   }
 
   conversions(f: { siteId: string; since?: number | undefined; until?: number | undefined; minRevenue?: number | undefined; limit: number }): ConversionRow[] {
-    const where = ['site_id = ?'];
-    const params: unknown[] = [f.siteId];
-    if (f.since !== undefined) {
-      where.push('created_at >= ?');
-      params.push(f.since);
-    }
-    if (f.until !== undefined) {
-      where.push('created_at < ?');
-      params.push(f.until);
-    }
-    if (f.minRevenue !== undefined) {
-      where.push('revenue >= ?');
-      params.push(f.minRevenue);
-    }
+    const w = whereOf([
+      ['site_id = ?', f.siteId],
+      ['created_at >= ?', f.since],
+      ['created_at < ?', f.until],
+      ['revenue >= ?', f.minRevenue],
+    ]);
     return this.db
-      .prepare(`SELECT id, session_id, profile_id, revenue, currency, line_items, created_at FROM conversions WHERE ${where.join(' AND ')} ORDER BY created_at DESC, id DESC LIMIT ?`)
-      .all(...params, f.limit) as ConversionRow[];
+      .prepare(`SELECT id, session_id, profile_id, revenue, currency, line_items, created_at FROM conversions ${w.sql} ORDER BY created_at DESC, id DESC LIMIT ?`)
+      .all(...w.params, f.limit) as ConversionRow[];
   }
 
   revenueByDay(siteId: string, since: number, until: number) {

@@ -1,5 +1,6 @@
 import type { Db } from './db.js';
 import { newId } from './ids.js';
+import { whereOf, type Filter } from './where.js';
 
 export interface DestinationRow {
   id: string;
@@ -137,18 +138,12 @@ export class WebhooksRepo {
   }
 
   listDestinations(filter: { siteId?: string | undefined; apiKeyId?: string | undefined } = {}): DestinationRow[] {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (filter.siteId !== undefined) {
-      where.push('site_id = ?');
-      params.push(filter.siteId);
-    }
-    if (filter.apiKeyId !== undefined) {
-      where.push('api_key_id = ?');
-      params.push(filter.apiKeyId);
-    }
-    const sql = `SELECT * FROM destinations ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at, id`;
-    return this.db.prepare(sql).all(...params) as DestinationRow[];
+    const w = whereOf([
+      ['site_id = ?', filter.siteId],
+      ['api_key_id = ?', filter.apiKeyId],
+    ]);
+    const sql = `SELECT * FROM destinations ${w.sql} ORDER BY created_at, id`;
+    return this.db.prepare(sql).all(...w.params) as DestinationRow[];
   }
 
   enabledDestinations(): DestinationRow[] {
@@ -265,62 +260,29 @@ export class WebhooksRepo {
 
   /** The newest `limit` entries of the integration health log (oldest first); `integration` names one or several integrations. */
   healthLog(f: DeliveryFilter & { integration?: string | readonly string[] | undefined }): HealthRow[] {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (f.siteId !== undefined) {
-      where.push('site_id = ?');
-      params.push(f.siteId);
-    }
-    if (f.destinationId !== undefined) {
-      where.push('destination_id = ?');
-      params.push(f.destinationId);
-    }
-    if (f.eventType !== undefined) {
-      where.push('event_type = ?');
-      params.push(f.eventType);
-    }
-    if (f.integration !== undefined) {
-      const names = typeof f.integration === 'string' ? [f.integration] : f.integration;
-      where.push(`integration IN (${names.map(() => '?').join(', ')})`);
-      params.push(...names);
-    }
-    if (f.failedOnly) where.push('ok = 0');
-    if (f.since !== undefined) {
-      where.push('created_at >= ?');
-      params.push(f.since);
-    }
-    if (f.until !== undefined) {
-      where.push('created_at < ?');
-      params.push(f.until);
-    }
-    const sql = `SELECT * FROM (SELECT * FROM health_log ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?) ORDER BY id`;
-    return this.db.prepare(sql).all(...params, f.limit ?? 100) as HealthRow[];
+    const names = typeof f.integration === 'string' ? [f.integration] : f.integration;
+    const w = whereOf([
+      ...deliveryFilters(f),
+      [`integration IN (${(names ?? []).map(() => '?').join(', ')})`, names],
+      ['ok = 0', f.failedOnly],
+    ]);
+    const sql = `SELECT * FROM (SELECT * FROM health_log ${w.sql} ORDER BY id DESC LIMIT ?) ORDER BY id`;
+    return this.db.prepare(sql).all(...w.params, f.limit ?? 100) as HealthRow[];
   }
 }
 
+/** The filters a delivery list and the health log share (time bounds on created_at). */
+function deliveryFilters(f: DeliveryFilter): Filter[] {
+  return [
+    ['site_id = ?', f.siteId],
+    ['destination_id = ?', f.destinationId],
+    ['event_type = ?', f.eventType],
+    ['created_at >= ?', f.since],
+    ['created_at < ?', f.until],
+  ];
+}
+
 function deliveryWhere(f: DeliveryFilter): { where: string; params: unknown[] } {
-  const where: string[] = [];
-  const params: unknown[] = [];
-  if (f.siteId !== undefined) {
-    where.push('site_id = ?');
-    params.push(f.siteId);
-  }
-  if (f.destinationId !== undefined) {
-    where.push('destination_id = ?');
-    params.push(f.destinationId);
-  }
-  if (f.eventType !== undefined) {
-    where.push('event_type = ?');
-    params.push(f.eventType);
-  }
-  if (f.failedOnly) where.push("state = 'failed'");
-  if (f.since !== undefined) {
-    where.push('created_at >= ?');
-    params.push(f.since);
-  }
-  if (f.until !== undefined) {
-    where.push('created_at < ?');
-    params.push(f.until);
-  }
-  return { where: where.length ? `WHERE ${where.join(' AND ')}` : '', params };
+  const w = whereOf([...deliveryFilters(f), ["state = 'failed'", f.failedOnly]]);
+  return { where: w.sql, params: w.params };
 }
