@@ -26,6 +26,7 @@ import { parseArgs } from 'node:util';
 import { ChildRegistry, processCpuMs } from './lib/child.js';
 import { runLoadInChild, type LoadResult } from './lib/load.js';
 import { ingestTargets, removeTree, type StartedTarget, type Target } from './lib/targets.js';
+import { UsageError, intFlag } from './lib/args.js';
 
 const HELP = `usage: npm run bench:ingest -- [options]
   --seconds N        measured window per target (default 10, max 600)
@@ -47,15 +48,6 @@ interface Row {
   failure?: string;
   notes: string[];
 }
-
-function intFlag(name: string, raw: string | undefined, def: number, min: number, max: number): number {
-  if (raw === undefined) return def;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) throw new UsageError(`--${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
-  return n;
-}
-
-class UsageError extends Error {}
 
 function parse(argv: string[]) {
   const { values } = parseArgs({

@@ -34,6 +34,7 @@ import { Pool } from 'undici';
 import { ChildRegistry, processCpuMs, runCommand, spawnServer, stopChild } from './lib/child.js';
 import { Histogram, type HistogramSummary } from './lib/histogram.js';
 import { REPO_ROOT, removeTree } from './lib/targets.js';
+import { intFlag } from './lib/args.js';
 
 const SVC_BIN = path.join(REPO_ROOT, 'bin', 'svc.js');
 const API = '/api/pulse/v1';
@@ -57,15 +58,6 @@ const HELP = `usage: npm run bench:pulse -- [options]
   --max-walk-seconds N  bound of each cursor walk (default 300)
   --keep             keep the temporary data directory (reuse it with --data)
   -h, --help         this text`;
-
-class UsageError extends Error {}
-
-function intFlag(name: string, raw: string | undefined, def: number, min: number, max: number): number {
-  if (raw === undefined) return def;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) throw new UsageError(`--${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
-  return n;
-}
 
 function parse(argv: string[]) {
   const { values } = parseArgs({

@@ -33,6 +33,7 @@ import { compareRecommendations } from '../../src/domain/recommend/rank.js';
 import type { RecommendResult } from '../../src/domain/recommend/schema.js';
 import { Histogram } from './lib/histogram.js';
 import { removeTree } from './lib/targets.js';
+import { UsageError } from './lib/args.js';
 
 const SITE = 'site_bench';
 
@@ -49,8 +50,6 @@ const HELP = `usage: npm run bench:recommender -- [options]
   --seed N           PRNG seed (default 7)
   --keep             keep the temporary data directories
   -h, --help         this text`;
-
-class UsageError extends Error {}
 
 function numFlag(name: string, raw: string | undefined, def: number, min: number, max: number, integer = true): number {
   if (raw === undefined) return def;

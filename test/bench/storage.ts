@@ -72,6 +72,7 @@ import { newId } from '../../src/store/ids.js';
 import { Histogram, type HistogramSummary } from './lib/histogram.js';
 import { PAGES, REFERRERS, VIEWPORTS } from './lib/event.js';
 import { removeTree } from './lib/targets.js';
+import { UsageError, intFlag } from './lib/args.js';
 
 const VARIANTS = ['sqlite-raw', 'sqlite-kysely', 'pg-seq', 'pg-pipeline', 'pg-unnest', 'pg-kysely', 'pg-kysely-pipe', 'pgjs'] as const;
 type VariantName = (typeof VARIANTS)[number];
@@ -94,15 +95,6 @@ const HELP = `usage: npm run bench:storage -- [options]
   --pgjs-max-pipeline N  postgres.js max_pipeline (default 100, its undocumented default; once more
                      queries than this are in flight it drains the whole pipeline first)
   -h, --help         this text`;
-
-class UsageError extends Error {}
-
-function intFlag(name: string, raw: string | undefined, def: number, min: number, max: number): number {
-  if (raw === undefined) return def;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) throw new UsageError(`--${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
-  return n;
-}
 
 function parse(argv: string[]) {
   const { values } = parseArgs({

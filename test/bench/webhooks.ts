@@ -52,6 +52,7 @@ import { startSvc, type SvcInstance } from './lib/svc-webhooks.js';
 import { removeTree } from './lib/targets.js';
 import type { IngestJob, JobResult, PostJob } from './lib/webhook-load.js';
 import type { RangeStats } from './lib/webhook-receiver.js';
+import { UsageError, intFlag } from './lib/args.js';
 
 const RECEIVER_FILE = fileURLToPath(new URL('./lib/webhook-receiver.ts', import.meta.url));
 const LOAD_FILE = fileURLToPath(new URL('./lib/webhook-load.ts', import.meta.url));
@@ -74,15 +75,6 @@ const HELP = `usage: npm run bench:webhooks -- [options]
   --keep              keep the temporary data directories
   -h, --help          this text
 svc's per-destination concurrency comes from SVC_WEBHOOK_CONCURRENCY (default 16); the baseline uses the same.`;
-
-class UsageError extends Error {}
-
-function intFlag(name: string, raw: string | undefined, def: number, min: number, max: number): number {
-  if (raw === undefined) return def;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) throw new UsageError(`--${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
-  return n;
-}
 
 function parse(argv: string[]) {
   const { values } = parseArgs({
