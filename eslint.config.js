@@ -21,6 +21,11 @@ export default tseslint.config(
       '@typescript-eslint/switch-exhaustiveness-check': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'import-x/no-cycle': ['error', { maxDepth: 10 }],
+      // The store is asynchronous (SQLite and PostgreSQL behind one interface): a promise used as a
+      // value or dropped is a missing await.
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: false }],
+      '@typescript-eslint/await-thenable': 'error',
       'no-restricted-imports': [
         'error',
         { patterns: [{ regex: '^(fs|path|http|https|crypto|net|dns|os|url|child_process|stream|util|events|zlib|readline|tty)$', message: 'use the node: prefix' }] },

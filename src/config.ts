@@ -18,6 +18,18 @@ export const configSchema = z.object({
     .enum(['full', 'full-inline', 'normal'])
     .default('full')
     .describe('full: on disk before acknowledged, fsync off the event loop; full-inline: SQLite fsyncs inline; normal: survives a process crash only (SVC_SQLITE_SYNCHRONOUS).'),
+  databaseUrl: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .optional()
+    .describe('PostgreSQL instead of the embedded SQLite store: postgres://user@host:5432/db[?sslmode=require][&schema=name] (SVC_DATABASE_URL).'),
+  databasePoolSize: positiveInt.max(1000).default(10).describe('PostgreSQL connections per instance (SVC_DATABASE_POOL_SIZE).'),
+  databaseStatementTimeoutMs: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(30_000)
+    .describe('PostgreSQL statement timeout in ms, 0 for none (SVC_DATABASE_STATEMENT_TIMEOUT_MS).'),
   rateLimit: z
     .enum(['on', 'off'])
     .default('on')
@@ -68,6 +80,9 @@ const ENV: Record<keyof Config, string> = {
   port: 'SVC_PORT',
   dataDir: 'SVC_DATA_DIR',
   synchronous: 'SVC_SQLITE_SYNCHRONOUS',
+  databaseUrl: 'SVC_DATABASE_URL',
+  databasePoolSize: 'SVC_DATABASE_POOL_SIZE',
+  databaseStatementTimeoutMs: 'SVC_DATABASE_STATEMENT_TIMEOUT_MS',
   rateLimit: 'SVC_RATE_LIMIT',
   ingestSiteRate: 'SVC_INGEST_SITE_RATE',
   ingestSiteBurst: 'SVC_INGEST_SITE_BURST',

@@ -72,11 +72,11 @@ function parseOrThrow<T>(schema: z.ZodType<T>, input: unknown, what: string): T 
  * for every website event: the site's domain gives one when the connection
  * names none.
  */
-export function prepareConnection(
+export async function prepareConnection(
   store: Store,
   input: { siteId: string; platform: AdPlatform; name?: string | null | undefined; config: unknown; secrets: unknown },
-): { siteId: string; platform: AdPlatform; name: string | null; config: MetaConfig | GoogleConfig; secretsEnc: string } {
-  const site = store.sites.get(input.siteId);
+): Promise<{ siteId: string; platform: AdPlatform; name: string | null; config: MetaConfig | GoogleConfig; secretsEnc: string }> {
+  const site = await store.sites.get(input.siteId);
   if (!site) throw new AppError('unknown_site', `site: no site ${JSON.stringify(input.siteId)}`, { field: 'site_id' });
   const fields = PLATFORM_FIELDS[input.platform];
   const config = parseOrThrow(fields.config, input.config, input.platform) as MetaConfig | GoogleConfig;

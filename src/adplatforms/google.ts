@@ -89,7 +89,7 @@ export class GoogleTokens {
       tokenUrl: string;
       timeoutMs: number;
       /** The token stored for a connection, if any. */
-      load: (connectionId: string) => CachedToken | null;
+      load: (connectionId: string) => Promise<CachedToken | null>;
       save: (connectionId: string, t: CachedToken) => Promise<void>;
     },
   ) {}
@@ -101,7 +101,7 @@ export class GoogleTokens {
   async get(connectionId: string, secrets: GoogleSecrets, forceRefresh = false): Promise<TokenResult> {
     const now = Date.now();
     if (!forceRefresh) {
-      const hit = this.cache.get(connectionId) ?? this.opts.load(connectionId) ?? undefined;
+      const hit = this.cache.get(connectionId) ?? (await this.opts.load(connectionId)) ?? undefined;
       if (hit && hit.expiresAt - 60_000 > now) {
         this.cache.set(connectionId, hit);
         return { ok: true, token: hit.token };

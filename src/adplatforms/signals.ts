@@ -1,7 +1,7 @@
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import { z } from 'zod';
 import { normalizeEmail, sha256Hex } from '../domain/identity/normalize.js';
-import type { Store } from '../store/store.js';
+import type { Repos } from '../store/repos.js';
 import type { LineItem } from '../domain/ingestion/payloads.js';
 
 /**
@@ -50,11 +50,11 @@ export function phoneE164(raw: string): string | undefined {
   return parsed?.isValid() ? parsed.number : undefined;
 }
 
-/** Reads the session and profile of a conversion; runs inside its write transaction. */
-export function captureSignals(
-  store: Store,
+/** Reads the session and profile of a conversion; runs inside its write operation, whose repositories are `tx`. */
+export async function captureSignals(
+  tx: Repos,
   c: { siteId: string; sessionId: string; profileId: string; conversionId: string; revenue: number | null; currency: string; lineItems: LineItem[]; at: number },
-): ConversionSignals {
+): Promise<ConversionSignals> {
   const out: ConversionSignals = {
     v: 1,
     conversion_id: c.conversionId,
@@ -63,7 +63,7 @@ export function captureSignals(
     currency: c.currency,
     items: c.lineItems.map((i) => ({ sku: i.sku, qty: i.qty, price: i.price })),
   };
-  const traits = store.profiles.traits(c.profileId).traits;
+  const traits = (await tx.profiles.traits(c.profileId)).traits;
   const email = traits.email !== undefined ? normalizeEmail(traits.email) : '';
   if (email) out.em = sha256Hex(email);
   const e164 = traits.phone !== undefined ? phoneE164(traits.phone) : undefined;
@@ -73,7 +73,7 @@ export function captureSignals(
   }
   const ext = traits.external_id?.trim();
   if (ext) out.external_id = sha256Hex(ext);
-  const s = store.adplatforms.sessionSignals(c.siteId, c.sessionId);
+  const s = await tx.adplatforms.sessionSignals(c.siteId, c.sessionId);
   if (s) {
     if (s.ip) out.ip = s.ip.startsWith('::ffff:') && s.ip.includes('.') ? s.ip.slice(7) : s.ip; // IPv4-mapped: the platforms want the IPv4 form
     if (s.user_agent) out.user_agent = s.user_agent;

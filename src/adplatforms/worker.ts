@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { Store } from '../store/store.js';
+import type { Repos } from '../store/repos.js';
 import type { AdConnectionRow, AdJobRow } from '../store/adplatforms.js';
 import { createGuardedDispatcher } from '../webhooks/guard.js';
 import { nextAttemptAt, type RetryPolicy } from '../webhooks/schedule.js';
@@ -55,8 +56,8 @@ export class AdFanout {
       dispatcher: this.http,
       tokenUrl: opts.google.tokenUrl,
       timeoutMs: opts.timeoutMs,
-      load: (id) => {
-        const row = this.store.adplatforms.connection(id);
+      load: async (id) => {
+        const row = await this.store.adplatforms.connection(id);
         if (!row?.token_enc || row.token_expires_at === null) return null;
         try {
           return { token: this.store.secrets.open(row.token_enc), expiresAt: row.token_expires_at };
@@ -64,14 +65,17 @@ export class AdFanout {
           return null;
         }
       },
-      save: (id, t) => this.store.write(() => this.store.adplatforms.saveToken(id, this.store.secrets.seal(t.token), t.expiresAt)),
+      save: (id, t) => {
+        const sealed = this.store.secrets.seal(t.token);
+        return this.store.write((tx) => tx.adplatforms.saveToken(id, sealed, t.expiresAt));
+      },
     });
   }
 
   start(): void {
     this.running = true;
-    this.store.writer.onCommit(() => {
-      if (this.store.adplatforms.enqueued !== this.lastEnqueued) this.wake();
+    this.store.onCommit(() => {
+      if (this.store.shared.enqueued.adJobs !== this.lastEnqueued) this.wake();
     });
     this.wake();
   }
@@ -87,29 +91,31 @@ export class AdFanout {
 
   wake(): void {
     if (!this.running) return;
-    setImmediate(() => this.cycle());
+    setImmediate(() => void this.cycle());
   }
 
-  private cycle(): void {
+  private async cycle(): Promise<void> {
     if (!this.running) return;
-    this.lastEnqueued = this.store.adplatforms.enqueued;
+    this.lastEnqueued = this.store.shared.enqueued.adJobs;
     let wait = this.opts.pollMs;
     try {
-      const rows = this.store.adplatforms.enabled();
+      const rows = await this.store.adplatforms.enabled();
       for (const row of rows) {
         const lane = this.lanes.get(row.id) ?? { busy: false };
         this.lanes.set(row.id, lane);
         if (lane.busy) continue;
-        const next = this.store.adplatforms.nextDue(row.id);
-        if (next === null) continue;
+        const next = await this.store.adplatforms.nextDue(row.id);
+        // Another cycle may have started this lane while the query ran: one drain per connection.
+        if (next === null || lane.busy) continue;
         if (next <= Date.now()) void this.drain(row, lane);
         else wait = Math.min(wait, next - Date.now());
       }
     } catch (err) {
       this.opts.logger.warn({ err: (err as Error).message }, 'could not look for due ad-platform jobs');
     }
+    if (!this.running) return; // stopped while the queries ran
     if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.cycle(), Math.max(5, wait));
+    this.timer = setTimeout(() => void this.cycle(), Math.max(5, wait));
     this.timer.unref();
   }
 
@@ -133,11 +139,11 @@ export class AdFanout {
       }
       const max = conn.platform === 'meta' ? META_BATCH_MAX : GOOGLE_BATCH_MAX;
       while (this.running) {
-        const jobs = this.store.adplatforms.due(row.id, Date.now(), max);
+        const jobs = await this.store.adplatforms.due(row.id, Date.now(), max);
         if (jobs.length === 0) break;
         const outcomes = await this.send(conn, jobs);
-        await this.store.write(() => {
-          for (let i = 0; i < jobs.length; i++) this.record(conn, jobs[i]!, outcomes[i]!);
+        await this.store.write(async (tx) => {
+          for (let i = 0; i < jobs.length; i++) await this.record(tx, conn, jobs[i]!, outcomes[i]!);
         });
         progressed = true;
         if (jobs.length < max) break;
@@ -160,16 +166,16 @@ export class AdFanout {
     const now = Date.now();
     const sendable: number[] = [];
     const bodies: (MetaEvent | GoogleClickConversion)[] = [];
-    jobs.forEach((job, i) => {
+    for (const [i, job] of jobs.entries()) {
       let s: ConversionSignals;
       try {
         s = signalsSchema.parse(JSON.parse(job.payload));
       } catch {
         outcomes[i] = refused('invalid_event', 'the stored job is unreadable');
-        return;
+        continue;
       }
       if (conn.platform === 'meta') {
-        const site = this.store.sites.get(job.site_id);
+        const site = await this.store.sites.get(job.site_id);
         const e = metaEvent(s, conn.config, site?.domain ?? null);
         const problem = metaEventProblem(e, now);
         if (problem) outcomes[i] = refused(problem.startsWith('event_time') ? 'expired' : 'invalid_event', problem);
@@ -186,7 +192,7 @@ export class AdFanout {
           bodies.push(c);
         }
       }
-    });
+    }
     if (sendable.length > 0) {
       this.counters.requests++;
       const sent =
@@ -216,11 +222,11 @@ export class AdFanout {
     return outcomes.map((o) => o ?? refused('invalid_event', 'no outcome'));
   }
 
-  /** Writes one job's attempt: the health-log row and the job's new state. Runs inside a write transaction. */
-  private record(conn: ParsedConnection, job: AdJobRow, o: JobOutcome): void {
+  /** Writes one job's attempt: the health-log row and the job's new state. Runs inside the write operation of `tx`. */
+  private async record(tx: Repos, conn: ParsedConnection, job: AdJobRow, o: JobOutcome): Promise<void> {
     const now = Date.now();
     const attempt = job.attempts + 1;
-    this.store.webhooks.log({
+    await tx.webhooks.log({
       site_id: job.site_id,
       integration: conn.platform,
       destination_id: conn.row.id,
@@ -237,7 +243,7 @@ export class AdFanout {
       created_at: now,
     });
     if (o.ok) {
-      this.store.adplatforms.markDelivered(job.id, o.status ?? 200, now);
+      await tx.adplatforms.markDelivered(job.id, o.status ?? 200, now);
       this.counters.delivered++;
       return;
     }
@@ -245,7 +251,7 @@ export class AdFanout {
     const scheduled = o.retryable ? nextAttemptAt(this.opts.retry, attempt, now) : null;
     const next = scheduled === null ? null : Math.max(scheduled, now + (o.retryAfterMs ?? 0));
     const error = `${o.errorClass ?? 'error'}: ${o.message ?? ''}`.slice(0, 500);
-    this.store.adplatforms.markFailedAttempt(job.id, { final: next === null, nextAttemptAt: next ?? now, status: o.status, error, now });
+    await tx.adplatforms.markFailedAttempt(job.id, { final: next === null, nextAttemptAt: next ?? now, status: o.status, error, now });
   }
 }
 

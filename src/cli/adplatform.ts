@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { AppError } from '../http/errors.js';
-import type { Store } from '../store/store.js';
+import type { Repos } from '../store/repos.js';
 import { AD_PLATFORMS, type AdPlatform } from '../store/adplatforms.js';
 import { connectionView, prepareConnection, rotateSecrets } from '../adplatforms/connections.js';
 import { print, table, usageError, withData, withStore } from './common.js';
@@ -51,8 +51,8 @@ function collect(opts: Record<string, unknown>, map: Record<string, string>, sec
   return out;
 }
 
-function requireConnection(store: Store, id: string) {
-  const row = store.adplatforms.connection(id);
+async function requireConnection(r: Repos, id: string) {
+  const row = await r.adplatforms.connection(id);
   if (!row) throw new AppError('not_found', `no ad-platform connection ${id}`);
   return row;
 }
@@ -99,16 +99,16 @@ export function registerAdplatform(program: Command): void {
     const secrets = collect(opts, FLAGS[platform].secrets, true);
     const missing = [...Object.entries(FLAGS[platform].secrets)].filter(([, field]) => secrets[field] === undefined).map(([f]) => `--${kebab(f)}`);
     if (missing.length > 0) throw usageError(`${platform} needs ${missing.join(', ')}`);
-    const row = await withStore(opts, (s) => {
-      const prepared = prepareConnection(s, { siteId: opts.site, platform, name: opts.name, config, secrets });
-      return s.adplatforms.create(prepared);
+    const row = await withStore(opts, async (s) => {
+      const prepared = await prepareConnection(s, { siteId: opts.site, platform, name: opts.name, config, secrets });
+      return s.write((tx) => tx.adplatforms.create(prepared));
     });
     print(opts.json, { id: row.id, connection: connectionView(row) }, () => row.id);
   });
 
   withData(ap.command('list').description('List connections (settings only; secrets are never shown)').option('--site <id>', 'only this site').option('--json', 'print JSON')).action(
     async (opts: Common & { site?: string }) => {
-      const rows = await withStore(opts, (s) => s.adplatforms.list(opts.site).map(connectionView));
+      const rows = await withStore(opts, async (s) => (await s.adplatforms.list(opts.site)).map(connectionView));
       print(opts.json, rows, () =>
         table(
           rows.map((r) => ({ ...r, settings: Object.entries(r.settings).map(([k, v]) => `${k}=${v}`).join(' '), secrets: r.secrets.join(',') })),
@@ -133,28 +133,26 @@ export function registerAdplatform(program: Command): void {
       .option('--json', 'print JSON'),
   ).action(async (id: string, opts: Common & Record<string, unknown> & { enable?: boolean; disable?: boolean }) => {
     if (opts.enable && opts.disable) throw usageError('--enable and --disable exclude each other');
-    const row = await withStore(opts, (s) => {
-      const current = requireConnection(s, id);
+    const row = await withStore(opts, async (s) => {
+      const current = await requireConnection(s, id);
       const patch = collect(opts, FLAGS[current.platform].secrets, true);
       const other = current.platform === 'meta' ? FLAGS.google_ads.secrets : FLAGS.meta.secrets;
       const foreign = Object.keys(other).filter((f) => opts[f] !== undefined);
       if (foreign.length > 0) throw usageError(`${foreign.map((f) => `--${kebab(f)}`).join(', ')} do not apply to ${current.platform}`);
-      return s.db
-        .transaction(() => {
-          if (Object.keys(patch).length > 0) s.adplatforms.setSecrets(id, rotateSecrets(s, current, patch));
-          if (opts.enable || opts.disable) s.adplatforms.setEnabled(id, opts.enable === true);
-          return s.adplatforms.connection(id)!;
-        })
-        .immediate();
+      return s.write(async (tx) => {
+        if (Object.keys(patch).length > 0) await tx.adplatforms.setSecrets(id, rotateSecrets(s, current, patch));
+        if (opts.enable || opts.disable) await tx.adplatforms.setEnabled(id, opts.enable === true);
+        return (await tx.adplatforms.connection(id))!;
+      });
     });
     print(opts.json, connectionView(row), () => `${row.id} updated`);
   });
 
   withData(ap.command('remove').description('Remove a connection; its pending jobs fail for good, its history stays').argument('<id>', 'connection id').option('--json', 'print JSON')).action(
     async (id: string, opts: Common) => {
-      await withStore(opts, (s) => {
-        requireConnection(s, id);
-        s.db.transaction(() => s.adplatforms.remove(id)).immediate();
+      await withStore(opts, async (s) => {
+        await requireConnection(s, id);
+        await s.write((tx) => tx.adplatforms.remove(id));
       });
       print(opts.json, { id, removed: true }, () => `${id} removed`);
     },
@@ -229,17 +227,19 @@ export function registerAdplatform(program: Command): void {
       .option('--json', 'print JSON'),
   ).action(async (jobId: string | undefined, opts: Common & { connection?: string }) => {
     if ((jobId === undefined) === (opts.connection === undefined)) throw usageError('name one job id, or --connection ID');
-    const n = await withStore(opts, (s) => {
-      const now = Date.now();
-      if (jobId !== undefined) {
-        const job = s.adplatforms.job(jobId);
-        if (!job) throw new AppError('not_found', `no ad-platform job ${jobId}`);
-        if (job.state !== 'failed') throw new AppError('conflict', `job ${jobId} is ${job.state}, not failed`);
-        return s.adplatforms.requeue(jobId, now) ? 1 : 0;
-      }
-      requireConnection(s, opts.connection!);
-      return s.adplatforms.requeueFailed(opts.connection!, now);
-    });
+    const n = await withStore(opts, (s) =>
+      s.write(async (tx) => {
+        const now = Date.now();
+        if (jobId !== undefined) {
+          const job = await tx.adplatforms.job(jobId);
+          if (!job) throw new AppError('not_found', `no ad-platform job ${jobId}`);
+          if (job.state !== 'failed') throw new AppError('conflict', `job ${jobId} is ${job.state}, not failed`);
+          return (await tx.adplatforms.requeue(jobId, now)) ? 1 : 0;
+        }
+        await requireConnection(tx, opts.connection!);
+        return tx.adplatforms.requeueFailed(opts.connection!, now);
+      }),
+    );
     print(opts.json, { requeued: n }, () => `${n} job${n === 1 ? '' : 's'} queued again`);
   });
 }

@@ -20,18 +20,20 @@ export function registerKey(program: Command): void {
     const bad = scopes.filter((s) => !isKeyScope(s));
     if (bad.length) throw usageError(`--scopes: unknown scope ${bad.join(', ')}; known: ${KEY_SCOPES.join(', ')}`);
     const plaintext = newCredential(API_KEY_PREFIX);
-    const row = await withStore(opts, (s) => {
-      if (!s.sites.get(opts.site)) throw new AppError('not_found', `no site ${opts.site}`);
-      const owner = s.sites.localOwner();
-      return s.keys.create({
-        siteId: opts.site,
-        name: opts.name ?? null,
-        hash: credentialHash(plaintext),
-        hint: credentialHint(plaintext, API_KEY_PREFIX),
-        scopes,
-        createdBy: owner.id,
-      });
-    });
+    const row = await withStore(opts, (s) =>
+      s.write(async (tx) => {
+        if (!(await tx.sites.get(opts.site))) throw new AppError('not_found', `no site ${opts.site}`);
+        const owner = await tx.sites.localOwner();
+        return tx.keys.create({
+          siteId: opts.site,
+          name: opts.name ?? null,
+          hash: credentialHash(plaintext),
+          hint: credentialHint(plaintext, API_KEY_PREFIX),
+          scopes,
+          createdBy: owner.id,
+        });
+      }),
+    );
     print(opts.json, { key: plaintext, id: row.id, scopes }, () => plaintext);
     if (!opts.json) process.stderr.write(`svc: key ${row.id} minted; the plaintext above is shown only once\n`);
   });
@@ -53,11 +55,13 @@ export function registerKey(program: Command): void {
   );
   withData(key.command('revoke').description('Revoke a key; it stops working at once').argument('<id>', 'key id').option('--json', 'print JSON')).action(
     async (id: string, opts: { json?: boolean; data?: string }) => {
-      await withStore(opts, (s) => {
-        const row = s.keys.byId(id);
-        if (!row) throw new AppError('not_found', `no key ${id}`);
-        if (!s.keys.revoke(id, Date.now())) throw new AppError('conflict', `key ${id} is already revoked`);
-      });
+      await withStore(opts, (s) =>
+        s.write(async (tx) => {
+          const row = await tx.keys.byId(id);
+          if (!row) throw new AppError('not_found', `no key ${id}`);
+          if (!(await tx.keys.revoke(id, Date.now()))) throw new AppError('conflict', `key ${id} is already revoked`);
+        }),
+      );
       print(opts.json, { revoked: id }, () => `revoked ${id}`);
     },
   );

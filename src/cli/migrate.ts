@@ -12,6 +12,7 @@ export function registerMigrate(program: Command): void {
       .description('Apply pending schema migrations to the data directory and print the schema version (svc serve also applies them at start)')
       .option('--json', 'print JSON'),
   ).action((opts: { data?: string; json?: boolean }) => {
+    // dialect: sqlite-only: migrates the embedded SQLite database of the data directory.
     const config = configFrom({ dataDir: opts.data });
     mkdirSync(config.dataDir, { recursive: true });
     const db = new Database(databasePath(config.dataDir));

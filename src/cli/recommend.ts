@@ -59,8 +59,8 @@ export function registerRecommend(program: Command): void {
       const issue = parsed.error.issues[0]!;
       throw usageError(`${FLAG[String(issue.path[0])] ?? String(issue.path[0])}: ${issue.message}`);
     }
-    const out = await withStore(opts, (s) => {
-      if (!s.sites.get(opts.site)) throw new AppError('not_found', `no site ${opts.site}`);
+    const out = await withStore(opts, async (s) => {
+      if (!(await s.sites.get(opts.site))) throw new AppError('not_found', `no site ${opts.site}`);
       return new RecommendService(s.copurchase).recommend(opts.site, parsed.data);
     });
     print(opts.json, out, () => human(out));

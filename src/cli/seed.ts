@@ -85,16 +85,22 @@ export function registerSeed(program: Command): void {
         const batch = intOption('--batch', opts.batch, DEFAULT_BATCH, 1, 1_000_000);
         const until = untilOption(opts.until, seed !== undefined);
         let lastReport = 0;
-        const out: SeedResult = await withStore(opts, (s) => {
-          const site = s.sites.get(opts.site);
+        const out = await withStore(opts, async (s): Promise<SeedResult | null> => {
+          // The bulk loader writes through the SQLite connection directly (dialect: sqlite-only).
+          const db = s.db;
+          if (db === null) {
+            process.stderr.write('svc seed works on the embedded SQLite store only\n');
+            return null;
+          }
+          const site = await s.sites.get(opts.site);
           if (!site) throw new AppError('not_found', `no site ${opts.site}`);
-          const segments = s.segments.list(site.id).length;
+          const segments = (await s.segments.list(site.id)).length;
           if (segments > 0) {
             process.stderr.write(
               `svc seed: note: site ${site.id} has ${segments} segment(s); seeded profiles are not evaluated against them (re-create them to backfill)\n`,
             );
           }
-          return seedSite(s.db, {
+          return seedSite(db, {
             siteId: site.id,
             currency: site.currency,
             profiles,
@@ -113,6 +119,10 @@ export function registerSeed(program: Command): void {
             },
           });
         });
+        if (out === null) {
+          process.exitCode = 1;
+          return;
+        }
         print(opts.json, out, () =>
           `seeded ${fmt(out.profiles)} profiles (${fmt(out.known)} known), ${fmt(out.identities)} identities, ${fmt(out.identity_hashes)} identity hashes, ` +
           `${fmt(out.sessions)} sessions, ${fmt(out.events)} events, ${fmt(out.conversions)} conversions, ${fmt(out.scores)} scores ` +

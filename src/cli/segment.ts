@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { AppError } from '../http/errors.js';
 import type { Store } from '../store/store.js';
+import type { Repos } from '../store/repos.js';
 import type { SegmentRow } from '../store/segments.js';
 import { SegmentMembership } from '../domain/segments/membership.js';
 import { SegmentsService } from '../domain/segments/service.js';
@@ -17,22 +18,23 @@ function readRule(arg: string): unknown {
   }
 }
 
-function view(s: Store, row: SegmentRow) {
+async function view(s: Store, row: SegmentRow) {
   return {
     id: row.id,
     site_id: row.site_id,
     name: row.name,
     priority: row.priority,
     rule: JSON.parse(row.rule) as unknown,
-    members: s.segments.memberCount(row.id),
+    members: await s.segments.memberCount(row.id),
     created_at: new Date(row.created_at).toISOString(),
     updated_at: new Date(row.updated_at).toISOString(),
   };
 }
 
-function inTransaction<T>(s: Store, fn: (svc: SegmentsService) => T): T {
+/** Runs `fn` as one write operation of `s`, with the segments service and the operation's repositories. */
+function inTransaction<T>(s: Store, fn: (svc: SegmentsService, tx: Repos) => Promise<T>): Promise<T> {
   const svc = new SegmentsService(s, new SegmentMembership(s));
-  return s.db.transaction(() => fn(svc)).immediate();
+  return s.write((tx) => fn(svc, tx));
 }
 
 export function registerSegment(program: Command): void {
@@ -50,23 +52,23 @@ export function registerSegment(program: Command): void {
     const priority = Number(opts.priority);
     if (!Number.isInteger(priority)) throw usageError('--priority must be a whole number');
     const rule = readRule(opts.rule);
-    const out = await withStore(opts, (s) => {
-      if (!s.sites.get(opts.site)) throw new AppError('not_found', `no site ${opts.site}`);
-      const row = inTransaction(s, (svc) => svc.create(opts.site, { name: opts.name, rule, priority }));
+    const out = await withStore(opts, async (s) => {
+      if (!(await s.sites.get(opts.site))) throw new AppError('not_found', `no site ${opts.site}`);
+      const row = await inTransaction(s, (svc, tx) => svc.create(tx, opts.site, { name: opts.name, rule, priority }));
       return view(s, row);
     });
     print(opts.json, out, () => `${out.id} (${out.members} members)`);
   });
   withData(seg.command('list').description('List segments').option('--site <id>', 'only this site').option('--json', 'print JSON')).action(
     async (opts: { site?: string; json?: boolean; data?: string }) => {
-      const out = await withStore(opts, (s) => s.segments.list(opts.site).map((r) => view(s, r)));
+      const out = await withStore(opts, async (s) => Promise.all((await s.segments.list(opts.site)).map((r) => view(s, r))));
       print(opts.json, out, () => table(out as unknown as Record<string, unknown>[], ['id', 'site_id', 'name', 'priority', 'members', 'updated_at']));
     },
   );
   withData(seg.command('show').description('Show one segment with its rule').argument('<id>', 'segment id').option('--json', 'print JSON')).action(
     async (id: string, opts: { json?: boolean; data?: string }) => {
-      const out = await withStore(opts, (s) => {
-        const row = s.segments.byId(id);
+      const out = await withStore(opts, async (s) => {
+        const row = await s.segments.byId(id);
         if (!row) throw new AppError('not_found', `no segment ${id}`);
         return view(s, row);
       });
@@ -75,10 +77,10 @@ export function registerSegment(program: Command): void {
   );
   withData(seg.command('delete').description('Delete a segment (refused while another segment uses it)').argument('<id>', 'segment id').option('--json', 'print JSON')).action(
     async (id: string, opts: { json?: boolean; data?: string }) => {
-      const out = await withStore(opts, (s) => {
-        const row = s.segments.byId(id);
+      const out = await withStore(opts, async (s) => {
+        const row = await s.segments.byId(id);
         if (!row) throw new AppError('not_found', `no segment ${id}`);
-        return inTransaction(s, (svc) => svc.remove(row.site_id, id));
+        return inTransaction(s, (svc, tx) => svc.remove(tx, row.site_id, id));
       });
       print(opts.json, out, () => `deleted ${out.removed} (${out.members} former members recomputed)`);
     },

@@ -27,7 +27,7 @@ export function registerSite(program: Command): void {
       throw usageError(`--currency: ${JSON.stringify(opts.currency)} must be an ISO 4217 code such as USD`);
     }
     const row = await withStore(opts, (s) =>
-      s.sites.create({ name: opts.name.trim(), domain: opts.domain?.toLowerCase(), currency: opts.currency }),
+      s.write((tx) => tx.sites.create({ name: opts.name.trim(), domain: opts.domain?.toLowerCase(), currency: opts.currency })),
     );
     print(opts.json, { site_id: row.id }, () => row.id);
   });
@@ -47,10 +47,12 @@ export function registerSite(program: Command): void {
     if (opts.currency !== undefined && !currencySchema.safeParse(opts.currency).success) {
       throw usageError(`--currency: ${JSON.stringify(opts.currency)} must be an ISO 4217 code such as USD`);
     }
-    const row = await withStore(opts, (s) => {
-      if (!s.sites.get(id)) throw new AppError('not_found', `no site ${id}`);
-      return s.sites.update(id, { domain: opts.domain?.toLowerCase(), currency: opts.currency })!;
-    });
+    const row = await withStore(opts, (s) =>
+      s.write(async (tx) => {
+        if (!(await tx.sites.get(id))) throw new AppError('not_found', `no site ${id}`);
+        return (await tx.sites.update(id, { domain: opts.domain?.toLowerCase(), currency: opts.currency }))!;
+      }),
+    );
     const out = { site_id: row.id, name: row.name, domain: row.domain, currency: row.currency };
     print(opts.json, out, () => `${row.id} updated (domain ${row.domain ?? '-'}, currency ${row.currency})`);
   });

@@ -10,8 +10,8 @@ export function registerStats(program: Command): void {
       .option('--site <id>', 'only this site')
       .option('--json', 'print JSON'),
   ).action(async (opts: { site?: string; json?: boolean; data?: string }) => {
-    const rows = await withStore(opts, (s) => {
-      if (opts.site !== undefined && !s.sites.get(opts.site)) throw new AppError('not_found', `no site ${opts.site}`);
+    const rows = await withStore(opts, async (s) => {
+      if (opts.site !== undefined && !(await s.sites.get(opts.site))) throw new AppError('not_found', `no site ${opts.site}`);
       return s.stats(opts.site);
     });
     print(opts.json, opts.site !== undefined ? rows[0] : rows, () =>

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { AppError } from '../http/errors.js';
-import type { Store } from '../store/store.js';
+import type { Repos } from '../store/repos.js';
 import type { DeliveryRow } from '../store/webhooks.js';
 import { samplePayload, isEventType, EVENT_TYPES, type EventType } from '../webhooks/catalogue.js';
 import { destinationView, parseEventList, signingKey, validateDestinationUrl } from '../webhooks/destinations.js';
@@ -25,8 +25,8 @@ function parseTime(value: string | undefined, flag: string): number | undefined 
   return t;
 }
 
-function requireDestination(store: Store, id: string) {
-  const d = store.webhooks.destination(id);
+async function requireDestination(r: Repos, id: string) {
+  const d = await r.webhooks.destination(id);
   if (!d) throw new AppError('not_found', `no destination ${id}`);
   return d;
 }
@@ -52,13 +52,16 @@ export function registerWebhooks(program: Command): void {
     if (opts.secret !== undefined && opts.secret.length < 8) throw usageError('--secret must be at least 8 characters');
     const url = await validateDestinationUrl(opts.url, allowPrivate(opts));
     const row = await withStore(opts, (s) => {
-      if (!s.sites.get(opts.site)) throw new AppError('not_found', `no site ${opts.site}`);
-      return s.webhooks.createDestination({
-        siteId: opts.site,
-        url,
-        secretEnc: opts.secret ? s.secrets.seal(opts.secret) : null,
-        events,
-        description: opts.description,
+      const secretEnc = opts.secret ? s.secrets.seal(opts.secret) : null;
+      return s.write(async (tx) => {
+        if (!(await tx.sites.get(opts.site))) throw new AppError('not_found', `no site ${opts.site}`);
+        return tx.webhooks.createDestination({
+          siteId: opts.site,
+          url,
+          secretEnc,
+          events,
+          description: opts.description,
+        });
       });
     });
     if (!opts.secret) {
@@ -71,7 +74,7 @@ export function registerWebhooks(program: Command): void {
 
   withData(wh.command('list').description('List destinations').option('--site <id>', 'only this site').option('--json', 'print JSON')).action(
     async (opts: Common & { site?: string }) => {
-      const rows = await withStore(opts, (s) => s.webhooks.listDestinations({ siteId: opts.site }).map(destinationView));
+      const rows = await withStore(opts, async (s) => (await s.webhooks.listDestinations({ siteId: opts.site })).map(destinationView));
       print(opts.json, rows, () => table(rows as unknown as Record<string, unknown>[], ['id', 'site_id', 'url', 'events', 'has_secret', 'enabled', 'disabled_reason']));
     },
   );
@@ -101,35 +104,38 @@ export function registerWebhooks(program: Command): void {
       const events = opts.events !== undefined ? parseEventList(opts.events) : undefined;
       const url = opts.url !== undefined ? await validateDestinationUrl(opts.url, allowPrivate(opts)) : undefined;
       const row = await withStore(opts, (s) => {
-        requireDestination(s, id);
         const enabled = opts.enable ? true : opts.disable ? false : undefined;
-        const updated = s.webhooks.updateDestination(id, {
-          ...(url !== undefined ? { url } : {}),
-          ...(events !== undefined ? { events } : {}),
-          ...(opts.secret !== undefined ? { secretEnc: s.secrets.seal(opts.secret) } : {}),
-          ...(opts.removeSecret ? { secretEnc: null } : {}),
-          ...(enabled !== undefined ? { enabled } : {}),
-          ...(opts.description !== undefined ? { description: opts.description } : {}),
-        })!;
-        if (enabled === true) {
-          s.webhooks.log({
-            site_id: updated.site_id,
-            integration: 'webhook',
-            destination_id: id,
-            delivery_id: null,
-            event_type: null,
-            kind: 'enabled',
-            attempt: null,
-            ok: true,
-            status: null,
-            latency_ms: null,
-            error_class: null,
-            message: 'enabled by an operator',
-            response_excerpt: null,
-            created_at: Date.now(),
-          });
-        }
-        return updated;
+        const secretEnc = opts.secret !== undefined ? s.secrets.seal(opts.secret) : undefined;
+        return s.write(async (tx) => {
+          await requireDestination(tx, id);
+          const updated = (await tx.webhooks.updateDestination(id, {
+            ...(url !== undefined ? { url } : {}),
+            ...(events !== undefined ? { events } : {}),
+            ...(secretEnc !== undefined ? { secretEnc } : {}),
+            ...(opts.removeSecret ? { secretEnc: null } : {}),
+            ...(enabled !== undefined ? { enabled } : {}),
+            ...(opts.description !== undefined ? { description: opts.description } : {}),
+          }))!;
+          if (enabled === true) {
+            await tx.webhooks.log({
+              site_id: updated.site_id,
+              integration: 'webhook',
+              destination_id: id,
+              delivery_id: null,
+              event_type: null,
+              kind: 'enabled',
+              attempt: null,
+              ok: true,
+              status: null,
+              latency_ms: null,
+              error_class: null,
+              message: 'enabled by an operator',
+              response_excerpt: null,
+              created_at: Date.now(),
+            });
+          }
+          return updated;
+        });
       });
       print(opts.json, destinationView(row), () => `updated ${row.id}`);
     },
@@ -137,10 +143,12 @@ export function registerWebhooks(program: Command): void {
 
   withData(wh.command('remove').description('Remove a destination (its log stays)').argument('<id>', 'destination id').option('--json', 'print JSON')).action(
     async (id: string, opts: Common) => {
-      await withStore(opts, (s) => {
-        requireDestination(s, id);
-        s.webhooks.removeDestination(id);
-      });
+      await withStore(opts, (s) =>
+        s.write(async (tx) => {
+          await requireDestination(tx, id);
+          await tx.webhooks.removeDestination(id);
+        }),
+      );
       print(opts.json, { removed: id }, () => `removed ${id}`);
     },
   );
@@ -217,12 +225,12 @@ export function registerWebhooks(program: Command): void {
       const summary = await withStore(opts, async (s) => {
         let targets: DeliveryRow[];
         if (deliveryId !== undefined) {
-          const d = s.webhooks.delivery(deliveryId);
+          const d = await s.webhooks.delivery(deliveryId);
           if (!d) throw new AppError('not_found', `no delivery ${deliveryId}`);
           targets = [d];
         } else {
-          requireDestination(s, opts.destination!);
-          targets = s.webhooks.deliveries({ destinationId: opts.destination, since, until, eventType: opts.event, failedOnly: opts.failed });
+          await requireDestination(s, opts.destination!);
+          targets = await s.webhooks.deliveries({ destinationId: opts.destination, since, until, eventType: opts.event, failedOnly: opts.failed });
         }
         const http = createGuardedDispatcher({ allowPrivate: config.allowPrivateDestinations, connections: concurrency });
         const progress = progressReporter('replaying', targets.length, Boolean(process.stdout.isTTY) && !opts.json);
@@ -230,13 +238,13 @@ export function registerWebhooks(program: Command): void {
         const worker = async () => {
           while (next < targets.length) {
             const d = targets[next++]!;
-            const dest = s.webhooks.destination(d.destination_id);
+            const dest = await s.webhooks.destination(d.destination_id);
             if (!dest) {
               progress.tick(false, `${d.id} destination ${d.destination_id} no longer exists`);
               continue;
             }
             const r = await sendSigned({ dispatcher: http, url: dest.url, body: d.payload, key: signingKey(s, dest), eventType: d.event_type, deliveryId: d.id });
-            s.db.transaction(() => recordAttempt(s, dest, d, r, policy, 'replay')).immediate();
+            await s.write((tx) => recordAttempt(tx, dest, d, r, policy, 'replay'));
             const line = `${d.id} ${d.event_type} ${r.ok ? 'ok' : 'failed'} ${r.status ?? r.errorClass} ${r.latencyMs}ms`;
             progress.tick(r.ok, opts.json ? '' : line);
           }
@@ -264,7 +272,7 @@ export function registerWebhooks(program: Command): void {
     const config = configFrom({ dataDir: opts.data, allowPrivateDestinations: opts.allowPrivateDestinations });
     const [{ createGuardedDispatcher }, { sendSigned }] = await Promise.all([import('../webhooks/guard.js'), import('../webhooks/sender.js')]);
     const result = await withStore(opts, async (s) => {
-      const dest = requireDestination(s, destinationId);
+      const dest = await requireDestination(s, destinationId);
       const subscribed = (JSON.parse(dest.events) as string[]).filter(isEventType);
       const type: EventType = (opts.event as EventType | undefined) ?? subscribed[0] ?? 'profile.identified';
       const body = JSON.stringify(samplePayload(type, dest.site_id));
@@ -272,22 +280,24 @@ export function registerWebhooks(program: Command): void {
       const http = createGuardedDispatcher({ allowPrivate: config.allowPrivateDestinations, connections: 1 });
       const r = await sendSigned({ dispatcher: http, url: dest.url, body, key: signingKey(s, dest), eventType: type, deliveryId });
       await http.close();
-      s.webhooks.log({
-        site_id: dest.site_id,
-        integration: 'webhook',
-        destination_id: dest.id,
-        delivery_id: null,
-        event_type: type,
-        kind: 'test',
-        attempt: null,
-        ok: r.ok,
-        status: r.status,
-        latency_ms: r.latencyMs,
-        error_class: r.errorClass,
-        message: r.message,
-        response_excerpt: r.excerpt,
-        created_at: Date.now(),
-      });
+      await s.write((tx) =>
+        tx.webhooks.log({
+          site_id: dest.site_id,
+          integration: 'webhook',
+          destination_id: dest.id,
+          delivery_id: null,
+          event_type: type,
+          kind: 'test',
+          attempt: null,
+          ok: r.ok,
+          status: r.status,
+          latency_ms: r.latencyMs,
+          error_class: r.errorClass,
+          message: r.message,
+          response_excerpt: r.excerpt,
+          created_at: Date.now(),
+        }),
+      );
       return { event: type, delivery_id: deliveryId, ok: r.ok, status: r.status, latency_ms: r.latencyMs, error_class: r.errorClass, message: r.message };
     });
     print(opts.json, result, () =>

@@ -114,7 +114,7 @@ export async function handleIngest(deps: IngestDeps, path: IngestPath, req: Inco
     if (!result.success) throw validationError(result.error);
     const input = result.data;
     if (deps.siteLimiter) {
-      deps.service.site(input.site_id);
+      await deps.service.site(input.site_id);
       const d = deps.siteLimiter.take(input.site_id);
       if (!d.ok) {
         throw new AppError(

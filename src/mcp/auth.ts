@@ -27,15 +27,15 @@ function presented(req: Request): string | null {
  * expired tokens are 401 unauthorized. Looked up by hash on every request, so
  * revocation takes effect at once.
  */
-export function authenticateToken(store: Store, req: Request, now = Date.now()): Grant {
+export async function authenticateToken(store: Store, req: Request, now = Date.now()): Promise<Grant> {
   const token = presented(req);
   if (token === null) throw unauthorized(`missing token: send Authorization: Bearer ${MCP_TOKEN_PREFIX}... or ?api_key=`, false);
   if (!token.startsWith(MCP_TOKEN_PREFIX)) throw unauthorized(`a token starts with ${MCP_TOKEN_PREFIX}`, true);
   const hash = credentialHash(token);
-  const row = store.tokens.byHash(hash);
+  const row = await store.tokens.byHash(hash);
   if (!row || !sameHash(row.hash, hash)) throw unauthorized('unknown token', true);
   if (row.revoked_at !== null) throw unauthorized('this token was revoked', true);
   if (row.expires_at !== null && row.expires_at <= now) throw unauthorized('this token has expired', true);
-  if (row.last_used_at === null || now - row.last_used_at > 60_000) store.tokens.touch(row.id, now);
+  if (row.last_used_at === null || now - row.last_used_at > 60_000) await store.write((tx) => tx.tokens.touch(row.id, now));
   return { tokenId: row.id, siteId: row.site_id, scope: row.scope, restrictions: parseRestrictions(row.restrictions), createdBy: row.created_by };
 }

@@ -69,8 +69,8 @@ export async function callTool(tool: ToolDef, ctx: ToolContext, args: unknown, l
   }
   const durationMs = performance.now() - started;
   try {
-    await ctx.store.write(() =>
-      ctx.store.audit.record({ siteId: ctx.grant.siteId, tokenId: ctx.grant.tokenId, tool: tool.name, outcome, errorCode, durationMs, at: Date.now() }),
+    await ctx.store.write((tx) =>
+      tx.audit.record({ siteId: ctx.grant.siteId, tokenId: ctx.grant.tokenId, tool: tool.name, outcome, errorCode, durationMs, at: Date.now() }),
     );
   } catch (err) {
     logger.error({ err: { message: (err as Error)?.message }, tool: tool.name }, 'MCP audit write failed');

@@ -93,7 +93,7 @@ export function createMcpRouter(deps: McpDeps & { rateLimit: RatePolicy | null; 
   router.all('/', async (req: Request, res: Response) => {
     let grant: Grant;
     try {
-      grant = authenticateToken(deps.store, req);
+      grant = await authenticateToken(deps.store, req);
     } catch (err) {
       if (err instanceof AppError) return rpcError(res, err, RPC_CODES.unauthorized);
       throw err;

@@ -21,7 +21,7 @@ function unauthorized(message: string): AppError {
  * malformed, unknown or revoked keys are 401. Looked up by hash on every
  * request, so a revoked key stops working at once.
  */
-export function authenticateKey(store: Store, req: Request): CallerKey {
+export async function authenticateKey(store: Store, req: Request): Promise<CallerKey> {
   const header = req.headers.authorization;
   if (!header) {
     throw new AppError('unauthorized', 'missing Authorization: Bearer <API key>', {}, { 'WWW-Authenticate': CHALLENGE });
@@ -29,11 +29,11 @@ export function authenticateKey(store: Store, req: Request): CallerKey {
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!m || !m[1]!.startsWith(API_KEY_PREFIX)) throw unauthorized(`Authorization must be "Bearer ${API_KEY_PREFIX}..."`);
   const hash = credentialHash(m[1]!);
-  const row = store.keys.byHash(hash);
+  const row = await store.keys.byHash(hash);
   if (!row || !sameHash(row.hash, hash)) throw unauthorized('unknown API key');
   if (row.revoked_at !== null) throw unauthorized('this API key was revoked');
   const now = Date.now();
-  if (row.last_used_at === null || now - row.last_used_at > 60_000) store.keys.touch(row.id, now);
+  if (row.last_used_at === null || now - row.last_used_at > 60_000) await store.write((tx) => tx.keys.touch(row.id, now));
   return { id: row.id, siteId: row.site_id, scopes: new Set(JSON.parse(row.scopes) as KeyScope[]) };
 }
 

@@ -25,15 +25,15 @@ export interface HandlerInput {
 
 type Handler = (deps: PulseDeps, input: HandlerInput) => unknown;
 
-function ownWebhook(deps: PulseDeps, key: CallerKey, id: string | undefined) {
-  const d = id ? deps.store.webhooks.destination(id) : undefined;
+async function ownWebhook(deps: PulseDeps, key: CallerKey, id: string | undefined) {
+  const d = id ? await deps.store.webhooks.destination(id) : undefined;
   if (!d || d.site_id !== key.siteId || d.api_key_id !== key.id) throw new AppError('not_found', `no webhook subscription ${id ?? ''} for this key`);
   return d;
 }
 
 /** Handlers of ROUTES, by operationId. */
 export const HANDLERS: Record<string, Handler> = {
-  getProfile: ({ store }, { key, query }) => {
+  getProfile: async ({ store }, { key, query }) => {
     const given = LOOKUP_KEYS.filter((k) => query[k] !== undefined);
     if (given.length !== 1) {
       throw new AppError(
@@ -48,18 +48,18 @@ export const HANDLERS: Record<string, Handler> = {
     const kind = given[0]! as LookupKind;
     let value = String(query[kind]);
     if (kind === 'email') value = normalizeEmail(value);
-    const profile = store.profileRead.find(key.siteId, kind, value);
+    const profile = await store.profileRead.find(key.siteId, kind, value);
     if (!profile) throw new AppError('not_found', `no profile matches ${kind}`, { field: kind });
-    return buildSnapshot(store.profileRead.facts(profile), pii);
+    return buildSnapshot(await store.profileRead.facts(profile), pii);
   },
 
-  listSegmentMembers: ({ store }, { key, query, params }) => {
-    const segment = store.segments.get(key.siteId, params.segmentId ?? '');
+  listSegmentMembers: async ({ store }, { key, query, params }) => {
+    const segment = await store.segments.get(key.siteId, params.segmentId ?? '');
     if (!segment) throw new AppError('not_found', `no segment ${params.segmentId ?? ''}`, { field: 'segmentId' });
     const limit = (query.limit as number | undefined) ?? PAGE_LIMIT.default;
     const cursor = decodeCursor(query.cursor as string | undefined);
     if (cursor && cursor.segment !== segment.id) throw new AppError('bad_request', 'cursor belongs to another segment', { field: 'cursor' });
-    const ids = store.segments.members(segment.id, (cursor?.after as string | undefined) ?? '', limit + 1);
+    const ids = await store.segments.members(segment.id, (cursor?.after as string | undefined) ?? '', limit + 1);
     const page = ids.slice(0, limit);
     return {
       segment_id: segment.id,
@@ -70,29 +70,32 @@ export const HANDLERS: Record<string, Handler> = {
 
   queryProfiles: (deps, { key, body }) => queryProfiles(deps.store, key, body as { rule: unknown; limit?: number; cursor?: string }),
 
-  listWebhooks: ({ store }, { key }) => ({
-    webhooks: store.webhooks.listDestinations({ siteId: key.siteId, apiKeyId: key.id }).map(publicDestinationView),
+  listWebhooks: async ({ store }, { key }) => ({
+    webhooks: (await store.webhooks.listDestinations({ siteId: key.siteId, apiKeyId: key.id })).map(publicDestinationView),
   }),
 
   createWebhook: async (deps, { key, body }) => {
     const b = body as { url: string; events: string[]; secret?: string; description?: string };
     const events = parseEventList(b.events);
     const url = await validateDestinationUrl(b.url, deps.allowPrivateDestinations);
-    const row = deps.store.webhooks.createDestination({
-      siteId: key.siteId,
-      url,
-      secretEnc: b.secret ? deps.store.secrets.seal(b.secret) : null,
-      events,
-      description: b.description ?? null,
-      apiKeyId: key.id,
-    });
+    const secretEnc = b.secret ? deps.store.secrets.seal(b.secret) : null;
+    const row = await deps.store.write((tx) =>
+      tx.webhooks.createDestination({
+        siteId: key.siteId,
+        url,
+        secretEnc,
+        events,
+        description: b.description ?? null,
+        apiKeyId: key.id,
+      }),
+    );
     return publicDestinationView(row);
   },
 
-  getWebhook: (deps, { key, params }) => publicDestinationView(ownWebhook(deps, key, params.webhookId)),
+  getWebhook: async (deps, { key, params }) => publicDestinationView(await ownWebhook(deps, key, params.webhookId)),
 
   updateWebhook: async (deps, { key, params, body }) => {
-    const d = ownWebhook(deps, key, params.webhookId);
+    const d = await ownWebhook(deps, key, params.webhookId);
     const b = body as { url?: string; events?: string[]; secret?: string | null; enabled?: boolean; description?: string | null };
     const patch: Parameters<typeof deps.store.webhooks.updateDestination>[1] = {};
     if (b.url !== undefined) patch.url = await validateDestinationUrl(b.url, deps.allowPrivateDestinations);
@@ -100,18 +103,18 @@ export const HANDLERS: Record<string, Handler> = {
     if (b.secret !== undefined) patch.secretEnc = b.secret === null ? null : deps.store.secrets.seal(b.secret);
     if (b.enabled !== undefined) patch.enabled = b.enabled;
     if (b.description !== undefined) patch.description = b.description;
-    return publicDestinationView(deps.store.webhooks.updateDestination(d.id, patch)!);
+    return publicDestinationView((await deps.store.write((tx) => tx.webhooks.updateDestination(d.id, patch)))!);
   },
 
-  deleteWebhook: (deps, { key, params }) => {
-    const d = ownWebhook(deps, key, params.webhookId);
-    deps.store.webhooks.removeDestination(d.id);
+  deleteWebhook: async (deps, { key, params }) => {
+    const d = await ownWebhook(deps, key, params.webhookId);
+    await deps.store.write((tx) => tx.webhooks.removeDestination(d.id));
     return null;
   },
 
-  listWebhookDeliveries: (deps, { key, params, query }) => {
-    const d = ownWebhook(deps, key, params.webhookId);
-    const rows = deps.store.webhooks.healthLog({
+  listWebhookDeliveries: async (deps, { key, params, query }) => {
+    const d = await ownWebhook(deps, key, params.webhookId);
+    const rows = await deps.store.webhooks.healthLog({
       destinationId: d.id,
       failedOnly: query.failed === 'true',
       limit: (query.limit as number | undefined) ?? PAGE_LIMIT.default,

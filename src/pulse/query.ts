@@ -25,7 +25,7 @@ function traitsOf(rule: unknown, out = new Set<string>()): Set<string> {
  * The first page fixes the evaluation time; the cursor carries it and a
  * fingerprint of the rule, so every page answers the same question.
  */
-export function queryProfiles(store: Store, key: CallerKey, body: { rule: unknown; limit?: number; cursor?: string }) {
+export async function queryProfiles(store: Store, key: CallerKey, body: { rule: unknown; limit?: number; cursor?: string }) {
   const parsed = parseRule(body.rule);
   if (!parsed.ok) {
     throw new AppError('bad_request', `rule: ${parsed.error.path}: ${parsed.error.message}`, {
@@ -47,7 +47,7 @@ export function queryProfiles(store: Store, key: CallerKey, body: { rule: unknow
     afterId: (cursor?.after as string | undefined) ?? '',
     limit: limit + 1,
   });
-  const ids = store.segments.all<{ id: string }>(sql, params).map((r) => r.id);
+  const ids = (await store.segments.all<{ id: string }>(sql, params)).map((r) => r.id);
   const page = ids.slice(0, limit);
   return {
     profile_ids: page,

@@ -42,8 +42,8 @@ export function createPulseRouter(store: Store, deps: Omit<PulseDeps, 'store'>):
     const handler = HANDLERS[spec.operationId];
     if (!handler) throw new Error(`no handler for ${spec.operationId}`);
     const chain = [
-      (req: Request, res: Response, next: (err?: unknown) => void) => {
-        const key = authenticateKey(store, req);
+      async (req: Request, res: Response, next: (err?: unknown) => void) => {
+        const key = await authenticateKey(store, req);
         res.locals.key = key;
         if (limiter) {
           const d = limiter.take(key.id);

@@ -1,31 +1,27 @@
-import type { Db } from './db.js';
+import type { Sql } from './sql.js';
+
+const INSERT_EVENT =
+  'INSERT INTO events (site_id, session_id, profile_id, visitor_id, type, ts, body, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id';
+const INSERT_SCORE =
+  'INSERT INTO scores (site_id, session_id, profile_id, visitor_id, score, body, received_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id';
+const INSERT_CONVERSION =
+  'INSERT INTO conversions (id, site_id, session_id, profile_id, revenue, currency, line_items, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)';
+const INSERT_LEAD = `INSERT INTO leads (id, site_id, profile_id, form_id, kind, email, name, phone, appointment_slot, source, workable, status, created_at)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const INSERT_OUTBOX = 'INSERT INTO outbox (site_id, event_type, payload, created_at) VALUES (?, ?, ?, ?) RETURNING id';
 
 /** Append-only activity rows (events, scores, conversions, leads) and the outbox. */
 export class ActivityRepo {
-  private readonly q;
-  /** Outbox rows written by this process; the dispatcher compares it after each commit. */
-  enqueued = 0;
+  /**
+   * @param enqueued counts outbox rows written by this process (shared by every repository set of
+   *   the store); the dispatcher compares it after each commit.
+   */
+  constructor(
+    private readonly x: Sql,
+    private readonly enqueued: { outbox: number },
+  ) {}
 
-  constructor(db: Db) {
-    this.q = {
-      event: db.prepare(
-        'INSERT INTO events (site_id, session_id, profile_id, visitor_id, type, ts, body, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-      ),
-      score: db.prepare(
-        'INSERT INTO scores (site_id, session_id, profile_id, visitor_id, score, body, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-      ),
-      conversion: db.prepare(
-        'INSERT INTO conversions (id, site_id, session_id, profile_id, revenue, currency, line_items, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-      ),
-      lead: db.prepare(
-        `INSERT INTO leads (id, site_id, profile_id, form_id, kind, email, name, phone, appointment_slot, source, workable, status, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      outbox: db.prepare('INSERT INTO outbox (site_id, event_type, payload, created_at) VALUES (?, ?, ?, ?)'),
-    };
-  }
-
-  insertEvent(r: {
+  async insertEvent(r: {
     siteId: string;
     sessionId: string;
     profileId: string;
@@ -34,12 +30,12 @@ export class ActivityRepo {
     ts: number;
     body: string;
     now: number;
-  }): number {
-    const info = this.q.event.run(r.siteId, r.sessionId, r.profileId, r.visitorId, r.type, r.ts, r.body, r.now);
-    return Number(info.lastInsertRowid);
+  }): Promise<number> {
+    const row = await this.x.get<{ id: number }>(INSERT_EVENT, [r.siteId, r.sessionId, r.profileId, r.visitorId, r.type, r.ts, r.body, r.now]);
+    return Number(row!.id);
   }
 
-  insertScore(r: {
+  async insertScore(r: {
     siteId: string;
     sessionId: string;
     profileId: string;
@@ -47,12 +43,12 @@ export class ActivityRepo {
     score: number | null;
     body: string;
     now: number;
-  }): number {
-    const info = this.q.score.run(r.siteId, r.sessionId, r.profileId, r.visitorId, r.score, r.body, r.now);
-    return Number(info.lastInsertRowid);
+  }): Promise<number> {
+    const row = await this.x.get<{ id: number }>(INSERT_SCORE, [r.siteId, r.sessionId, r.profileId, r.visitorId, r.score, r.body, r.now]);
+    return Number(row!.id);
   }
 
-  insertConversion(r: {
+  async insertConversion(r: {
     id: string;
     siteId: string;
     sessionId: string;
@@ -61,11 +57,11 @@ export class ActivityRepo {
     currency: string;
     lineItems: string;
     now: number;
-  }): void {
-    this.q.conversion.run(r.id, r.siteId, r.sessionId, r.profileId, r.revenue, r.currency, r.lineItems, r.now);
+  }): Promise<void> {
+    await this.x.run(INSERT_CONVERSION, [r.id, r.siteId, r.sessionId, r.profileId, r.revenue, r.currency, r.lineItems, r.now]);
   }
 
-  insertLead(r: {
+  async insertLead(r: {
     id: string;
     siteId: string;
     profileId: string;
@@ -78,8 +74,8 @@ export class ActivityRepo {
     source: string | null;
     workable: boolean;
     now: number;
-  }): void {
-    this.q.lead.run(
+  }): Promise<void> {
+    await this.x.run(INSERT_LEAD, [
       r.id,
       r.siteId,
       r.profileId,
@@ -93,13 +89,13 @@ export class ActivityRepo {
       r.workable ? 1 : 0,
       r.workable ? 'new' : 'unworkable',
       r.now,
-    );
+    ]);
   }
 
   /** Writes a webhook event to the outbox; call inside the transaction that stores its cause. */
-  enqueue(siteId: string, eventType: string, payload: unknown, now: number): number {
-    const info = this.q.outbox.run(siteId, eventType, JSON.stringify(payload), now);
-    this.enqueued++;
-    return Number(info.lastInsertRowid);
+  async enqueue(siteId: string, eventType: string, payload: unknown, now: number): Promise<number> {
+    const row = await this.x.get<{ id: number }>(INSERT_OUTBOX, [siteId, eventType, JSON.stringify(payload), now]);
+    this.enqueued.outbox++;
+    return Number(row!.id);
   }
 }

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Sql } from './sql.js';
 import { newId } from './ids.js';
 import { whereOf } from './where.js';
 
@@ -48,152 +48,155 @@ export interface SessionSignalsRow {
   first_seen: number;
 }
 
+const CONNECTION_BY_ID = 'SELECT * FROM ad_connections WHERE id = ?';
+const INSERT_JOB = `INSERT INTO ad_jobs (id, site_id, connection_id, conversion_id, payload, state, attempts, next_attempt_at, created_at, updated_at)
+  VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?) ON CONFLICT (connection_id, conversion_id) DO NOTHING`;
+const DUE = `SELECT * FROM ad_jobs WHERE connection_id = ? AND state = 'pending' AND next_attempt_at <= ?
+  ORDER BY next_attempt_at, id LIMIT ?`;
+const SUCCEED =
+  "UPDATE ad_jobs SET state = 'delivered', attempts = attempts + 1, last_status = ?, last_error = NULL, delivered_at = ?, updated_at = ? WHERE id = ?";
+const FAIL = 'UPDATE ad_jobs SET state = ?, attempts = attempts + 1, next_attempt_at = ?, last_status = ?, last_error = ?, updated_at = ? WHERE id = ?';
+
 /** Ad-platform connections, their conversion jobs (the fan-out outbox) and the signals jobs are built from. */
 export class AdPlatformsRepo {
-  private readonly q;
-  /** Jobs written by this process; the worker compares it after each commit. */
-  enqueued = 0;
+  /**
+   * @param enqueued counts jobs written by this process in `adJobs` (shared by every repository set of
+   *   the store); the worker compares it after each commit.
+   */
+  constructor(
+    private readonly x: Sql,
+    private readonly enqueued: { outbox: number; adJobs: number },
+  ) {}
 
-  constructor(private readonly db: Db) {
-    this.q = {
-      insert: db.prepare(
-        `INSERT INTO ad_connections (id, site_id, platform, name, config, secrets_enc, enabled, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)`,
-      ),
-      get: db.prepare<[string], AdConnectionRow>('SELECT * FROM ad_connections WHERE id = ?'),
-      bySite: db.prepare<[string], AdConnectionRow>('SELECT * FROM ad_connections WHERE site_id = ? ORDER BY created_at, id'),
-      all: db.prepare<[], AdConnectionRow>('SELECT * FROM ad_connections ORDER BY created_at, id'),
-      enabledIds: db.prepare<[string], { id: string }>('SELECT id FROM ad_connections WHERE site_id = ? AND enabled = 1'),
-      enabled: db.prepare<[], AdConnectionRow>('SELECT * FROM ad_connections WHERE enabled = 1'),
-      remove: db.prepare('DELETE FROM ad_connections WHERE id = ?'),
-      failPending: db.prepare(
-        "UPDATE ad_jobs SET state = 'failed', last_error = ?, updated_at = ? WHERE connection_id = ? AND state = 'pending'",
-      ),
-      setEnabled: db.prepare('UPDATE ad_connections SET enabled = ?, updated_at = ? WHERE id = ?'),
-      saveToken: db.prepare('UPDATE ad_connections SET token_enc = ?, token_expires_at = ? WHERE id = ?'),
-      insertJob: db.prepare(
-        `INSERT INTO ad_jobs (id, site_id, connection_id, conversion_id, payload, state, attempts, next_attempt_at, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?) ON CONFLICT (connection_id, conversion_id) DO NOTHING`,
-      ),
-      due: db.prepare<[string, number, number], AdJobRow>(
-        `SELECT * FROM ad_jobs WHERE connection_id = ? AND state = 'pending' AND next_attempt_at <= ?
-          ORDER BY next_attempt_at, id LIMIT ?`,
-      ),
-      nextDue: db.prepare<[string], { t: number | null }>(
-        "SELECT min(next_attempt_at) AS t FROM ad_jobs WHERE connection_id = ? AND state = 'pending'",
-      ),
-      job: db.prepare<[string], AdJobRow>('SELECT * FROM ad_jobs WHERE id = ?'),
-      succeed: db.prepare(
-        "UPDATE ad_jobs SET state = 'delivered', attempts = attempts + 1, last_status = ?, last_error = NULL, delivered_at = ?, updated_at = ? WHERE id = ?",
-      ),
-      fail: db.prepare(
-        'UPDATE ad_jobs SET state = ?, attempts = attempts + 1, next_attempt_at = ?, last_status = ?, last_error = ?, updated_at = ? WHERE id = ?',
-      ),
-      requeue: db.prepare(
-        "UPDATE ad_jobs SET state = 'pending', next_attempt_at = ?, updated_at = ? WHERE id = ? AND state = 'failed'",
-      ),
-      requeueConnection: db.prepare(
-        "UPDATE ad_jobs SET state = 'pending', next_attempt_at = ?, updated_at = ? WHERE connection_id = ? AND state = 'failed'",
-      ),
-      setSecrets: db.prepare('UPDATE ad_connections SET secrets_enc = ?, token_enc = NULL, token_expires_at = NULL, updated_at = ? WHERE id = ?'),
-      signals: db.prepare<[string, string], SessionSignalsRow>(
-        'SELECT ip, user_agent, landing_url, fbclid, fbclid_at, gclid, first_seen FROM sessions WHERE site_id = ? AND id = ?',
-      ),
-    };
-  }
-
-  create(c: { siteId: string; platform: AdPlatform; name: string | null; config: unknown; secretsEnc: string }): AdConnectionRow {
+  /** Writes: call inside a write operation. */
+  async create(c: { siteId: string; platform: AdPlatform; name: string | null; config: unknown; secretsEnc: string }): Promise<AdConnectionRow> {
     const id = newId(c.platform === 'meta' ? 'adm' : 'adg');
     const now = Date.now();
-    this.q.insert.run(id, c.siteId, c.platform, c.name, JSON.stringify(c.config), c.secretsEnc, now, now);
-    return this.q.get.get(id)!;
+    await this.x.run(
+      `INSERT INTO ad_connections (id, site_id, platform, name, config, secrets_enc, enabled, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?)`,
+      [id, c.siteId, c.platform, c.name, JSON.stringify(c.config), c.secretsEnc, now, now],
+    );
+    return (await this.connection(id))!;
   }
 
-  connection(id: string): AdConnectionRow | undefined {
-    return this.q.get.get(id);
+  connection(id: string): Promise<AdConnectionRow | undefined> {
+    return this.x.get<AdConnectionRow>(CONNECTION_BY_ID, [id]);
   }
 
-  list(siteId?: string): AdConnectionRow[] {
-    return siteId === undefined ? this.q.all.all() : this.q.bySite.all(siteId);
+  list(siteId?: string): Promise<AdConnectionRow[]> {
+    return siteId === undefined
+      ? this.x.all<AdConnectionRow>('SELECT * FROM ad_connections ORDER BY created_at, id')
+      : this.x.all<AdConnectionRow>('SELECT * FROM ad_connections WHERE site_id = ? ORDER BY created_at, id', [siteId]);
   }
 
   /** Ids of the enabled connections of a site: hot path of every conversion. */
-  enabledIds(siteId: string): string[] {
-    return this.q.enabledIds.all(siteId).map((r) => r.id);
+  async enabledIds(siteId: string): Promise<string[]> {
+    const rows = await this.x.all<{ id: string }>('SELECT id FROM ad_connections WHERE site_id = ? AND enabled = 1', [siteId]);
+    return rows.map((r) => r.id);
   }
 
-  enabled(): AdConnectionRow[] {
-    return this.q.enabled.all();
+  enabled(): Promise<AdConnectionRow[]> {
+    return this.x.all<AdConnectionRow>('SELECT * FROM ad_connections WHERE enabled = 1');
   }
 
-  setEnabled(id: string, enabled: boolean): boolean {
-    return this.q.setEnabled.run(enabled ? 1 : 0, Date.now(), id).changes > 0;
+  /** Writes: call inside a write operation. */
+  async setEnabled(id: string, enabled: boolean): Promise<boolean> {
+    return (await this.x.run('UPDATE ad_connections SET enabled = ?, updated_at = ? WHERE id = ?', [enabled ? 1 : 0, Date.now(), id])).changes > 0;
   }
 
-  /** Removes a connection; its jobs and health log stay for audit, pending jobs fail for good. */
-  remove(id: string): boolean {
+  /**
+   * Removes a connection; its jobs and health log stay for audit, pending jobs fail for good.
+   * Writes: call inside a write operation.
+   */
+  async remove(id: string): Promise<boolean> {
     const now = Date.now();
-    const removed = this.q.remove.run(id).changes > 0;
-    if (removed) this.q.failPending.run('connection removed', now, id);
+    const removed = (await this.x.run('DELETE FROM ad_connections WHERE id = ?', [id])).changes > 0;
+    if (removed) {
+      await this.x.run("UPDATE ad_jobs SET state = 'failed', last_error = ?, updated_at = ? WHERE connection_id = ? AND state = 'pending'", [
+        'connection removed',
+        now,
+        id,
+      ]);
+    }
     return removed;
   }
 
-  saveToken(id: string, tokenEnc: string | null, expiresAt: number | null): void {
-    this.q.saveToken.run(tokenEnc, expiresAt, id);
+  async saveToken(id: string, tokenEnc: string | null, expiresAt: number | null): Promise<void> {
+    await this.x.run('UPDATE ad_connections SET token_enc = ?, token_expires_at = ? WHERE id = ?', [tokenEnc, expiresAt, id]);
   }
 
-  /** One job per (connection, conversion); a second insert of the same pair is a no-op. */
-  insertJob(j: { siteId: string; connectionId: string; conversionId: string; payload: string; now: number }): void {
-    this.q.insertJob.run(newId('adj'), j.siteId, j.connectionId, j.conversionId, j.payload, j.now, j.now, j.now);
-    this.enqueued++;
+  /** One job per (connection, conversion); a second insert of the same pair is a no-op. Writes: call inside a write operation. */
+  async insertJob(j: { siteId: string; connectionId: string; conversionId: string; payload: string; now: number }): Promise<void> {
+    await this.x.run(INSERT_JOB, [newId('adj'), j.siteId, j.connectionId, j.conversionId, j.payload, j.now, j.now, j.now]);
+    this.enqueued.adJobs++;
   }
 
-  due(connectionId: string, now: number, limit: number): AdJobRow[] {
-    return this.q.due.all(connectionId, now, limit);
+  due(connectionId: string, now: number, limit: number): Promise<AdJobRow[]> {
+    return this.x.all<AdJobRow>(DUE, [connectionId, now, limit]);
   }
 
-  nextDue(connectionId: string): number | null {
-    return this.q.nextDue.get(connectionId)?.t ?? null;
+  async nextDue(connectionId: string): Promise<number | null> {
+    const row = await this.x.get<{ t: number | null }>(
+      "SELECT min(next_attempt_at) AS t FROM ad_jobs WHERE connection_id = ? AND state = 'pending'",
+      [connectionId],
+    );
+    return row?.t ?? null;
   }
 
-  job(id: string): AdJobRow | undefined {
-    return this.q.job.get(id);
+  job(id: string): Promise<AdJobRow | undefined> {
+    return this.x.get<AdJobRow>('SELECT * FROM ad_jobs WHERE id = ?', [id]);
   }
 
-  markDelivered(id: string, status: number, now: number): void {
-    this.q.succeed.run(status, now, now, id);
+  async markDelivered(id: string, status: number, now: number): Promise<void> {
+    await this.x.run(SUCCEED, [status, now, now, id]);
   }
 
-  markFailedAttempt(id: string, r: { final: boolean; nextAttemptAt: number; status: number | null; error: string; now: number }): void {
-    this.q.fail.run(r.final ? 'failed' : 'pending', r.nextAttemptAt, r.status, r.error, r.now, id);
+  async markFailedAttempt(
+    id: string,
+    r: { final: boolean; nextAttemptAt: number; status: number | null; error: string; now: number },
+  ): Promise<void> {
+    await this.x.run(FAIL, [r.final ? 'failed' : 'pending', r.nextAttemptAt, r.status, r.error, r.now, id]);
   }
 
   /** Puts a job that failed for good back in the queue (after credentials were fixed, say); it keeps its event id. */
-  requeue(id: string, now: number): boolean {
-    return this.q.requeue.run(now, now, id).changes > 0;
+  async requeue(id: string, now: number): Promise<boolean> {
+    return (await this.x.run("UPDATE ad_jobs SET state = 'pending', next_attempt_at = ?, updated_at = ? WHERE id = ? AND state = 'failed'", [now, now, id]))
+      .changes > 0;
   }
 
-  /** Requeues every failed job of a connection; returns how many. */
-  requeueFailed(connectionId: string, now: number): number {
-    return this.q.requeueConnection.run(now, now, connectionId).changes;
+  /** Requeues every failed job of a connection; returns how many. Writes: call inside a write operation. */
+  async requeueFailed(connectionId: string, now: number): Promise<number> {
+    const info = await this.x.run(
+      "UPDATE ad_jobs SET state = 'pending', next_attempt_at = ?, updated_at = ? WHERE connection_id = ? AND state = 'failed'",
+      [now, now, connectionId],
+    );
+    return info.changes;
   }
 
-  /** Replaces the sealed credentials and forgets the cached access token. */
-  setSecrets(id: string, secretsEnc: string): void {
-    this.q.setSecrets.run(secretsEnc, Date.now(), id);
+  /** Replaces the sealed credentials and forgets the cached access token. Writes: call inside a write operation. */
+  async setSecrets(id: string, secretsEnc: string): Promise<void> {
+    await this.x.run('UPDATE ad_connections SET secrets_enc = ?, token_enc = NULL, token_expires_at = NULL, updated_at = ? WHERE id = ?', [
+      secretsEnc,
+      Date.now(),
+      id,
+    ]);
   }
 
-  sessionSignals(siteId: string, sessionId: string): SessionSignalsRow | undefined {
-    return this.q.signals.get(siteId, sessionId);
+  sessionSignals(siteId: string, sessionId: string): Promise<SessionSignalsRow | undefined> {
+    return this.x.get<SessionSignalsRow>(
+      'SELECT ip, user_agent, landing_url, fbclid, fbclid_at, gclid, first_seen FROM sessions WHERE site_id = ? AND id = ?',
+      [siteId, sessionId],
+    );
   }
 
-  jobs(f: { siteId?: string | undefined; connectionId?: string | undefined; state?: AdJobRow['state'] | undefined; limit: number }): AdJobRow[] {
+  jobs(f: { siteId?: string | undefined; connectionId?: string | undefined; state?: AdJobRow['state'] | undefined; limit: number }): Promise<AdJobRow[]> {
     const w = whereOf([
       ['site_id = ?', f.siteId],
       ['connection_id = ?', f.connectionId],
       ['state = ?', f.state],
     ]);
-    const sql = `SELECT * FROM (SELECT * FROM ad_jobs ${w.sql} ORDER BY created_at DESC, id DESC LIMIT ?) ORDER BY created_at, id`;
-    return this.db.prepare(sql).all(...w.params, f.limit) as AdJobRow[];
+    const sql = `SELECT * FROM (SELECT * FROM ad_jobs ${w.sql} ORDER BY created_at DESC, id DESC LIMIT ?) AS newest ORDER BY created_at, id`;
+    return this.x.all<AdJobRow>(sql, [...w.params, f.limit]);
   }
 }

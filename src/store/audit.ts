@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Sql } from './sql.js';
 import { whereOf } from './where.js';
 
 export type AuditOutcome = 'ok' | 'error' | 'refused' | 'invalid';
@@ -14,29 +14,25 @@ export interface AuditRow {
   created_at: number;
 }
 
+const INSERT_AUDIT =
+  'INSERT INTO mcp_audit (site_id, token_id, tool, outcome, error_code, duration_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)';
+
 /** The audit log of MCP tools/call: who called which tool, how it ended and how long it took. Never argument values. */
 export class AuditRepo {
-  private readonly q;
-
-  constructor(private readonly db: Db) {
-    this.q = {
-      insert: db.prepare(
-        'INSERT INTO mcp_audit (site_id, token_id, tool, outcome, error_code, duration_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-      ),
-    };
-  }
+  constructor(private readonly x: Sql) {}
 
   /** The newest rows of a site, optionally of one token or tool, newest first. */
-  recent(f: { siteId: string; tokenId?: string | undefined; tool?: string | undefined; limit: number }): AuditRow[] {
+  recent(f: { siteId: string; tokenId?: string | undefined; tool?: string | undefined; limit: number }): Promise<AuditRow[]> {
     const w = whereOf([
       ['site_id = ?', f.siteId],
       ['token_id = ?', f.tokenId],
       ['tool = ?', f.tool],
     ]);
-    return this.db.prepare(`SELECT * FROM mcp_audit ${w.sql} ORDER BY id DESC LIMIT ?`).all(...w.params, f.limit) as AuditRow[];
+    return this.x.all<AuditRow>(`SELECT * FROM mcp_audit ${w.sql} ORDER BY id DESC LIMIT ?`, [...w.params, f.limit]);
   }
 
-  record(r: { siteId: string; tokenId: string; tool: string; outcome: AuditOutcome; errorCode: string | null; durationMs: number; at: number }): void {
-    this.q.insert.run(r.siteId, r.tokenId, r.tool, r.outcome, r.errorCode, Math.round(r.durationMs), r.at);
+  /** Writes: call inside a write operation. */
+  async record(r: { siteId: string; tokenId: string; tool: string; outcome: AuditOutcome; errorCode: string | null; durationMs: number; at: number }): Promise<void> {
+    await this.x.run(INSERT_AUDIT, [r.siteId, r.tokenId, r.tool, r.outcome, r.errorCode, Math.round(r.durationMs), r.at]);
   }
 }

@@ -8,9 +8,12 @@ import type { Store } from './store.js';
  * checkpointing (wal_autocheckpoint=0) and a worker thread with its own
  * connection runs PASSIVE checkpoints whenever the WAL has grown. A PASSIVE
  * checkpoint never blocks the writer. If the worker cannot start or dies, the
- * connection goes back to SQLite's automatic checkpoints.
+ * connection goes back to SQLite's automatic checkpoints. On PostgreSQL
+ * (no SQLite connection) there is nothing to checkpoint: a no-op.
  */
 export function startCheckpointer(store: Store, logger: Logger): { stop: () => Promise<void> } {
+  const db = store.db;
+  if (db === null) return { stop: async () => undefined };
   const file = databasePath(store.dataDir);
   let worker: Worker | null = null;
   try {
@@ -19,10 +22,10 @@ export function startCheckpointer(store: Store, logger: Logger): { stop: () => P
     logger.warn({ err: (err as Error).message }, 'checkpoint worker unavailable; checkpointing inline');
     return { stop: async () => undefined };
   }
-  store.db.pragma('wal_autocheckpoint = 0');
+  db.pragma('wal_autocheckpoint = 0');
   worker.on('error', (err) => {
     logger.warn({ err: err.message }, 'checkpoint worker failed; checkpointing inline');
-    if (store.db.open) store.db.pragma('wal_autocheckpoint = 1000');
+    if (db.open) db.pragma('wal_autocheckpoint = 1000');
   });
   worker.unref();
   return {
@@ -31,7 +34,7 @@ export function startCheckpointer(store: Store, logger: Logger): { stop: () => P
       worker.postMessage('stop');
       await worker.terminate().catch(() => undefined);
       worker = null;
-      if (store.db.open) store.db.pragma('wal_autocheckpoint = 1000');
+      if (db.open) db.pragma('wal_autocheckpoint = 1000');
     },
   };
 }

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Sql } from './sql.js';
 
 /**
  * Pairs are counted only for orders of at most this many distinct skus (at most
@@ -15,6 +15,18 @@ export interface CompanionRow {
   orders: number;
 }
 
+const ADD_ORDER =
+  'INSERT INTO copurchase_orders (site_id, orders) VALUES (?, 1) ON CONFLICT (site_id) DO UPDATE SET orders = copurchase_orders.orders + 1';
+const ADD_ITEM =
+  'INSERT INTO copurchase_items (site_id, sku, orders) VALUES (?, ?, 1) ON CONFLICT (site_id, sku) DO UPDATE SET orders = copurchase_items.orders + 1 RETURNING id';
+const ADD_PAIR =
+  'INSERT INTO copurchase_pairs (item, other, orders) VALUES (?, ?, 1) ON CONFLICT (item, other) DO UPDATE SET orders = copurchase_pairs.orders + 1';
+const COMPANIONS = `SELECT i.sku AS sku, p.orders AS pair_orders, i.orders AS orders
+  FROM copurchase_items a
+  JOIN copurchase_pairs p ON p.item = a.id
+  JOIN copurchase_items i ON i.id = p.other
+  WHERE a.site_id = ? AND a.sku = ? AND p.orders >= ?`;
+
 /**
  * Co-purchase counts per site, kept incrementally by `record` inside the
  * transaction that stores the conversion: N (orders with at least one sku),
@@ -23,55 +35,37 @@ export interface CompanionRow {
  * so the companions of a sku are one range scan of the primary key.
  */
 export class CopurchaseRepo {
-  private readonly q;
-
-  constructor(db: Db) {
-    this.q = {
-      addOrder: db.prepare('INSERT INTO copurchase_orders (site_id, orders) VALUES (?, 1) ON CONFLICT DO UPDATE SET orders = orders + 1'),
-      addItem: db.prepare<[string, string], { id: number }>(
-        'INSERT INTO copurchase_items (site_id, sku, orders) VALUES (?, ?, 1) ON CONFLICT DO UPDATE SET orders = orders + 1 RETURNING id',
-      ),
-      addPair: db.prepare('INSERT INTO copurchase_pairs (item, other, orders) VALUES (?, ?, 1) ON CONFLICT DO UPDATE SET orders = orders + 1'),
-      total: db.prepare<[string], { orders: number }>('SELECT orders FROM copurchase_orders WHERE site_id = ?'),
-      item: db.prepare<[string, string], { orders: number }>('SELECT orders FROM copurchase_items WHERE site_id = ? AND sku = ?'),
-      companions: db.prepare<[string, string, number], CompanionRow>(
-        `SELECT i.sku AS sku, p.orders AS pair_orders, i.orders AS orders
-         FROM copurchase_items a
-         JOIN copurchase_pairs p ON p.item = a.id
-         JOIN copurchase_items i ON i.id = p.other
-         WHERE a.site_id = ? AND a.sku = ? AND p.orders >= ?`,
-      ),
-    };
-  }
+  constructor(private readonly x: Sql) {}
 
   /**
    * Counts one order: its distinct skus (a sku repeated in the basket counts
    * once; quantities do not multiply). An order without skus counts nothing.
-   * Call inside the transaction that stores the conversion.
+   * Call inside the write operation that stores the conversion.
    */
-  record(siteId: string, skus: readonly string[]): void {
+  async record(siteId: string, skus: readonly string[]): Promise<void> {
     const distinct = [...new Set(skus.filter((s) => s.length > 0))];
     if (distinct.length === 0) return;
-    this.q.addOrder.run(siteId);
-    const ids = distinct.map((sku) => this.q.addItem.get(siteId, sku)!.id);
+    await this.x.run(ADD_ORDER, [siteId]);
+    const ids: number[] = [];
+    for (const sku of distinct) ids.push(Number((await this.x.get<{ id: number }>(ADD_ITEM, [siteId, sku]))!.id));
     if (ids.length > MAX_PAIRED_SKUS) return;
     // Key order: the rows of one item are neighbours in the primary key, so its upserts share pages.
     ids.sort((x, y) => x - y);
-    for (const a of ids) for (const b of ids) if (a !== b) this.q.addPair.run(a, b);
+    for (const a of ids) for (const b of ids) if (a !== b) await this.x.run(ADD_PAIR, [a, b]);
   }
 
   /** N: the site's orders with at least one sku. */
-  totalOrders(siteId: string): number {
-    return this.q.total.get(siteId)?.orders ?? 0;
+  async totalOrders(siteId: string): Promise<number> {
+    return (await this.x.get<{ orders: number }>('SELECT orders FROM copurchase_orders WHERE site_id = ?', [siteId]))?.orders ?? 0;
   }
 
   /** n_A: orders of the site containing the sku (0 when never ordered). */
-  itemOrders(siteId: string, sku: string): number {
-    return this.q.item.get(siteId, sku)?.orders ?? 0;
+  async itemOrders(siteId: string, sku: string): Promise<number> {
+    return (await this.x.get<{ orders: number }>('SELECT orders FROM copurchase_items WHERE site_id = ? AND sku = ?', [siteId, sku]))?.orders ?? 0;
   }
 
   /** Every sku bought together with `sku` in at least `minSupport` orders, with n_AB and n_B (unordered). */
-  companions(siteId: string, sku: string, minSupport: number): CompanionRow[] {
-    return this.q.companions.all(siteId, sku, minSupport);
+  companions(siteId: string, sku: string, minSupport: number): Promise<CompanionRow[]> {
+    return this.x.all<CompanionRow>(COMPANIONS, [siteId, sku, minSupport]);
   }
 }

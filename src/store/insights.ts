@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Sql } from './sql.js';
 import { whereOf } from './where.js';
 
 export interface LeadRow {
@@ -44,49 +44,67 @@ export interface TimelineItem {
   value: number | null;
 }
 
+export interface RevenueDayRow {
+  day: string;
+  currency: string;
+  conversions: number;
+  revenue: number;
+}
+
+export interface CurrencyRevenueRow {
+  currency: string;
+  revenue: number;
+}
+
+export interface EventTypeRow {
+  type: string;
+  n: number;
+  last: number;
+}
+
+export interface WindowCounts {
+  sessions: number;
+  visitors: number;
+  profiles: number;
+  conversions: number;
+  converting_sessions: number;
+  revenueByCurrency: CurrencyRevenueRow[];
+  leads: number;
+}
+
+const TIMELINE = `SELECT * FROM (
+    SELECT 'event' AS kind, CAST(id AS TEXT) AS id, ts AS at, type, NULL AS value FROM events WHERE profile_id = ? AND site_id = ?
+    UNION ALL SELECT 'conversion', id, created_at, currency, revenue FROM conversions WHERE profile_id = ? AND site_id = ?
+    UNION ALL SELECT 'score', CAST(id AS TEXT), received_at, NULL, score FROM scores WHERE profile_id = ? AND site_id = ?
+    UNION ALL SELECT 'lead', id, created_at, kind, NULL FROM leads WHERE profile_id = ? AND site_id = ?
+  ) AS items ORDER BY at DESC, id DESC LIMIT ?`;
+// dialect: sqlite-only (strftime … 'unixepoch')
+const REVENUE_BY_DAY = `SELECT strftime('%Y-%m-%d', created_at / 1000, 'unixepoch') AS day, currency, count(*) AS conversions, coalesce(sum(revenue), 0) AS revenue
+    FROM conversions WHERE site_id = ? AND created_at >= ? AND created_at < ? GROUP BY day, currency ORDER BY day, currency`;
+const REVENUE_BY_CURRENCY = `SELECT currency, coalesce(sum(revenue), 0) AS revenue
+    FROM conversions WHERE site_id = ? AND created_at >= ? AND created_at < ? GROUP BY currency ORDER BY currency`;
+const RECENT_EVENTS =
+  'SELECT id, session_id, profile_id, type, ts, received_at FROM events WHERE site_id = ? AND type = ? ORDER BY ts DESC, id DESC LIMIT ?';
+const EVENT_TYPES =
+  'SELECT type, count(*) AS n, max(ts) AS last FROM events WHERE site_id = ? AND ts >= ? GROUP BY type ORDER BY n DESC, type LIMIT 100';
+const WINDOW_SESSIONS = `SELECT count(*) AS sessions, count(DISTINCT visitor_id) AS visitors, count(DISTINCT profile_id) AS profiles
+    FROM sessions WHERE site_id = ? AND first_seen >= ? AND first_seen < ?`;
+const WINDOW_CONVERSIONS = `SELECT count(*) AS conversions, count(DISTINCT session_id) AS converting_sessions
+    FROM conversions WHERE site_id = ? AND created_at >= ? AND created_at < ?`;
+const WINDOW_LEADS = 'SELECT count(*) AS n FROM leads WHERE site_id = ? AND created_at >= ? AND created_at < ?';
+
 /** Read-side queries behind the MCP leads, conversions, events, analytics and timeline tools. Every query is scoped by site. */
 export class InsightsRepo {
-  private readonly q;
+  constructor(private readonly x: Sql) {}
 
-  constructor(private readonly db: Db) {
-    this.q = {
-      lead: db.prepare<[string, string], LeadRow>('SELECT * FROM leads WHERE id = ? AND site_id = ?'),
-      setLeadStatus: db.prepare('UPDATE leads SET status = ? WHERE id = ? AND site_id = ?'),
-      timeline: db.prepare<[string, string, string, string, string, string, string, string, number], TimelineItem>(
-        `SELECT * FROM (
-           SELECT 'event' AS kind, CAST(id AS TEXT) AS id, ts AS at, type, NULL AS value FROM events WHERE profile_id = ? AND site_id = ?
-           UNION ALL SELECT 'conversion', id, created_at, currency, revenue FROM conversions WHERE profile_id = ? AND site_id = ?
-           UNION ALL SELECT 'score', CAST(id AS TEXT), received_at, NULL, score FROM scores WHERE profile_id = ? AND site_id = ?
-           UNION ALL SELECT 'lead', id, created_at, kind, NULL FROM leads WHERE profile_id = ? AND site_id = ?
-         ) ORDER BY at DESC, id DESC LIMIT ?`,
-      ),
-      revenueByDay: db.prepare<[string, number, number], { day: string; currency: string; conversions: number; revenue: number }>(
-        `SELECT strftime('%Y-%m-%d', created_at / 1000, 'unixepoch') AS day, currency, count(*) AS conversions, coalesce(sum(revenue), 0) AS revenue
-           FROM conversions WHERE site_id = ? AND created_at >= ? AND created_at < ? GROUP BY day, currency ORDER BY day, currency`,
-      ),
-      revenueByCurrency: db.prepare<[string, number, number], { currency: string; revenue: number }>(
-        `SELECT currency, coalesce(sum(revenue), 0) AS revenue
-           FROM conversions WHERE site_id = ? AND created_at >= ? AND created_at < ? GROUP BY currency ORDER BY currency`,
-      ),
-      recentEvents: db.prepare<[string, string, number], EventRow>(
-        'SELECT id, session_id, profile_id, type, ts, received_at FROM events WHERE site_id = ? AND type = ? ORDER BY ts DESC, id DESC LIMIT ?',
-      ),
-      eventTypes: db.prepare<[string, number], { type: string; n: number; last: number }>(
-        'SELECT type, count(*) AS n, max(ts) AS last FROM events WHERE site_id = ? AND ts >= ? GROUP BY type ORDER BY n DESC, type LIMIT 100',
-      ),
-      sessions: db.prepare<[string, number, number], { sessions: number; visitors: number; profiles: number }>(
-        `SELECT count(*) AS sessions, count(DISTINCT visitor_id) AS visitors, count(DISTINCT profile_id) AS profiles
-           FROM sessions WHERE site_id = ? AND first_seen >= ? AND first_seen < ?`,
-      ),
-      conversions: db.prepare<[string, number, number], { conversions: number; converting_sessions: number }>(
-        `SELECT count(*) AS conversions, count(DISTINCT session_id) AS converting_sessions
-           FROM conversions WHERE site_id = ? AND created_at >= ? AND created_at < ?`,
-      ),
-      leadCount: db.prepare<[string, number, number], { n: number }>('SELECT count(*) AS n FROM leads WHERE site_id = ? AND created_at >= ? AND created_at < ?'),
-    };
-  }
-
-  leads(f: { siteId: string; status?: string | undefined; kind?: string | undefined; since?: number | undefined; until?: number | undefined; limit: number }): LeadRow[] {
+  leads(f: {
+    siteId: string;
+    status?: string | undefined;
+    kind?: string | undefined;
+    since?: number | undefined;
+    until?: number | undefined;
+    limit: number;
+  }): Promise<LeadRow[]> {
     const w = whereOf([
       ['site_id = ?', f.siteId],
       ['status = ?', f.status],
@@ -94,58 +112,76 @@ export class InsightsRepo {
       ['created_at >= ?', f.since],
       ['created_at < ?', f.until],
     ]);
-    return this.db.prepare(`SELECT * FROM leads ${w.sql} ORDER BY created_at DESC, id DESC LIMIT ?`).all(...w.params, f.limit) as LeadRow[];
+    return this.x.all<LeadRow>(`SELECT * FROM leads ${w.sql} ORDER BY created_at DESC, id DESC LIMIT ?`, [...w.params, f.limit]);
   }
 
-  lead(siteId: string, id: string): LeadRow | undefined {
-    return this.q.lead.get(id, siteId);
+  lead(siteId: string, id: string): Promise<LeadRow | undefined> {
+    return this.x.get<LeadRow>('SELECT * FROM leads WHERE id = ? AND site_id = ?', [id, siteId]);
   }
 
-  setLeadStatus(siteId: string, id: string, status: string): boolean {
-    return this.q.setLeadStatus.run(status, id, siteId).changes > 0;
+  /** Writes: call inside a write operation. */
+  async setLeadStatus(siteId: string, id: string, status: string): Promise<boolean> {
+    return (await this.x.run('UPDATE leads SET status = ? WHERE id = ? AND site_id = ?', [status, id, siteId])).changes > 0;
   }
 
-  conversions(f: { siteId: string; since?: number | undefined; until?: number | undefined; minRevenue?: number | undefined; limit: number }): ConversionRow[] {
+  conversions(f: {
+    siteId: string;
+    since?: number | undefined;
+    until?: number | undefined;
+    minRevenue?: number | undefined;
+    limit: number;
+  }): Promise<ConversionRow[]> {
     const w = whereOf([
       ['site_id = ?', f.siteId],
       ['created_at >= ?', f.since],
       ['created_at < ?', f.until],
       ['revenue >= ?', f.minRevenue],
     ]);
-    return this.db
-      .prepare(`SELECT id, session_id, profile_id, revenue, currency, line_items, created_at FROM conversions ${w.sql} ORDER BY created_at DESC, id DESC LIMIT ?`)
-      .all(...w.params, f.limit) as ConversionRow[];
+    return this.x.all<ConversionRow>(
+      `SELECT id, session_id, profile_id, revenue, currency, line_items, created_at FROM conversions ${w.sql} ORDER BY created_at DESC, id DESC LIMIT ?`,
+      [...w.params, f.limit],
+    );
   }
 
-  revenueByDay(siteId: string, since: number, until: number) {
-    return this.q.revenueByDay.all(siteId, since, until);
+  async revenueByDay(siteId: string, since: number, until: number): Promise<RevenueDayRow[]> {
+    const rows = await this.x.all<RevenueDayRow>(REVENUE_BY_DAY, [siteId, since, until]);
+    return rows.map((r) => ({ ...r, conversions: Number(r.conversions) }));
   }
 
-  recentEvents(siteId: string, type: string, limit: number): EventRow[] {
-    return this.q.recentEvents.all(siteId, type, limit);
+  recentEvents(siteId: string, type: string, limit: number): Promise<EventRow[]> {
+    return this.x.all<EventRow>(RECENT_EVENTS, [siteId, type, limit]);
   }
 
-  eventTypes(siteId: string, since: number) {
-    return this.q.eventTypes.all(siteId, since);
+  async eventTypes(siteId: string, since: number): Promise<EventTypeRow[]> {
+    const rows = await this.x.all<EventTypeRow>(EVENT_TYPES, [siteId, since]);
+    return rows.map((r) => ({ ...r, n: Number(r.n) }));
   }
 
   /** Newest first: events, conversions, scores and leads of one profile. */
-  timeline(siteId: string, profileId: string, limit: number): TimelineItem[] {
-    const p = [profileId, siteId] as const;
-    return this.q.timeline.all(...p, ...p, ...p, ...p, limit);
+  timeline(siteId: string, profileId: string, limit: number): Promise<TimelineItem[]> {
+    const p = [profileId, siteId];
+    return this.x.all<TimelineItem>(TIMELINE, [...p, ...p, ...p, ...p, limit]);
   }
 
   /** Counts of a time window; revenue per currency (amounts in different currencies are never added up). */
-  window(siteId: string, since: number, until: number) {
+  async window(siteId: string, since: number, until: number): Promise<WindowCounts> {
+    const range = [siteId, since, until];
+    const s = (await this.x.get<{ sessions: number; visitors: number; profiles: number }>(WINDOW_SESSIONS, range))!;
+    const c = (await this.x.get<{ conversions: number; converting_sessions: number }>(WINDOW_CONVERSIONS, range))!;
+    const revenueByCurrency = await this.revenueByCurrency(siteId, since, until);
+    const leads = (await this.x.get<{ n: number }>(WINDOW_LEADS, range))!;
     return {
-      ...this.q.sessions.get(siteId, since, until)!,
-      ...this.q.conversions.get(siteId, since, until)!,
-      revenueByCurrency: this.q.revenueByCurrency.all(siteId, since, until),
-      leads: this.q.leadCount.get(siteId, since, until)!.n,
+      sessions: Number(s.sessions),
+      visitors: Number(s.visitors),
+      profiles: Number(s.profiles),
+      conversions: Number(c.conversions),
+      converting_sessions: Number(c.converting_sessions),
+      revenueByCurrency,
+      leads: Number(leads.n),
     };
   }
 
-  revenueByCurrency(siteId: string, since: number, until: number) {
-    return this.q.revenueByCurrency.all(siteId, since, until);
+  revenueByCurrency(siteId: string, since: number, until: number): Promise<CurrencyRevenueRow[]> {
+    return this.x.all<CurrencyRevenueRow>(REVENUE_BY_CURRENCY, [siteId, since, until]);
   }
 }

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Sql } from './sql.js';
 import { newId } from './ids.js';
 
 export interface ApiKeyRow {
@@ -14,47 +14,42 @@ export interface ApiKeyRow {
   revoked_at: number | null;
 }
 
+const INSERT_KEY =
+  'INSERT INTO api_keys (id, site_id, name, hash, hint, scopes, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)';
+const KEY_BY_ID = 'SELECT * FROM api_keys WHERE id = ?';
+
 /** Profile REST API keys, stored as SHA-256 hashes only. */
 export class KeysRepo {
-  private readonly q;
+  constructor(private readonly x: Sql) {}
 
-  constructor(db: Db) {
-    this.q = {
-      insert: db.prepare(
-        'INSERT INTO api_keys (id, site_id, name, hash, hint, scopes, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-      ),
-      byHash: db.prepare<[string], ApiKeyRow>('SELECT * FROM api_keys WHERE hash = ?'),
-      byId: db.prepare<[string], ApiKeyRow>('SELECT * FROM api_keys WHERE id = ?'),
-      list: db.prepare<[string], ApiKeyRow>('SELECT * FROM api_keys WHERE site_id = ? ORDER BY created_at, id'),
-      listAll: db.prepare<[], ApiKeyRow>('SELECT * FROM api_keys ORDER BY created_at, id'),
-      revoke: db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL'),
-      touch: db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?'),
-    };
-  }
-
-  create(k: { siteId: string; name: string | null; hash: string; hint: string; scopes: string[]; createdBy: string | null }): ApiKeyRow {
+  /** Writes: call inside a write operation. */
+  async create(k: { siteId: string; name: string | null; hash: string; hint: string; scopes: string[]; createdBy: string | null }): Promise<ApiKeyRow> {
     const id = newId('key');
-    this.q.insert.run(id, k.siteId, k.name, k.hash, k.hint, JSON.stringify(k.scopes), k.createdBy, Date.now());
-    return this.q.byId.get(id)!;
+    await this.x.run(INSERT_KEY, [id, k.siteId, k.name, k.hash, k.hint, JSON.stringify(k.scopes), k.createdBy, Date.now()]);
+    return (await this.byId(id))!;
   }
 
-  byHash(hash: string): ApiKeyRow | undefined {
-    return this.q.byHash.get(hash);
+  byHash(hash: string): Promise<ApiKeyRow | undefined> {
+    return this.x.get<ApiKeyRow>('SELECT * FROM api_keys WHERE hash = ?', [hash]);
   }
 
-  byId(id: string): ApiKeyRow | undefined {
-    return this.q.byId.get(id);
+  byId(id: string): Promise<ApiKeyRow | undefined> {
+    return this.x.get<ApiKeyRow>(KEY_BY_ID, [id]);
   }
 
-  list(siteId?: string): ApiKeyRow[] {
-    return siteId === undefined ? this.q.listAll.all() : this.q.list.all(siteId);
+  list(siteId?: string): Promise<ApiKeyRow[]> {
+    return siteId === undefined
+      ? this.x.all<ApiKeyRow>('SELECT * FROM api_keys ORDER BY created_at, id')
+      : this.x.all<ApiKeyRow>('SELECT * FROM api_keys WHERE site_id = ? ORDER BY created_at, id', [siteId]);
   }
 
-  revoke(id: string, now: number): boolean {
-    return this.q.revoke.run(now, id).changes > 0;
+  /** Writes: call inside a write operation. */
+  async revoke(id: string, now: number): Promise<boolean> {
+    return (await this.x.run('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', [now, id])).changes > 0;
   }
 
-  touch(id: string, now: number): void {
-    this.q.touch.run(now, id);
+  /** Writes: call inside a write operation. */
+  async touch(id: string, now: number): Promise<void> {
+    await this.x.run('UPDATE api_keys SET last_used_at = ? WHERE id = ?', [now, id]);
   }
 }

@@ -406,4 +406,15 @@ DROP TABLE copurchase_backfill_ids;
 DROP TABLE copurchase_backfill;
 `,
   },
+  {
+    version: 10,
+    name: 'leases on work lanes (one instance drains a destination or connection at a time)',
+    sql: `
+CREATE TABLE lane_leases (
+  lane TEXT PRIMARY KEY,
+  holder TEXT NOT NULL,
+  locked_until INTEGER NOT NULL
+) WITHOUT ROWID;
+`,
+  },
 ];

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Sql } from './sql.js';
 
 export interface ErasureCounts {
   profiles: number;
@@ -16,51 +16,67 @@ export interface ErasureCounts {
 
 /**
  * GDPR erasure: deletes every row of a person in a site. Runs inside a write
- * transaction. Outbox rows and webhook deliveries whose payload names one of
+ * operation. Outbox rows and webhook deliveries whose payload names one of
  * the person's ids or identifiers are deleted too, so nothing is sent later.
  */
 export class PrivacyRepo {
-  constructor(private readonly db: Db) {}
+  constructor(private readonly x: Sql) {}
 
-  erase(siteId: string, profileId: string): ErasureCounts {
-    const db = this.db;
-    const ids = db
-      // Two index searches (primary key, profiles_merged), not a scan of the site's profiles.
-      .prepare<[string, string, string, string], { id: string }>(
+  async erase(siteId: string, profileId: string): Promise<ErasureCounts> {
+    const x = this.x;
+    const ids = (
+      await x.all<{ id: string }>(
+        // Two index searches (primary key, profiles_merged), not a scan of the site's profiles.
+        // dialect: sqlite-only (`+site_id` keeps SQLite off the site index; on PostgreSQL write `site_id`)
         'SELECT id FROM profiles WHERE id = ? AND site_id = ? UNION SELECT id FROM profiles WHERE merged_into = ? AND +site_id = ?',
+        [profileId, siteId, profileId, siteId],
       )
-      .all(profileId, siteId, profileId, siteId)
-      .map((r) => r.id);
+    ).map((r) => r.id);
+    if (ids.length === 0) {
+      // Nothing of the person in this site (and `IN ()` below is not portable SQL).
+      return {
+        identities: 0,
+        identity_hashes: 0,
+        sessions: 0,
+        events: 0,
+        scores: 0,
+        conversions: 0,
+        leads: 0,
+        segment_members: 0,
+        outbox: 0,
+        deliveries: 0,
+        profiles: 0,
+      };
+    }
     const marks = ids.map(() => '?').join(',');
     const needles = new Set<string>(ids);
-    for (const r of db
-      .prepare(`SELECT value FROM identities WHERE site_id = ? AND profile_id IN (${marks})`)
-      .all(siteId, ...ids) as { value: string }[]) {
+    for (const r of await x.all<{ value: string }>(`SELECT value FROM identities WHERE site_id = ? AND profile_id IN (${marks})`, [siteId, ...ids])) {
       needles.add(r.value);
     }
-    for (const r of db.prepare(`SELECT id FROM sessions WHERE site_id = ? AND profile_id IN (${marks})`).all(siteId, ...ids) as { id: string }[]) {
+    for (const r of await x.all<{ id: string }>(`SELECT id FROM sessions WHERE site_id = ? AND profile_id IN (${marks})`, [siteId, ...ids])) {
       needles.add(r.id);
     }
-    const del = (table: string, column = 'profile_id') =>
-      db.prepare(`DELETE FROM ${table} WHERE site_id = ? AND ${column} IN (${marks})`).run(siteId, ...ids).changes;
-    const scrub = (table: string) => {
+    const del = async (table: string, column = 'profile_id') =>
+      (await x.run(`DELETE FROM ${table} WHERE site_id = ? AND ${column} IN (${marks})`, [siteId, ...ids])).changes;
+    const scrub = async (table: string) => {
       let n = 0;
-      const st = db.prepare(`DELETE FROM ${table} WHERE site_id = ? AND instr(payload, ?) > 0`);
-      for (const v of needles) if (v.length >= 4) n += st.run(siteId, JSON.stringify(v)).changes;
+      // dialect: sqlite-only (instr; PostgreSQL: strpos(payload, ?))
+      const sql = `DELETE FROM ${table} WHERE site_id = ? AND instr(payload, ?) > 0`;
+      for (const v of needles) if (v.length >= 4) n += (await x.run(sql, [siteId, JSON.stringify(v)])).changes;
       return n;
     };
     const counts: ErasureCounts = {
-      identities: del('identities'),
-      identity_hashes: del('identity_hashes'),
-      sessions: del('sessions'),
-      events: del('events'),
-      scores: del('scores'),
-      conversions: del('conversions'),
-      leads: del('leads'),
-      segment_members: del('segment_members'),
-      outbox: scrub('outbox'),
-      deliveries: scrub('deliveries'),
-      profiles: del('profiles', 'id'),
+      identities: await del('identities'),
+      identity_hashes: await del('identity_hashes'),
+      sessions: await del('sessions'),
+      events: await del('events'),
+      scores: await del('scores'),
+      conversions: await del('conversions'),
+      leads: await del('leads'),
+      segment_members: await del('segment_members'),
+      outbox: await scrub('outbox'),
+      deliveries: await scrub('deliveries'),
+      profiles: await del('profiles', 'id'),
     };
     return counts;
   }

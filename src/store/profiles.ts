@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Sql } from './sql.js';
 import { newId } from './ids.js';
 import type { Owner } from '../domain/identity/plan.js';
 
@@ -23,96 +23,63 @@ export interface SessionContext {
 /** How often a session's last_seen is refreshed at most, to keep the hot path to one write per event. */
 const TOUCH_INTERVAL_MS = 30_000;
 
+const OWNER = `SELECT p.id, p.known FROM identities i JOIN profiles p ON p.id = i.profile_id
+  WHERE i.site_id = ? AND i.kind = ? AND i.value = ?`;
+const SESSION = 'SELECT profile_id, visitor_id, last_seen, fbclid, gclid FROM sessions WHERE site_id = ? AND id = ?';
+const INSERT_PROFILE = 'INSERT INTO profiles (id, site_id, known, traits, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)';
+const INSERT_IDENTITY =
+  'INSERT INTO identities (site_id, kind, value, profile_id, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (site_id, kind, value) DO NOTHING';
+const UPSERT_IDENTITY =
+  'INSERT INTO identities (site_id, kind, value, profile_id, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (site_id, kind, value) DO UPDATE SET profile_id = excluded.profile_id';
+const UPSERT_HASH =
+  'INSERT INTO identity_hashes (site_id, kind, hash, profile_id, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (site_id, kind, hash) DO UPDATE SET profile_id = excluded.profile_id';
+const INSERT_SESSION = `INSERT INTO sessions (site_id, id, profile_id, visitor_id, first_seen, last_seen, ip, user_agent, landing_url, fbclid, fbclid_at, gclid)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const TOUCH_SESSION = 'UPDATE sessions SET last_seen = ? WHERE site_id = ? AND id = ?';
+const SESSION_VISITOR = 'UPDATE sessions SET visitor_id = ? WHERE site_id = ? AND id = ? AND visitor_id IS NULL';
+/** fbclid_at is set (to now) exactly when a new fbclid is: its parameter is null when the fbclid one is. */
+const SESSION_CLICK_IDS =
+  'UPDATE sessions SET fbclid = coalesce(?, fbclid), fbclid_at = coalesce(?, fbclid_at), gclid = coalesce(?, gclid) WHERE site_id = ? AND id = ?';
+
 /**
- * Profiles, their identities and the sessions that link to them. Methods are
- * synchronous and must run inside a write transaction (the group-commit writer).
+ * Profiles, their identities and the sessions that link to them. Methods that
+ * write must run inside a write operation (`store.write`).
  */
 export class ProfilesRepo {
-  private readonly q;
+  constructor(private readonly x: Sql) {}
 
-  constructor(db: Db) {
-    this.q = {
-      owner: db.prepare<[string, string, string], { id: string; known: number }>(
-        `SELECT p.id, p.known FROM identities i JOIN profiles p ON p.id = i.profile_id
-          WHERE i.site_id = ? AND i.kind = ? AND i.value = ?`,
-      ),
-      session: db.prepare<[string, string], SessionRow>(
-        'SELECT profile_id, visitor_id, last_seen, fbclid, gclid FROM sessions WHERE site_id = ? AND id = ?',
-      ),
-      profileKnown: db.prepare<[string], { known: number }>('SELECT known FROM profiles WHERE id = ?'),
-      insertProfile: db.prepare(
-        'INSERT INTO profiles (id, site_id, known, traits, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)',
-      ),
-      insertIdentity: db.prepare(
-        'INSERT INTO identities (site_id, kind, value, profile_id, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (site_id, kind, value) DO NOTHING',
-      ),
-      upsertIdentity: db.prepare(
-        'INSERT INTO identities (site_id, kind, value, profile_id, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (site_id, kind, value) DO UPDATE SET profile_id = excluded.profile_id',
-      ),
-      insertSession: db.prepare(
-        `INSERT INTO sessions (site_id, id, profile_id, visitor_id, first_seen, last_seen, ip, user_agent, landing_url, fbclid, fbclid_at, gclid)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      touchSession: db.prepare('UPDATE sessions SET last_seen = ? WHERE site_id = ? AND id = ?'),
-      linkSession: db.prepare(
-        'UPDATE sessions SET profile_id = ?, visitor_id = coalesce(?, visitor_id), last_seen = ? WHERE site_id = ? AND id = ?',
-      ),
-      sessionVisitor: db.prepare('UPDATE sessions SET visitor_id = ? WHERE site_id = ? AND id = ? AND visitor_id IS NULL'),
-      sessionClickIds: db.prepare(
-        `UPDATE sessions SET fbclid = coalesce(?, fbclid), fbclid_at = CASE WHEN ? IS NULL THEN fbclid_at ELSE ? END,
-                gclid = coalesce(?, gclid) WHERE site_id = ? AND id = ?`,
-      ),
-      traits: db.prepare<[string], { traits: string; known: number; primary_segment: string | null }>(
-        'SELECT traits, known, primary_segment FROM profiles WHERE id = ?',
-      ),
-      setTraits: db.prepare('UPDATE profiles SET traits = ?, known = ?, updated_at = ? WHERE id = ?'),
-      moveSessions: db.prepare('UPDATE sessions SET profile_id = ? WHERE profile_id = ?'),
-      moveIdentities: db.prepare('UPDATE identities SET profile_id = ? WHERE profile_id = ?'),
-      moveHashes: db.prepare('UPDATE OR IGNORE identity_hashes SET profile_id = ? WHERE profile_id = ?'),
-      upsertHash: db.prepare(
-        'INSERT INTO identity_hashes (site_id, kind, hash, profile_id, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (site_id, kind, hash) DO UPDATE SET profile_id = excluded.profile_id',
-      ),
-      moveEvents: db.prepare('UPDATE events SET profile_id = ? WHERE profile_id = ?'),
-      moveScores: db.prepare('UPDATE scores SET profile_id = ? WHERE profile_id = ?'),
-      moveConversions: db.prepare('UPDATE conversions SET profile_id = ? WHERE profile_id = ?'),
-      moveLeads: db.prepare('UPDATE leads SET profile_id = ? WHERE profile_id = ?'),
-      dropMemberships: db.prepare('DELETE FROM segment_members WHERE profile_id = ?'),
-      markMerged: db.prepare('UPDATE profiles SET merged_into = ?, updated_at = ? WHERE id = ? OR merged_into = ?'),
-    };
-  }
-
-  owner(siteId: string, kind: IdentityKind, value: string | undefined): Owner | undefined {
+  async owner(siteId: string, kind: IdentityKind, value: string | undefined): Promise<Owner | undefined> {
     if (value === undefined) return undefined;
-    const row = this.q.owner.get(siteId, kind, value);
+    const row = await this.x.get<{ id: string; known: number }>(OWNER, [siteId, kind, value]);
     return row ? { id: row.id, known: row.known === 1 } : undefined;
   }
 
-  session(siteId: string, sessionId: string): SessionRow | undefined {
-    return this.q.session.get(siteId, sessionId);
+  session(siteId: string, sessionId: string): Promise<SessionRow | undefined> {
+    return this.x.get<SessionRow>(SESSION, [siteId, sessionId]);
   }
 
-  isKnown(profileId: string): boolean {
-    return this.q.profileKnown.get(profileId)?.known === 1;
+  async isKnown(profileId: string): Promise<boolean> {
+    return (await this.x.get<{ known: number }>('SELECT known FROM profiles WHERE id = ?', [profileId]))?.known === 1;
   }
 
-  createProfile(siteId: string, now: number, known = false, traits: Record<string, string> = {}): string {
+  async createProfile(siteId: string, now: number, known = false, traits: Record<string, string> = {}): Promise<string> {
     const id = newId('prf');
-    this.q.insertProfile.run(id, siteId, known ? 1 : 0, JSON.stringify(traits), now, now);
+    await this.x.run(INSERT_PROFILE, [id, siteId, known ? 1 : 0, JSON.stringify(traits), now, now]);
     return id;
   }
 
-  addIdentity(siteId: string, kind: IdentityKind, value: string, profileId: string, now: number): void {
-    this.q.insertIdentity.run(siteId, kind, value, profileId, now);
+  async addIdentity(siteId: string, kind: IdentityKind, value: string, profileId: string, now: number): Promise<void> {
+    await this.x.run(INSERT_IDENTITY, [siteId, kind, value, profileId, now]);
   }
 
   /** Records the SHA-256 of a normalized email or phone for hashed look-ups (the newest owner wins). */
-  setHash(siteId: string, kind: 'email_sha256' | 'phone_sha256', hash: string, profileId: string, now: number): void {
-    this.q.upsertHash.run(siteId, kind, hash, profileId, now);
+  async setHash(siteId: string, kind: 'email_sha256' | 'phone_sha256', hash: string, profileId: string, now: number): Promise<void> {
+    await this.x.run(UPSERT_HASH, [siteId, kind, hash, profileId, now]);
   }
 
   /** Points an identity at a profile, moving it from whichever profile held it. */
-  setIdentity(siteId: string, kind: IdentityKind, value: string, profileId: string, now: number): void {
-    this.q.upsertIdentity.run(siteId, kind, value, profileId, now);
+  async setIdentity(siteId: string, kind: IdentityKind, value: string, profileId: string, now: number): Promise<void> {
+    await this.x.run(UPSERT_IDENTITY, [siteId, kind, value, profileId, now]);
   }
 
   /**
@@ -120,44 +87,45 @@ export class ProfilesRepo {
    * profile, or the visitor's existing one) on first sight. Hot path: one read
    * and at most one write for a session already seen in the last 30 s.
    */
-  ensureSession(
+  async ensureSession(
     siteId: string,
     sessionId: string,
     visitorId: string | undefined,
     ctx: SessionContext,
     now: number,
-  ): { profileId: string; visitorId: string | null } {
-    const row = this.q.session.get(siteId, sessionId);
+  ): Promise<{ profileId: string; visitorId: string | null }> {
+    const row = await this.x.get<SessionRow>(SESSION, [siteId, sessionId]);
     if (row) {
-      if (now - row.last_seen > TOUCH_INTERVAL_MS) this.q.touchSession.run(now, siteId, sessionId);
+      if (now - row.last_seen > TOUCH_INTERVAL_MS) await this.x.run(TOUCH_SESSION, [now, siteId, sessionId]);
       if (visitorId !== undefined && row.visitor_id === null) {
-        this.q.sessionVisitor.run(visitorId, siteId, sessionId);
-        this.q.insertIdentity.run(siteId, 'visitor', visitorId, row.profile_id, now);
+        await this.x.run(SESSION_VISITOR, [visitorId, siteId, sessionId]);
+        await this.x.run(INSERT_IDENTITY, [siteId, 'visitor', visitorId, row.profile_id, now]);
       }
       if ((ctx.fbclid && ctx.fbclid !== row.fbclid) || (ctx.gclid && ctx.gclid !== row.gclid)) {
         const fb = ctx.fbclid ?? null;
-        this.q.sessionClickIds.run(fb, fb, now, ctx.gclid ?? null, siteId, sessionId);
+        await this.x.run(SESSION_CLICK_IDS, [fb, fb === null ? null : now, ctx.gclid ?? null, siteId, sessionId]);
       }
       return { profileId: row.profile_id, visitorId: row.visitor_id ?? visitorId ?? null };
     }
-    let profileId = visitorId !== undefined ? this.q.owner.get(siteId, 'visitor', visitorId)?.id : undefined;
+    let profileId =
+      visitorId !== undefined ? (await this.x.get<{ id: string }>(OWNER, [siteId, 'visitor', visitorId]))?.id : undefined;
     if (profileId === undefined) {
-      profileId = this.createProfile(siteId, now);
-      if (visitorId !== undefined) this.q.insertIdentity.run(siteId, 'visitor', visitorId, profileId, now);
+      profileId = await this.createProfile(siteId, now);
+      if (visitorId !== undefined) await this.x.run(INSERT_IDENTITY, [siteId, 'visitor', visitorId, profileId, now]);
     }
-    this.insertSession(siteId, sessionId, profileId, visitorId, ctx, now);
+    await this.insertSession(siteId, sessionId, profileId, visitorId, ctx, now);
     return { profileId, visitorId: visitorId ?? null };
   }
 
-  insertSession(
+  async insertSession(
     siteId: string,
     sessionId: string,
     profileId: string,
     visitorId: string | undefined,
     ctx: SessionContext,
     now: number,
-  ): void {
-    this.q.insertSession.run(
+  ): Promise<void> {
+    await this.x.run(INSERT_SESSION, [
       siteId,
       sessionId,
       profileId,
@@ -170,15 +138,21 @@ export class ProfilesRepo {
       ctx.fbclid ?? null,
       ctx.fbclid ? now : null,
       ctx.gclid ?? null,
+    ]);
+  }
+
+  async linkSession(siteId: string, sessionId: string, profileId: string, visitorId: string | undefined, now: number): Promise<void> {
+    await this.x.run(
+      'UPDATE sessions SET profile_id = ?, visitor_id = coalesce(?, visitor_id), last_seen = ? WHERE site_id = ? AND id = ?',
+      [profileId, visitorId ?? null, now, siteId, sessionId],
     );
   }
 
-  linkSession(siteId: string, sessionId: string, profileId: string, visitorId: string | undefined, now: number): void {
-    this.q.linkSession.run(profileId, visitorId ?? null, now, siteId, sessionId);
-  }
-
-  traits(profileId: string): { traits: Record<string, string>; known: boolean; primarySegment: string | null } {
-    const row = this.q.traits.get(profileId);
+  async traits(profileId: string): Promise<{ traits: Record<string, string>; known: boolean; primarySegment: string | null }> {
+    const row = await this.x.get<{ traits: string; known: number; primary_segment: string | null }>(
+      'SELECT traits, known, primary_segment FROM profiles WHERE id = ?',
+      [profileId],
+    );
     if (!row) return { traits: {}, known: false, primarySegment: null };
     return {
       traits: JSON.parse(row.traits) as Record<string, string>,
@@ -187,20 +161,21 @@ export class ProfilesRepo {
     };
   }
 
-  setTraits(profileId: string, traits: Record<string, string>, known: boolean, now: number): void {
-    this.q.setTraits.run(JSON.stringify(traits), known ? 1 : 0, now, profileId);
+  async setTraits(profileId: string, traits: Record<string, string>, known: boolean, now: number): Promise<void> {
+    await this.x.run('UPDATE profiles SET traits = ?, known = ?, updated_at = ? WHERE id = ?', [JSON.stringify(traits), known ? 1 : 0, now, profileId]);
   }
 
   /** Moves everything of profile `from` to profile `to` and marks `from` (and its aliases) merged. */
-  mergeInto(from: string, to: string, now: number): void {
-    this.q.moveSessions.run(to, from);
-    this.q.moveIdentities.run(to, from);
-    this.q.moveHashes.run(to, from);
-    this.q.moveEvents.run(to, from);
-    this.q.moveScores.run(to, from);
-    this.q.moveConversions.run(to, from);
-    this.q.moveLeads.run(to, from);
-    this.q.dropMemberships.run(from);
-    this.q.markMerged.run(to, now, from, from);
+  async mergeInto(from: string, to: string, now: number): Promise<void> {
+    await this.x.run('UPDATE sessions SET profile_id = ? WHERE profile_id = ?', [to, from]);
+    await this.x.run('UPDATE identities SET profile_id = ? WHERE profile_id = ?', [to, from]);
+    // dialect: sqlite-only (UPDATE OR IGNORE)
+    await this.x.run('UPDATE OR IGNORE identity_hashes SET profile_id = ? WHERE profile_id = ?', [to, from]);
+    await this.x.run('UPDATE events SET profile_id = ? WHERE profile_id = ?', [to, from]);
+    await this.x.run('UPDATE scores SET profile_id = ? WHERE profile_id = ?', [to, from]);
+    await this.x.run('UPDATE conversions SET profile_id = ? WHERE profile_id = ?', [to, from]);
+    await this.x.run('UPDATE leads SET profile_id = ? WHERE profile_id = ?', [to, from]);
+    await this.x.run('DELETE FROM segment_members WHERE profile_id = ?', [from]);
+    await this.x.run('UPDATE profiles SET merged_into = ?, updated_at = ? WHERE id = ? OR merged_into = ?', [to, now, from, from]);
   }
 }

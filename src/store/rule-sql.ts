@@ -27,6 +27,7 @@ export interface CompiledSql {
 
 const SQL_OP: Record<CompareOp, string> = { eq: '=', neq: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=' };
 
+// dialect: sqlite-only (svc_num is a SQLite application-defined function)
 /** Registers the SQL functions compiled rules call (svc_num). Called once per connection. */
 export function registerRuleFunctions(db: Db): void {
   db.function('svc_num', { deterministic: true }, (v: unknown) => numericValue(v));
@@ -47,6 +48,7 @@ class Compiler {
     return '?';
   }
 
+  // dialect: sqlite-only (json_type, json_extract, instr and the svc_num function; 0/1 values, not booleans)
   /** A test of one JSON value (`doc` at `path`) with a trait/property operator. */
   private valueTest(doc: string, path: string, op: TraitOp, value: unknown): string {
     const type = () => `json_type(${doc}, ${this.p(path)})`;

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './db.js';
 import { CopurchaseRepo } from './copurchase.js';
+import { SqliteSql } from './sql.js';
 import { normalizeEmail, normalizePhoneDigits, sha256Hex } from '../domain/identity/normalize.js';
 
 /**
@@ -261,24 +262,28 @@ function prepare(db: Db) {
 /**
  * Seeds `o.profiles` profiles into a site. The caller has checked that the
  * site exists. Committed batch by batch: an interrupted seed leaves whole
- * profiles (with all their rows) of the batches committed so far.
+ * profiles (with all their rows) of the batches committed so far. SQLite only:
+ * it works on the raw connection and opens its own transactions, so nothing
+ * else may write through that connection until it resolves.
  */
-export function seedSite(db: Db, o: SeedOptions): SeedResult {
+export async function seedSite(db: Db, o: SeedOptions): Promise<SeedResult> {
   const started = performance.now();
   const restore = { synchronous: db.pragma('synchronous', { simple: true }) as number, cache_size: db.pragma('cache_size', { simple: true }) as number };
   db.pragma('synchronous = OFF');
   db.pragma(`cache_size = ${-SEED_CACHE_KIB}`);
   try {
-    return seedWith(db, o, started);
+    return await seedWith(db, o, started);
   } finally {
     db.pragma(`synchronous = ${restore.synchronous}`);
     db.pragma(`cache_size = ${restore.cache_size}`);
   }
 }
 
-function seedWith(db: Db, o: SeedOptions, started: number): SeedResult {
+async function seedWith(db: Db, o: SeedOptions, started: number): Promise<SeedResult> {
   const q = prepare(db);
-  const copurchase = new CopurchaseRepo(db);
+  const copurchase = new CopurchaseRepo(new SqliteSql(db));
+  /** The sku lists of the batch's orders, in order: counted (CopurchaseRepo.record) before the batch commits. */
+  let orders: string[][] = [];
   // Emails, phones and external ids are numbered from the database's profile count, and the
   // generator is keyed by it too: seeding twice (or two sites) never collides, and one seed
   // into a database without profiles always gives the same rows.
@@ -354,7 +359,7 @@ function seedWith(db: Db, o: SeedOptions, started: number): SeedResult {
       });
       const revenue = Math.round(items.reduce((sum, it) => sum + it.qty * it.price, 0) * 100) / 100;
       q.conversion.add(idAt('cnv', at, rnd), site, sessionId, profileId, revenue, o.currency, JSON.stringify(items), at);
-      copurchase.record(site, items.map((it) => it.sku));
+      orders.push(items.map((it) => it.sku));
       counts.conversions++;
     }
     // Scores: about 30% of profiles, 0 to 100.
@@ -386,12 +391,24 @@ function seedWith(db: Db, o: SeedOptions, started: number): SeedResult {
     }
   };
 
-  const runBatch = db.transaction((from: number, to: number) => {
-    for (let i = from; i < to; i++) one(i);
-    q.flush();
-  });
+  // One transaction per batch. The rows are built and written synchronously; the co-purchase counts
+  // go through the (asynchronous) repository afterwards, in the same transaction and order.
+  const runBatch = async (from: number, to: number) => {
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      for (let i = from; i < to; i++) one(i);
+      q.flush();
+      for (const skus of orders) await copurchase.record(site, skus);
+      db.exec('COMMIT');
+    } catch (err) {
+      if (db.inTransaction) db.exec('ROLLBACK');
+      throw err;
+    } finally {
+      orders = [];
+    }
+  };
   for (let from = 0; from < o.profiles; from += o.batch) {
-    runBatch.immediate(from, Math.min(o.profiles, from + o.batch));
+    await runBatch(from, Math.min(o.profiles, from + o.batch));
     o.onProgress?.({ profiles: counts.profiles, total: o.profiles, rows: rows(), elapsedMs: performance.now() - started });
   }
   return {

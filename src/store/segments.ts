@@ -1,5 +1,4 @@
-import type { Statement } from 'better-sqlite3';
-import type { Db } from './db.js';
+import type { Sql } from './sql.js';
 import { newId } from './ids.js';
 
 export interface SegmentRow {
@@ -12,107 +11,97 @@ export interface SegmentRow {
   updated_at: number;
 }
 
-/** Segments and their materialized memberships. */
+const SEGMENT_BY_ID = 'SELECT * FROM segments WHERE id = ?';
+
+/** Segments and their materialized memberships. Methods that write must run inside a write operation. */
 export class SegmentsRepo {
-  private readonly q;
+  constructor(private readonly x: Sql) {}
 
-  constructor(private readonly db: Db) {
-    this.q = {
-      insert: db.prepare('INSERT INTO segments (id, site_id, name, rule, priority, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
-      get: db.prepare<[string, string], SegmentRow>('SELECT * FROM segments WHERE id = ? AND site_id = ?'),
-      byId: db.prepare<[string], SegmentRow>('SELECT * FROM segments WHERE id = ?'),
-      list: db.prepare<[string], SegmentRow>('SELECT * FROM segments WHERE site_id = ? ORDER BY priority DESC, id'),
-      listAll: db.prepare<[], SegmentRow>('SELECT * FROM segments ORDER BY site_id, priority DESC, id'),
-      remove: db.prepare('DELETE FROM segments WHERE id = ?'),
-      removeMembers: db.prepare('DELETE FROM segment_members WHERE segment_id = ?'),
-      members: db.prepare<[string, string, number], { profile_id: string }>(
-        'SELECT profile_id FROM segment_members WHERE segment_id = ? AND profile_id > ? ORDER BY profile_id LIMIT ?',
-      ),
-      memberCount: db.prepare<[string], { n: number }>('SELECT count(*) AS n FROM segment_members WHERE segment_id = ?'),
-      profileSegments: db.prepare<[string], { segment_id: string }>('SELECT segment_id FROM segment_members WHERE profile_id = ?'),
-      addMember: db.prepare('INSERT INTO segment_members (segment_id, profile_id, site_id, since) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING'),
-      removeMember: db.prepare('DELETE FROM segment_members WHERE segment_id = ? AND profile_id = ?'),
-      primary: db.prepare<[string], { primary_segment: string | null }>('SELECT primary_segment FROM profiles WHERE id = ?'),
-      setPrimary: db.prepare('UPDATE profiles SET primary_segment = ? WHERE id = ?'),
-      update: db.prepare('UPDATE segments SET name = ?, rule = ?, priority = ?, updated_at = ? WHERE id = ?'),
-    };
-  }
-
-  create(s: { siteId: string; name: string; rule: string; priority: number }): SegmentRow {
+  async create(s: { siteId: string; name: string; rule: string; priority: number }): Promise<SegmentRow> {
     const id = newId('seg');
     const now = Date.now();
-    this.q.insert.run(id, s.siteId, s.name, s.rule, s.priority, now, now);
-    return this.q.byId.get(id)!;
+    await this.x.run('INSERT INTO segments (id, site_id, name, rule, priority, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+      id,
+      s.siteId,
+      s.name,
+      s.rule,
+      s.priority,
+      now,
+      now,
+    ]);
+    return (await this.byId(id))!;
   }
 
-  get(siteId: string, id: string): SegmentRow | undefined {
-    return this.q.get.get(id, siteId);
+  get(siteId: string, id: string): Promise<SegmentRow | undefined> {
+    return this.x.get<SegmentRow>('SELECT * FROM segments WHERE id = ? AND site_id = ?', [id, siteId]);
   }
 
-  byId(id: string): SegmentRow | undefined {
-    return this.q.byId.get(id);
+  byId(id: string): Promise<SegmentRow | undefined> {
+    return this.x.get<SegmentRow>(SEGMENT_BY_ID, [id]);
   }
 
-  list(siteId?: string): SegmentRow[] {
-    return siteId === undefined ? this.q.listAll.all() : this.q.list.all(siteId);
+  list(siteId?: string): Promise<SegmentRow[]> {
+    return siteId === undefined
+      ? this.x.all<SegmentRow>('SELECT * FROM segments ORDER BY site_id, priority DESC, id')
+      : this.x.all<SegmentRow>('SELECT * FROM segments WHERE site_id = ? ORDER BY priority DESC, id', [siteId]);
   }
 
-  update(id: string, s: { name: string; rule: string; priority: number }): void {
-    this.q.update.run(s.name, s.rule, s.priority, Date.now(), id);
+  async update(id: string, s: { name: string; rule: string; priority: number }): Promise<void> {
+    await this.x.run('UPDATE segments SET name = ?, rule = ?, priority = ?, updated_at = ? WHERE id = ?', [s.name, s.rule, s.priority, Date.now(), id]);
   }
 
-  remove(id: string): void {
-    this.q.removeMembers.run(id);
-    this.q.remove.run(id);
+  async remove(id: string): Promise<void> {
+    await this.x.run('DELETE FROM segment_members WHERE segment_id = ?', [id]);
+    await this.x.run('DELETE FROM segments WHERE id = ?', [id]);
   }
 
   /** One keyset page of member profile ids after `afterId` (exclusive), ascending. */
-  members(segmentId: string, afterId: string, limit: number): string[] {
-    return this.q.members.all(segmentId, afterId, limit).map((r) => r.profile_id);
+  async members(segmentId: string, afterId: string, limit: number): Promise<string[]> {
+    const rows = await this.x.all<{ profile_id: string }>(
+      'SELECT profile_id FROM segment_members WHERE segment_id = ? AND profile_id > ? ORDER BY profile_id LIMIT ?',
+      [segmentId, afterId, limit],
+    );
+    return rows.map((r) => r.profile_id);
   }
 
-  memberCount(segmentId: string): number {
-    return this.q.memberCount.get(segmentId)!.n;
+  async memberCount(segmentId: string): Promise<number> {
+    return Number((await this.x.get<{ n: number }>('SELECT count(*) AS n FROM segment_members WHERE segment_id = ?', [segmentId]))!.n);
   }
 
-  segmentsOf(profileId: string): Set<string> {
-    return new Set(this.q.profileSegments.all(profileId).map((r) => r.segment_id));
+  async segmentsOf(profileId: string): Promise<Set<string>> {
+    const rows = await this.x.all<{ segment_id: string }>('SELECT segment_id FROM segment_members WHERE profile_id = ?', [profileId]);
+    return new Set(rows.map((r) => r.segment_id));
   }
 
-  addMember(segmentId: string, profileId: string, siteId: string, now: number): void {
-    this.q.addMember.run(segmentId, profileId, siteId, now);
+  async addMember(segmentId: string, profileId: string, siteId: string, now: number): Promise<void> {
+    await this.x.run('INSERT INTO segment_members (segment_id, profile_id, site_id, since) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING', [
+      segmentId,
+      profileId,
+      siteId,
+      now,
+    ]);
   }
 
-  removeMember(segmentId: string, profileId: string): void {
-    this.q.removeMember.run(segmentId, profileId);
+  async removeMember(segmentId: string, profileId: string): Promise<void> {
+    await this.x.run('DELETE FROM segment_members WHERE segment_id = ? AND profile_id = ?', [segmentId, profileId]);
   }
 
-  primaryOf(profileId: string): string | null {
-    return this.q.primary.get(profileId)?.primary_segment ?? null;
+  async primaryOf(profileId: string): Promise<string | null> {
+    return (await this.x.get<{ primary_segment: string | null }>('SELECT primary_segment FROM profiles WHERE id = ?', [profileId]))?.primary_segment ?? null;
   }
 
-  setPrimary(profileId: string, segmentId: string | null): void {
-    this.q.setPrimary.run(segmentId, profileId);
+  async setPrimary(profileId: string, segmentId: string | null): Promise<void> {
+    await this.x.run('UPDATE profiles SET primary_segment = ? WHERE id = ?', [segmentId, profileId]);
   }
 
-  private readonly statements = new Map<string, Statement<unknown[]>>();
-
-  private prepared(sql: string) {
-    let st = this.statements.get(sql);
-    if (!st) {
-      if (this.statements.size > 500) this.statements.clear();
-      st = this.db.prepare(sql);
-      this.statements.set(sql, st);
-    }
-    return st;
-  }
-
+  // dialect: sqlite-only (compiled rule SQL from rule-sql.ts uses json_type, json_extract and svc_num)
   /** Runs a compiled rule query (built by rule-sql.ts: parameters only, no user text in the SQL). */
-  all<T>(sql: string, params: unknown[]): T[] {
-    return this.prepared(sql).all(...params) as T[];
+  all<T>(sql: string, params: unknown[]): Promise<T[]> {
+    return this.x.all<T>(sql, params);
   }
 
-  get1<T>(sql: string, params: unknown[]): T | undefined {
-    return this.prepared(sql).get(...params) as T | undefined;
+  /** The first row of a compiled rule query (see `all`). */
+  get1<T>(sql: string, params: unknown[]): Promise<T | undefined> {
+    return this.x.get<T>(sql, params);
   }
 }

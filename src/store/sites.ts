@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Sql } from './sql.js';
 import { newId, newPublicId } from './ids.js';
 
 export interface SiteRow {
@@ -17,31 +17,28 @@ export interface AccountUser {
   role: 'owner' | 'admin' | 'member';
 }
 
+/** Sites cached by id, shared by every repository set of one store. */
+export type SiteCache = Map<string, { row: SiteRow; at: number }>;
+
 const LOCAL_OWNER_EMAIL = 'owner@localhost';
 
 /** How long a cached site is trusted: settings (currency, domain) changed by another process show within this. */
 const CACHE_TTL_MS = 5_000;
 
+const SITE_BY_ID = 'SELECT * FROM sites WHERE id = ?';
+
 /** Sites and the account that owns them. Site look-ups are cached briefly: sites are never deleted, settings rarely change. */
 export class SitesRepo {
-  private readonly cache = new Map<string, { row: SiteRow; at: number }>();
-  private readonly byId;
-  private readonly all;
-  private readonly insertSite;
+  constructor(
+    private readonly x: Sql,
+    private readonly cache: SiteCache,
+  ) {}
 
-  constructor(private readonly db: Db) {
-    this.byId = db.prepare<[string], SiteRow>('SELECT * FROM sites WHERE id = ?');
-    this.all = db.prepare<[], SiteRow>('SELECT * FROM sites ORDER BY created_at, id');
-    this.insertSite = db.prepare(
-      'INSERT INTO sites (id, account_id, name, domain, currency, created_at) VALUES (?, ?, ?, ?, ?, ?)',
-    );
-  }
-
-  get(id: string): SiteRow | undefined {
+  async get(id: string): Promise<SiteRow | undefined> {
     const now = Date.now();
     const hit = this.cache.get(id);
     if (hit && now - hit.at < CACHE_TTL_MS) return hit.row;
-    const row = this.byId.get(id);
+    const row = await this.x.get<SiteRow>(SITE_BY_ID, [id]);
     if (row) {
       if (this.cache.size > 10_000) this.cache.clear();
       this.cache.set(id, { row, at: now });
@@ -50,7 +47,7 @@ export class SitesRepo {
   }
 
   /** Changes a site's settings; returns the updated site, or undefined when there is none. */
-  update(id: string, patch: { domain?: string | null; currency?: string }): SiteRow | undefined {
+  async update(id: string, patch: { domain?: string | null; currency?: string }): Promise<SiteRow | undefined> {
     const sets: string[] = [];
     const params: unknown[] = [];
     if (patch.domain !== undefined) {
@@ -62,39 +59,40 @@ export class SitesRepo {
       params.push(patch.currency);
     }
     this.cache.delete(id);
-    if (sets.length > 0) this.db.prepare(`UPDATE sites SET ${sets.join(', ')} WHERE id = ?`).run(...params, id);
-    return this.byId.get(id);
+    if (sets.length > 0) await this.x.run(`UPDATE sites SET ${sets.join(', ')} WHERE id = ?`, [...params, id]);
+    return this.x.get<SiteRow>(SITE_BY_ID, [id]);
   }
 
-  list(): SiteRow[] {
-    return this.all.all();
+  list(): Promise<SiteRow[]> {
+    return this.x.all<SiteRow>('SELECT * FROM sites ORDER BY created_at, id');
   }
 
   /**
    * The local owner the CLI acts as: the first owner of the first account,
-   * created on first use together with that account.
+   * created on first use together with that account. Writes: call inside a write operation.
    */
-  localOwner(): AccountUser {
-    const existing = this.db
-      .prepare<[], AccountUser>(
-        "SELECT id, account_id, email, role FROM users WHERE role = 'owner' ORDER BY created_at, id LIMIT 1",
-      )
-      .get();
+  async localOwner(): Promise<AccountUser> {
+    const existing = await this.x.get<AccountUser>(
+      "SELECT id, account_id, email, role FROM users WHERE role = 'owner' ORDER BY created_at, id LIMIT 1",
+    );
     if (existing) return existing;
     const now = Date.now();
     const accountId = newId('acct');
     const userId = newId('usr');
-    this.db.transaction(() => {
-      this.db.prepare('INSERT INTO accounts (id, name, created_at) VALUES (?, ?, ?)').run(accountId, 'local', now);
-      this.db
-        .prepare("INSERT INTO users (id, account_id, email, name, role, created_at) VALUES (?, ?, ?, ?, 'owner', ?)")
-        .run(userId, accountId, LOCAL_OWNER_EMAIL, 'Local owner', now);
-    }).immediate();
+    await this.x.run('INSERT INTO accounts (id, name, created_at) VALUES (?, ?, ?)', [accountId, 'local', now]);
+    await this.x.run("INSERT INTO users (id, account_id, email, name, role, created_at) VALUES (?, ?, ?, ?, 'owner', ?)", [
+      userId,
+      accountId,
+      LOCAL_OWNER_EMAIL,
+      'Local owner',
+      now,
+    ]);
     return { id: userId, account_id: accountId, email: LOCAL_OWNER_EMAIL, role: 'owner' };
   }
 
-  create(input: { name: string; domain?: string | undefined; currency?: string | undefined }): SiteRow {
-    const owner = this.localOwner();
+  /** Creates a site owned by the local owner's account. Writes: call inside a write operation. */
+  async create(input: { name: string; domain?: string | undefined; currency?: string | undefined }): Promise<SiteRow> {
+    const owner = await this.localOwner();
     const row: SiteRow = {
       id: newPublicId('site'),
       account_id: owner.account_id,
@@ -103,7 +101,14 @@ export class SitesRepo {
       currency: input.currency ?? 'USD',
       created_at: Date.now(),
     };
-    this.insertSite.run(row.id, row.account_id, row.name, row.domain, row.currency, row.created_at);
+    await this.x.run('INSERT INTO sites (id, account_id, name, domain, currency, created_at) VALUES (?, ?, ?, ?, ?, ?)', [
+      row.id,
+      row.account_id,
+      row.name,
+      row.domain,
+      row.currency,
+      row.created_at,
+    ]);
     return row;
   }
 }

@@ -1,86 +1,78 @@
 import { closeSync, openSync } from 'node:fs';
 import { databasePath, openDatabase, type Db, type SyncMode } from './db.js';
 import { GroupCommitWriter } from './writer.js';
-import { SitesRepo } from './sites.js';
-import { ProfilesRepo } from './profiles.js';
-import { ActivityRepo } from './activity.js';
-import { siteStats, type SiteStats } from './stats.js';
-import { WebhooksRepo } from './webhooks.js';
 import { SecretBox } from './secret-box.js';
-import { KeysRepo } from './keys.js';
-import { ProfileReadRepo } from './profile-read.js';
-import { SegmentsRepo } from './segments.js';
-import { TokensRepo } from './tokens.js';
-import { AuditRepo } from './audit.js';
-import { UsersRepo } from './users.js';
-import { InsightsRepo } from './insights.js';
-import { PrivacyRepo } from './privacy.js';
-import { AdPlatformsRepo } from './adplatforms.js';
-import { CopurchaseRepo } from './copurchase.js';
+import { SqliteSql, type Sql } from './sql.js';
+import { newRepoShared, Repos, type RepoShared, type WriteOp } from './repos.js';
+import type { SiteStats } from './stats.js';
 
-/** The data of one svc installation: the database, its group-commit writer and the repositories. */
-export class Store {
-  readonly writer: GroupCommitWriter;
-  readonly sites: SitesRepo;
-  readonly profiles: ProfilesRepo;
-  readonly activity: ActivityRepo;
-  readonly webhooks: WebhooksRepo;
+/** How a store runs write operations: SQLite's group-commit writer, or PostgreSQL transactions. */
+export interface WriteRunner {
+  run<T>(fn: WriteOp<T>): Promise<T>;
+  /** Calls `fn` after every committed transaction (used to wake the delivery workers). */
+  onCommit(fn: () => void): void;
+  /** Flushes pending writes and refuses new ones. */
+  close(): Promise<void>;
+  readonly counters: { batches: number; ops: number; stalled: number };
+  readonly pending: number;
+}
+
+/**
+ * The data of one svc installation: the repositories (reads go straight to
+ * them), `write` for everything that changes data, and the secrets of the
+ * data directory. `db` is the SQLite connection for SQLite-only maintenance
+ * (checkpoints, bulk seeding); it is null on PostgreSQL.
+ */
+export class Store extends Repos {
   readonly secrets: SecretBox;
-  readonly keys: KeysRepo;
-  readonly profileRead: ProfileReadRepo;
-  readonly segments: SegmentsRepo;
-  readonly tokens: TokensRepo;
-  readonly audit: AuditRepo;
-  readonly users: UsersRepo;
-  readonly insights: InsightsRepo;
-  readonly privacy: PrivacyRepo;
-  readonly adplatforms: AdPlatformsRepo;
-  readonly copurchase: CopurchaseRepo;
 
   constructor(
-    readonly db: Db,
+    sql: Sql,
+    shared: RepoShared,
+    private readonly writer: WriteRunner,
     readonly dataDir: string,
-    private readonly walFd: number | null = null,
+    readonly db: Db | null,
+    private readonly onClose: () => Promise<void>,
   ) {
-    this.writer = new GroupCommitWriter(db, 1000, walFd);
-    this.sites = new SitesRepo(db);
-    this.profiles = new ProfilesRepo(db);
-    this.activity = new ActivityRepo(db);
-    this.webhooks = new WebhooksRepo(db);
+    super(sql, shared);
     this.secrets = SecretBox.forDataDir(dataDir);
-    this.keys = new KeysRepo(db);
-    this.profileRead = new ProfileReadRepo(db);
-    this.segments = new SegmentsRepo(db);
-    this.tokens = new TokensRepo(db);
-    this.audit = new AuditRepo(db);
-    this.users = new UsersRepo(db);
-    this.insights = new InsightsRepo(db);
-    this.privacy = new PrivacyRepo(db);
-    this.adplatforms = new AdPlatformsRepo(db);
-    this.copurchase = new CopurchaseRepo(db);
   }
 
-  /** Runs `fn` in the next group-commit transaction; resolves after commit. */
-  write<T>(fn: () => T): Promise<T> {
+  get dialect(): Sql['dialect'] {
+    return this.sql.dialect;
+  }
+
+  /**
+   * Runs `fn` as one write operation: in the next group-commit transaction on
+   * SQLite, in a transaction of its own on PostgreSQL. `fn` must do every read
+   * and write through `tx`, must not await anything but `tx`, and must not call
+   * `write` itself. Resolves with its result only once the transaction has
+   * committed (and, by default, reached the disk).
+   */
+  write<T>(fn: WriteOp<T>): Promise<T> {
     return this.writer.run(fn);
   }
 
-  stats(siteId?: string): SiteStats[] {
-    return siteStats(this.db, siteId);
+  onCommit(fn: () => void): void {
+    this.writer.onCommit(fn);
   }
 
-  /** Flushes pending writes (waiting for their fsync), checkpoints the WAL and closes the database. */
+  get writeCounters(): WriteRunner['counters'] {
+    return this.writer.counters;
+  }
+
+  get pendingWrites(): number {
+    return this.writer.pending;
+  }
+
+  stats(siteId?: string): Promise<SiteStats[]> {
+    return this.counts.sites(siteId);
+  }
+
+  /** Flushes pending writes (waiting for their fsync) and closes the database. */
   async close(): Promise<void> {
     await this.writer.close();
-    if (this.walFd !== null) closeSync(this.walFd);
-    if (this.db.open) {
-      try {
-        this.db.pragma('wal_checkpoint(TRUNCATE)');
-      } catch {
-        // another process may hold the database; the WAL stays valid
-      }
-      this.db.close();
-    }
+    await this.onClose();
   }
 }
 
@@ -92,5 +84,19 @@ export function openStore(opts: { dataDir: string; synchronous?: SyncMode; offTh
   const db = openDatabase(opts);
   const asyncFsync = opts.offThreadFsync === true && (opts.synchronous ?? 'full') === 'full';
   const walFd = asyncFsync ? openSync(`${databasePath(opts.dataDir)}-wal`, 'r') : null;
-  return new Store(db, opts.dataDir, walFd);
+  const sql = new SqliteSql(db);
+  const shared = newRepoShared();
+  const writer = new GroupCommitWriter(db, new Repos(sql, shared), 1000, walFd);
+  const close = async () => {
+    if (walFd !== null) closeSync(walFd);
+    if (db.open) {
+      try {
+        db.pragma('wal_checkpoint(TRUNCATE)');
+      } catch {
+        // another process may hold the database; the WAL stays valid
+      }
+      db.close();
+    }
+  };
+  return new Store(sql, shared, writer, opts.dataDir, db, close);
 }

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Sql } from './sql.js';
 import { newId } from './ids.js';
 
 export interface McpTokenRow {
@@ -17,26 +17,16 @@ export interface McpTokenRow {
   revoked_at: number | null;
 }
 
+const INSERT_TOKEN = `INSERT INTO mcp_tokens (id, site_id, name, hash, hint, scope, restrictions, created_by, created_at, expires_at)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const TOKEN_BY_ID = 'SELECT * FROM mcp_tokens WHERE id = ?';
+
 /** MCP tokens, stored as SHA-256 hashes only. */
 export class TokensRepo {
-  private readonly q;
+  constructor(private readonly x: Sql) {}
 
-  constructor(db: Db) {
-    this.q = {
-      insert: db.prepare(
-        `INSERT INTO mcp_tokens (id, site_id, name, hash, hint, scope, restrictions, created_by, created_at, expires_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ),
-      byHash: db.prepare<[string], McpTokenRow>('SELECT * FROM mcp_tokens WHERE hash = ?'),
-      byId: db.prepare<[string], McpTokenRow>('SELECT * FROM mcp_tokens WHERE id = ?'),
-      list: db.prepare<[string], McpTokenRow>('SELECT * FROM mcp_tokens WHERE site_id = ? ORDER BY created_at, id'),
-      listAll: db.prepare<[], McpTokenRow>('SELECT * FROM mcp_tokens ORDER BY created_at, id'),
-      revoke: db.prepare('UPDATE mcp_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL'),
-      touch: db.prepare('UPDATE mcp_tokens SET last_used_at = ? WHERE id = ?'),
-    };
-  }
-
-  create(t: {
+  /** Writes: call inside a write operation. */
+  async create(t: {
     siteId: string;
     name: string | null;
     hash: string;
@@ -45,29 +35,44 @@ export class TokensRepo {
     restrictions: unknown;
     createdBy: string;
     expiresAt: number | null;
-  }): McpTokenRow {
+  }): Promise<McpTokenRow> {
     const id = newId('mcpk');
-    this.q.insert.run(id, t.siteId, t.name, t.hash, t.hint, t.scope, JSON.stringify(t.restrictions), t.createdBy, Date.now(), t.expiresAt);
-    return this.q.byId.get(id)!;
+    await this.x.run(INSERT_TOKEN, [
+      id,
+      t.siteId,
+      t.name,
+      t.hash,
+      t.hint,
+      t.scope,
+      JSON.stringify(t.restrictions),
+      t.createdBy,
+      Date.now(),
+      t.expiresAt,
+    ]);
+    return (await this.byId(id))!;
   }
 
-  byHash(hash: string): McpTokenRow | undefined {
-    return this.q.byHash.get(hash);
+  byHash(hash: string): Promise<McpTokenRow | undefined> {
+    return this.x.get<McpTokenRow>('SELECT * FROM mcp_tokens WHERE hash = ?', [hash]);
   }
 
-  byId(id: string): McpTokenRow | undefined {
-    return this.q.byId.get(id);
+  byId(id: string): Promise<McpTokenRow | undefined> {
+    return this.x.get<McpTokenRow>(TOKEN_BY_ID, [id]);
   }
 
-  list(siteId?: string): McpTokenRow[] {
-    return siteId === undefined ? this.q.listAll.all() : this.q.list.all(siteId);
+  list(siteId?: string): Promise<McpTokenRow[]> {
+    return siteId === undefined
+      ? this.x.all<McpTokenRow>('SELECT * FROM mcp_tokens ORDER BY created_at, id')
+      : this.x.all<McpTokenRow>('SELECT * FROM mcp_tokens WHERE site_id = ? ORDER BY created_at, id', [siteId]);
   }
 
-  revoke(id: string, now: number): boolean {
-    return this.q.revoke.run(now, id).changes > 0;
+  /** Writes: call inside a write operation. */
+  async revoke(id: string, now: number): Promise<boolean> {
+    return (await this.x.run('UPDATE mcp_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', [now, id])).changes > 0;
   }
 
-  touch(id: string, now: number): void {
-    this.q.touch.run(now, id);
+  /** Writes: call inside a write operation. */
+  async touch(id: string, now: number): Promise<void> {
+    await this.x.run('UPDATE mcp_tokens SET last_used_at = ? WHERE id = ?', [now, id]);
   }
 }

@@ -1,4 +1,4 @@
-import type { Db } from './db.js';
+import type { Sql } from './sql.js';
 import { newId } from './ids.js';
 import { whereOf, type Filter } from './where.js';
 
@@ -65,95 +65,85 @@ export interface DeliveryFilter {
   limit?: number | undefined;
 }
 
+const INSERT_DESTINATION = `INSERT INTO destinations (id, site_id, url, secret_enc, events, enabled, description, api_key_id, created_at, updated_at)
+  VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?)`;
+const DESTINATION_BY_ID = 'SELECT * FROM destinations WHERE id = ?';
+const PENDING_OUTBOX =
+  "SELECT id, site_id, event_type, payload, created_at FROM outbox WHERE id > (SELECT last_id FROM outbox_cursor WHERE name = 'webhooks') ORDER BY id LIMIT ?";
+const ADVANCE_CURSOR = "UPDATE outbox_cursor SET last_id = ? WHERE name = 'webhooks' AND last_id < ?";
+const INSERT_DELIVERY = `INSERT INTO deliveries (id, site_id, destination_id, outbox_id, event_type, payload, state, attempts, next_attempt_at, created_at, updated_at)
+  VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`;
+const DUE = `SELECT * FROM deliveries WHERE destination_id = ? AND state = 'pending' AND next_attempt_at <= ?
+  ORDER BY next_attempt_at, id LIMIT ?`;
+const SUCCEED =
+  "UPDATE deliveries SET state = 'delivered', attempts = attempts + 1, last_status = ?, last_error = NULL, delivered_at = ?, updated_at = ? WHERE id = ?";
+const FAIL = 'UPDATE deliveries SET state = ?, attempts = attempts + 1, next_attempt_at = ?, last_status = ?, last_error = ?, updated_at = ? WHERE id = ?';
+const DESTINATION_OK = 'UPDATE destinations SET consecutive_failures = 0, first_failure_at = NULL WHERE id = ? AND consecutive_failures > 0';
+const DESTINATION_FAIL =
+  'UPDATE destinations SET consecutive_failures = consecutive_failures + 1, first_failure_at = coalesce(first_failure_at, ?) WHERE id = ? RETURNING consecutive_failures, first_failure_at, enabled';
+const DISABLE = 'UPDATE destinations SET enabled = 0, disabled_reason = ?, updated_at = ? WHERE id = ? AND enabled = 1';
+const INSERT_HEALTH = `INSERT INTO health_log (site_id, integration, destination_id, delivery_id, event_type, kind, attempt, ok, status, latency_ms, error_class, message, response_excerpt, created_at)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+const REQUEUE = "UPDATE deliveries SET state = 'pending', next_attempt_at = ?, updated_at = ? WHERE id = ? AND state = 'failed'";
+
+export interface OutboxRow {
+  id: number;
+  site_id: string;
+  event_type: string;
+  payload: string;
+  created_at: number;
+}
+
 /** Destinations, deliveries and the integration health log. */
 export class WebhooksRepo {
-  private readonly q;
+  constructor(private readonly x: Sql) {}
 
-  constructor(private readonly db: Db) {
-    this.q = {
-      insertDest: db.prepare(
-        `INSERT INTO destinations (id, site_id, url, secret_enc, events, enabled, description, api_key_id, created_at, updated_at)
-         VALUES (@id, @site_id, @url, @secret_enc, @events, 1, @description, @api_key_id, @created_at, @created_at)`,
-      ),
-      dest: db.prepare<[string], DestinationRow>('SELECT * FROM destinations WHERE id = ?'),
-      enabledDests: db.prepare<[], DestinationRow>('SELECT * FROM destinations WHERE enabled = 1'),
-      pendingOutbox: db.prepare<[number], { id: number; site_id: string; event_type: string; payload: string; created_at: number }>(
-        "SELECT id, site_id, event_type, payload, created_at FROM outbox WHERE id > (SELECT last_id FROM outbox_cursor WHERE name = 'webhooks') ORDER BY id LIMIT ?",
-      ),
-      advanceCursor: db.prepare("UPDATE outbox_cursor SET last_id = ? WHERE name = 'webhooks' AND last_id < ?"),
-      insertDelivery: db.prepare(
-        `INSERT INTO deliveries (id, site_id, destination_id, outbox_id, event_type, payload, state, attempts, next_attempt_at, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,
-      ),
-      due: db.prepare<[string, number, number], DeliveryRow>(
-        `SELECT * FROM deliveries WHERE destination_id = ? AND state = 'pending' AND next_attempt_at <= ?
-          ORDER BY next_attempt_at, id LIMIT ?`,
-      ),
-      delivery: db.prepare<[string], DeliveryRow>('SELECT * FROM deliveries WHERE id = ?'),
-      succeed: db.prepare(
-        "UPDATE deliveries SET state = 'delivered', attempts = attempts + 1, last_status = ?, last_error = NULL, delivered_at = ?, updated_at = ? WHERE id = ?",
-      ),
-      fail: db.prepare(
-        'UPDATE deliveries SET state = ?, attempts = attempts + 1, next_attempt_at = ?, last_status = ?, last_error = ?, updated_at = ? WHERE id = ?',
-      ),
-      destOk: db.prepare('UPDATE destinations SET consecutive_failures = 0, first_failure_at = NULL WHERE id = ? AND consecutive_failures > 0'),
-      destFail: db.prepare(
-        'UPDATE destinations SET consecutive_failures = consecutive_failures + 1, first_failure_at = coalesce(first_failure_at, ?) WHERE id = ? RETURNING consecutive_failures, first_failure_at, enabled',
-      ),
-      disable: db.prepare('UPDATE destinations SET enabled = 0, disabled_reason = ?, updated_at = ? WHERE id = ? AND enabled = 1'),
-      health: db.prepare(
-        `INSERT INTO health_log (site_id, integration, destination_id, delivery_id, event_type, kind, attempt, ok, status, latency_ms, error_class, message, response_excerpt, created_at)
-         VALUES (@site_id, @integration, @destination_id, @delivery_id, @event_type, @kind, @attempt, @ok, @status, @latency_ms, @error_class, @message, @response_excerpt, @created_at)`,
-      ),
-      requeue: db.prepare(
-        "UPDATE deliveries SET state = 'pending', next_attempt_at = ?, updated_at = ? WHERE id = ? AND state = 'failed'",
-      ),
-    };
-  }
-
-  createDestination(d: {
+  /** Writes: call inside a write operation. */
+  async createDestination(d: {
     siteId: string;
     url: string;
     secretEnc: string | null;
     events: string[];
     description?: string | null | undefined;
     apiKeyId?: string | null | undefined;
-  }): DestinationRow {
+  }): Promise<DestinationRow> {
     const id = newId('dst');
-    this.q.insertDest.run({
+    const createdAt = Date.now();
+    await this.x.run(INSERT_DESTINATION, [
       id,
-      site_id: d.siteId,
-      url: d.url,
-      secret_enc: d.secretEnc,
-      events: JSON.stringify(d.events),
-      description: d.description ?? null,
-      api_key_id: d.apiKeyId ?? null,
-      created_at: Date.now(),
-    });
-    return this.q.dest.get(id)!;
+      d.siteId,
+      d.url,
+      d.secretEnc,
+      JSON.stringify(d.events),
+      d.description ?? null,
+      d.apiKeyId ?? null,
+      createdAt,
+      createdAt,
+    ]);
+    return (await this.destination(id))!;
   }
 
-  destination(id: string): DestinationRow | undefined {
-    return this.q.dest.get(id);
+  destination(id: string): Promise<DestinationRow | undefined> {
+    return this.x.get<DestinationRow>(DESTINATION_BY_ID, [id]);
   }
 
-  listDestinations(filter: { siteId?: string | undefined; apiKeyId?: string | undefined } = {}): DestinationRow[] {
+  listDestinations(filter: { siteId?: string | undefined; apiKeyId?: string | undefined } = {}): Promise<DestinationRow[]> {
     const w = whereOf([
       ['site_id = ?', filter.siteId],
       ['api_key_id = ?', filter.apiKeyId],
     ]);
-    const sql = `SELECT * FROM destinations ${w.sql} ORDER BY created_at, id`;
-    return this.db.prepare(sql).all(...w.params) as DestinationRow[];
+    return this.x.all<DestinationRow>(`SELECT * FROM destinations ${w.sql} ORDER BY created_at, id`, w.params);
   }
 
-  enabledDestinations(): DestinationRow[] {
-    return this.q.enabledDests.all();
+  enabledDestinations(): Promise<DestinationRow[]> {
+    return this.x.all<DestinationRow>('SELECT * FROM destinations WHERE enabled = 1');
   }
 
-  updateDestination(
+  /** Writes: call inside a write operation. */
+  async updateDestination(
     id: string,
     patch: { url?: string; secretEnc?: string | null; events?: string[]; enabled?: boolean; description?: string | null },
-  ): DestinationRow | undefined {
+  ): Promise<DestinationRow | undefined> {
     const sets: string[] = [];
     const params: unknown[] = [];
     if (patch.url !== undefined) {
@@ -179,95 +169,125 @@ export class WebhooksRepo {
     }
     sets.push('updated_at = ?');
     params.push(Date.now(), id);
-    this.db.prepare(`UPDATE destinations SET ${sets.join(', ')} WHERE id = ?`).run(...params);
+    await this.x.run(`UPDATE destinations SET ${sets.join(', ')} WHERE id = ?`, params);
     return this.destination(id);
   }
 
-  /** Removes a destination; its delivery history and health log stay for audit. Pending deliveries fail for good. */
-  removeDestination(id: string): boolean {
+  /**
+   * Removes a destination; its delivery history and health log stay for audit. Pending deliveries fail for good.
+   * Writes: call inside a write operation.
+   */
+  async removeDestination(id: string): Promise<boolean> {
     const now = Date.now();
-    const info = this.db.prepare('DELETE FROM destinations WHERE id = ?').run(id);
-    this.db
-      .prepare("UPDATE deliveries SET state = 'failed', last_error = 'destination removed', updated_at = ? WHERE destination_id = ? AND state = 'pending'")
-      .run(now, id);
+    const info = await this.x.run('DELETE FROM destinations WHERE id = ?', [id]);
+    await this.x.run(
+      "UPDATE deliveries SET state = 'failed', last_error = 'destination removed', updated_at = ? WHERE destination_id = ? AND state = 'pending'",
+      [now, id],
+    );
     return info.changes > 0;
   }
 
-  pendingOutbox(limit: number) {
-    return this.q.pendingOutbox.all(limit);
+  pendingOutbox(limit: number): Promise<OutboxRow[]> {
+    return this.x.all<OutboxRow>(PENDING_OUTBOX, [limit]);
   }
 
   /**
    * Marks every outbox row up to `outboxId` as fanned out. The outbox is
    * append-only (AUTOINCREMENT ids, written by one writer at a time), so a
    * cursor replaces a per-row update and a partial index on the hot path.
+   * Writes: call inside a write operation.
    */
-  advanceCursor(outboxId: number): void {
-    this.q.advanceCursor.run(outboxId, outboxId);
+  async advanceCursor(outboxId: number): Promise<void> {
+    await this.x.run(ADVANCE_CURSOR, [outboxId, outboxId]);
   }
 
-  insertDelivery(d: { siteId: string; destinationId: string; outboxId: number | null; eventType: string; payload: string; now: number }): string {
+  async insertDelivery(d: {
+    siteId: string;
+    destinationId: string;
+    outboxId: number | null;
+    eventType: string;
+    payload: string;
+    now: number;
+  }): Promise<string> {
     const id = newId('dlv');
-    this.q.insertDelivery.run(id, d.siteId, d.destinationId, d.outboxId, d.eventType, d.payload, d.now, d.now, d.now);
+    await this.x.run(INSERT_DELIVERY, [id, d.siteId, d.destinationId, d.outboxId, d.eventType, d.payload, d.now, d.now, d.now]);
     return id;
   }
 
-  due(destinationId: string, now: number, limit: number): DeliveryRow[] {
-    return this.q.due.all(destinationId, now, limit);
+  due(destinationId: string, now: number, limit: number): Promise<DeliveryRow[]> {
+    return this.x.all<DeliveryRow>(DUE, [destinationId, now, limit]);
   }
 
-  delivery(id: string): DeliveryRow | undefined {
-    return this.q.delivery.get(id);
+  delivery(id: string): Promise<DeliveryRow | undefined> {
+    return this.x.get<DeliveryRow>('SELECT * FROM deliveries WHERE id = ?', [id]);
   }
 
-  markDelivered(id: string, status: number, now: number): void {
-    this.q.succeed.run(status, now, now, id);
+  async markDelivered(id: string, status: number, now: number): Promise<void> {
+    await this.x.run(SUCCEED, [status, now, now, id]);
   }
 
-  markFailedAttempt(id: string, r: { final: boolean; nextAttemptAt: number; status: number | null; error: string; now: number }): void {
-    this.q.fail.run(r.final ? 'failed' : 'pending', r.nextAttemptAt, r.status, r.error, r.now, id);
+  async markFailedAttempt(
+    id: string,
+    r: { final: boolean; nextAttemptAt: number; status: number | null; error: string; now: number },
+  ): Promise<void> {
+    await this.x.run(FAIL, [r.final ? 'failed' : 'pending', r.nextAttemptAt, r.status, r.error, r.now, id]);
   }
 
-  destinationSucceeded(id: string): void {
-    this.q.destOk.run(id);
+  async destinationSucceeded(id: string): Promise<void> {
+    await this.x.run(DESTINATION_OK, [id]);
   }
 
-  /** Counts a failed attempt against the destination; returns the streak. */
-  destinationFailed(id: string, now: number): { consecutive: number; since: number; enabled: boolean } | undefined {
-    const row = this.q.destFail.get(now, id) as { consecutive_failures: number; first_failure_at: number; enabled: number } | undefined;
-    return row ? { consecutive: row.consecutive_failures, since: row.first_failure_at, enabled: row.enabled === 1 } : undefined;
+  /** Counts a failed attempt against the destination; returns the streak. Writes: call inside a write operation. */
+  async destinationFailed(id: string, now: number): Promise<{ consecutive: number; since: number; enabled: boolean } | undefined> {
+    const row = await this.x.get<{ consecutive_failures: number; first_failure_at: number; enabled: number }>(DESTINATION_FAIL, [now, id]);
+    return row
+      ? { consecutive: Number(row.consecutive_failures), since: Number(row.first_failure_at), enabled: Number(row.enabled) === 1 }
+      : undefined;
   }
 
-  disableDestination(id: string, reason: string, now: number): boolean {
-    return this.q.disable.run(reason, now, id).changes > 0;
+  async disableDestination(id: string, reason: string, now: number): Promise<boolean> {
+    return (await this.x.run(DISABLE, [reason, now, id])).changes > 0;
   }
 
-  /** Puts failed deliveries back in the queue (replay through the dispatcher). */
-  requeue(id: string, now: number): boolean {
-    return this.q.requeue.run(now, now, id).changes > 0;
+  /** Puts failed deliveries back in the queue (replay through the dispatcher). Writes: call inside a write operation. */
+  async requeue(id: string, now: number): Promise<boolean> {
+    return (await this.x.run(REQUEUE, [now, now, id])).changes > 0;
   }
 
-  log(h: HealthInput): void {
-    this.q.health.run({ ...h, ok: h.ok ? 1 : 0 });
+  async log(h: HealthInput): Promise<void> {
+    await this.x.run(INSERT_HEALTH, [
+      h.site_id,
+      h.integration,
+      h.destination_id,
+      h.delivery_id,
+      h.event_type,
+      h.kind,
+      h.attempt,
+      h.ok ? 1 : 0,
+      h.status,
+      h.latency_ms,
+      h.error_class,
+      h.message,
+      h.response_excerpt,
+      h.created_at,
+    ]);
   }
 
-  deliveries(f: DeliveryFilter): DeliveryRow[] {
+  deliveries(f: DeliveryFilter): Promise<DeliveryRow[]> {
     const { where, params } = deliveryWhere(f);
-    return this.db
-      .prepare(`SELECT * FROM deliveries ${where} ORDER BY created_at, id LIMIT ?`)
-      .all(...params, f.limit ?? 1_000_000) as DeliveryRow[];
+    return this.x.all<DeliveryRow>(`SELECT * FROM deliveries ${where} ORDER BY created_at, id LIMIT ?`, [...params, f.limit ?? 1_000_000]);
   }
 
   /** The newest `limit` entries of the integration health log (oldest first); `integration` names one or several integrations. */
-  healthLog(f: DeliveryFilter & { integration?: string | readonly string[] | undefined }): HealthRow[] {
+  healthLog(f: DeliveryFilter & { integration?: string | readonly string[] | undefined }): Promise<HealthRow[]> {
     const names = typeof f.integration === 'string' ? [f.integration] : f.integration;
     const w = whereOf([
       ...deliveryFilters(f),
       [`integration IN (${(names ?? []).map(() => '?').join(', ')})`, names],
       ['ok = 0', f.failedOnly],
     ]);
-    const sql = `SELECT * FROM (SELECT * FROM health_log ${w.sql} ORDER BY id DESC LIMIT ?) ORDER BY id`;
-    return this.db.prepare(sql).all(...w.params, f.limit ?? 100) as HealthRow[];
+    const sql = `SELECT * FROM (SELECT * FROM health_log ${w.sql} ORDER BY id DESC LIMIT ?) AS newest ORDER BY id`;
+    return this.x.all<HealthRow>(sql, [...w.params, f.limit ?? 100]);
   }
 }
 

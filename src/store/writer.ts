@@ -1,5 +1,6 @@
 import { fsync } from 'node:fs';
 import type { Db } from './db.js';
+import type { Repos, WriteOp } from './repos.js';
 
 interface Settled {
   batch: Op[];
@@ -7,7 +8,7 @@ interface Settled {
 }
 
 interface Op {
-  fn: () => unknown;
+  fn: WriteOp<unknown>;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
 }
@@ -18,6 +19,12 @@ interface Op {
  * operation rolls back only itself. Every promise settles only after the
  * transaction that holds its writes has committed, so a caller acknowledges
  * nothing that is not durably stored.
+ *
+ * Operations are asynchronous (the same code runs on PostgreSQL), but on SQLite
+ * every statement settles at once, so a whole batch runs within one turn of the
+ * event loop. An operation that awaits real I/O (a timer, the network) would
+ * keep the transaction open across turns; the writer counts such batches in
+ * `counters.stalled` so tests can prove none happen.
  */
 export class GroupCommitWriter {
   private queue: Op[] = [];
@@ -30,7 +37,8 @@ export class GroupCommitWriter {
   private readonly release;
   private readonly rollbackTo;
   /** Number of transactions committed and operations written, for stats and benchmarks. */
-  readonly counters = { batches: 0, ops: 0 };
+  readonly counters = { batches: 0, ops: 0, stalled: 0 };
+  private running = false;
   private readonly commitListeners: (() => void)[] = [];
 
   private unsynced: Settled[] = [];
@@ -46,6 +54,7 @@ export class GroupCommitWriter {
    */
   constructor(
     private readonly db: Db,
+    private readonly repos: Repos,
     private readonly maxBatch = 1000,
     private readonly walFd: number | null = null,
   ) {
@@ -58,7 +67,7 @@ export class GroupCommitWriter {
   }
 
   /** Queues `fn` to run inside the next group transaction; resolves with its result once committed. */
-  run<T>(fn: () => T): Promise<T> {
+  run<T>(fn: WriteOp<T>): Promise<T> {
     if (this.closed) return Promise.reject(new Error('store is closed'));
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
@@ -74,10 +83,21 @@ export class GroupCommitWriter {
     this.scheduled = false;
     // While the previous commit's fsync runs, keep gathering: the next transaction
     // then carries everything that arrived meanwhile (group commit).
-    if (this.syncing && !this.closed) return;
-    while (this.queue.length > 0) {
-      const batch = this.queue.splice(0, this.maxBatch);
-      this.runBatch(batch);
+    if (this.running || (this.syncing && !this.closed)) return;
+    void this.drain();
+  }
+
+  private async drain(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.queue.length > 0 && !(this.syncing && !this.closed)) {
+        const batch = this.queue.splice(0, this.maxBatch);
+        const stall = setImmediate(() => this.counters.stalled++);
+        await this.runBatch(batch);
+        clearImmediate(stall);
+      }
+    } finally {
+      this.running = false;
     }
   }
 
@@ -85,7 +105,8 @@ export class GroupCommitWriter {
   async close(): Promise<void> {
     this.closed = true;
     this.flush();
-    while (this.syncing || this.unsynced.length > 0) {
+    while (this.running || this.queue.length > 0 || this.syncing || this.unsynced.length > 0) {
+      if (!this.running && this.queue.length > 0) this.flush();
       await new Promise((r) => setTimeout(r, 1));
     }
   }
@@ -112,7 +133,7 @@ export class GroupCommitWriter {
     return this.queue.length;
   }
 
-  private runBatch(batch: Op[]): void {
+  private async runBatch(batch: Op[]): Promise<void> {
     // Optimistic pass: no savepoints. Operations validate before they write, so a
     // failure is rare; when one happens the batch is rolled back and re-run with a
     // savepoint per operation, so only the failing operation is lost.
@@ -127,7 +148,7 @@ export class GroupCommitWriter {
     try {
       for (let i = 0; i < batch.length; i++) {
         try {
-          results[i] = { ok: true, value: batch[i]!.fn() };
+          results[i] = { ok: true, value: await batch[i]!.fn(this.repos) };
         } catch {
           failed = true;
           break;
@@ -141,13 +162,13 @@ export class GroupCommitWriter {
       return;
     }
     if (failed) {
-      this.runBatchIsolated(batch);
+      await this.runBatchIsolated(batch);
       return;
     }
     this.committed(batch, results);
   }
 
-  private runBatchIsolated(batch: Op[]): void {
+  private async runBatchIsolated(batch: Op[]): Promise<void> {
     const results: { ok: boolean; value: unknown }[] = new Array(batch.length);
     try {
       this.begin.run();
@@ -160,7 +181,7 @@ export class GroupCommitWriter {
         const op = batch[i]!;
         this.savepoint.run();
         try {
-          const value = op.fn();
+          const value = await op.fn(this.repos);
           this.release.run();
           results[i] = { ok: true, value };
         } catch (err) {

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { Store } from '../store/store.js';
+import type { Repos, WriteOp } from '../store/repos.js';
 import type { DeliveryRow, DestinationRow } from '../store/webhooks.js';
 import { createGuardedDispatcher } from './guard.js';
 import { sendSigned, type AttemptResult } from './sender.js';
@@ -77,8 +78,8 @@ export class WebhookDispatcher {
 
   start(): void {
     this.running = true;
-    this.store.writer.onCommit(() => {
-      if (this.store.activity.enqueued !== this.lastEnqueued) this.wake();
+    this.store.onCommit(() => {
+      if (this.store.shared.enqueued.outbox !== this.lastEnqueued) this.wake();
     });
     this.wake();
   }
@@ -111,15 +112,19 @@ export class WebhookDispatcher {
   private async cycle(): Promise<void> {
     if (!this.running) return;
     await this.fanOut();
-    this.refreshLanes();
-    for (const lane of this.lanes.values()) {
-      lane.mayHaveMore = true; // retries come due and other processes write: look again on every cycle
-      this.pump(lane);
-    }
-    this.schedule();
+    await this.refreshLanes();
+    await this.pumpAll(); // retries come due and other processes write: look again on every cycle
+    await this.schedule();
   }
 
-  private schedule(): void {
+  /** Pumps every lane, marking each as possibly having due deliveries; resolves once each has started what it can. */
+  private async pumpAll(): Promise<void> {
+    const lanes = [...this.lanes.values()];
+    for (const lane of lanes) lane.mayHaveMore = true;
+    await Promise.all(lanes.map((lane) => this.pump(lane)));
+  }
+
+  private async schedule(): Promise<void> {
     if (!this.running) return;
     if (this.timer) clearTimeout(this.timer);
     let wait = this.opts.pollMs;
@@ -130,12 +135,14 @@ export class WebhookDispatcher {
       // delivery scanned the whole backlog, and its past-due rows re-ran this cycle every 5 ms.)
       for (const lane of this.lanes.values()) {
         if (lane.inFlight > 0 || lane.dest.enabled !== 1) continue;
-        const next = this.store.webhooks.due(lane.dest.id, Number.MAX_SAFE_INTEGER, 1)[0]?.next_attempt_at;
+        const next = (await this.store.webhooks.due(lane.dest.id, Number.MAX_SAFE_INTEGER, 1))[0]?.next_attempt_at;
         if (next !== undefined) wait = Math.max(5, Math.min(wait, next - Date.now()));
       }
     } catch {
       // the database is busy; poll again later
     }
+    if (!this.running) return; // stopped while the queries ran
+    if (this.timer) clearTimeout(this.timer); // another cycle may have set one meanwhile
     this.timer = setTimeout(() => void this.cycle(), wait);
     this.timer.unref();
   }
@@ -150,16 +157,16 @@ export class WebhookDispatcher {
     try {
       for (;;) {
         this.fanoutAgain = false;
-        this.lastEnqueued = this.store.activity.enqueued;
-        const n = await this.store.write(() => {
-          const rows = this.store.webhooks.pendingOutbox(FANOUT_BATCH);
+        this.lastEnqueued = this.store.shared.enqueued.outbox;
+        const n = await this.store.write(async (tx) => {
+          const rows = await tx.webhooks.pendingOutbox(FANOUT_BATCH);
           if (rows.length === 0) return 0;
-          const dests = this.store.webhooks.enabledDestinations();
+          const dests = await tx.webhooks.enabledDestinations();
           const now = Date.now();
           for (const row of rows) {
             for (const d of dests) {
               if (d.site_id !== row.site_id || !subscribes(d, row.event_type)) continue;
-              this.store.webhooks.insertDelivery({
+              await tx.webhooks.insertDelivery({
                 siteId: row.site_id,
                 destinationId: d.id,
                 outboxId: row.id,
@@ -169,16 +176,13 @@ export class WebhookDispatcher {
               });
             }
           }
-          this.store.webhooks.advanceCursor(rows[rows.length - 1]!.id);
+          await tx.webhooks.advanceCursor(rows[rows.length - 1]!.id);
           return rows.length;
         });
         this.counters.fannedOut += n;
         if (n > 0) {
-          this.refreshLanes(true);
-          for (const lane of this.lanes.values()) {
-            lane.mayHaveMore = true;
-            this.pump(lane);
-          }
+          await this.refreshLanes(true);
+          await this.pumpAll();
         }
         if (n < FANOUT_BATCH && !this.fanoutAgain) break;
       }
@@ -190,11 +194,11 @@ export class WebhookDispatcher {
   }
 
   /** Keeps one lane per enabled destination; re-reads destinations at most once a second unless forced. */
-  private refreshLanes(force = false): void {
+  private async refreshLanes(force = false): Promise<void> {
     const now = Date.now();
     if (!force && now - this.lanesLoadedAt < 1000) return;
     this.lanesLoadedAt = now;
-    const dests = this.store.webhooks.enabledDestinations();
+    const dests = await this.store.webhooks.enabledDestinations();
     const seen = new Set<string>();
     for (const d of dests) {
       seen.add(d.id);
@@ -215,16 +219,26 @@ export class WebhookDispatcher {
     }
   }
 
-  /** Stage two for one destination: keep up to `concurrency` deliveries in flight. */
-  private pump(lane: Lane): void {
-    if (!this.running || !this.lanes.has(lane.dest.id) || lane.dest.enabled !== 1) return;
+  /**
+   * Stage two for one destination: keep up to `concurrency` deliveries in flight.
+   * Resolves once it has started what it can (it waits for a refill, never for a delivery).
+   */
+  private async pump(lane: Lane): Promise<void> {
     // A slot is free again once its HTTP exchange ends; the outcome is committed
     // meanwhile (its id stays in `known`, so it is not loaded twice). Outcomes
     // awaiting their commit are capped so a slow disk holds the lane back.
-    while (lane.inFlight < this.opts.concurrency && lane.recording < this.opts.concurrency * 4) {
+    // The lane is checked on every turn: it may be stopped or disabled while a refill is read.
+    while (
+      this.running &&
+      this.lanes.has(lane.dest.id) &&
+      lane.dest.enabled === 1 &&
+      lane.inFlight < this.opts.concurrency &&
+      lane.recording < this.opts.concurrency * 4
+    ) {
       if (lane.queue.length === 0) {
-        if (!lane.mayHaveMore || !this.refill(lane)) return;
+        if (!lane.mayHaveMore || !(await this.refill(lane))) return;
         if (lane.queue.length === 0) return;
+        continue;
       }
       const delivery = lane.queue.shift()!;
       lane.inFlight++;
@@ -232,18 +246,21 @@ export class WebhookDispatcher {
     }
   }
 
-  private refill(lane: Lane): boolean {
+  private async refill(lane: Lane): Promise<boolean> {
     if (lane.refilling) return false;
     lane.refilling = true;
     try {
       const want = this.opts.concurrency * 4;
       const limit = want + lane.known.size;
-      const rows = this.store.webhooks.due(lane.dest.id, Date.now(), limit);
+      // Ids buffered or in flight when the query starts: an outcome committed while it runs
+      // removes its id from `known`, but the rows may predate that commit.
+      const known = new Set(lane.known);
+      const rows = await this.store.webhooks.due(lane.dest.id, Date.now(), limit);
       // Fewer rows than asked for: every due delivery is now queued or in flight, so looking
       // again before something changes (a cycle, a fan-out) would only re-read those.
       lane.mayHaveMore = rows.length >= limit;
       for (const r of rows) {
-        if (lane.known.has(r.id)) continue;
+        if (known.has(r.id) || lane.known.has(r.id)) continue;
         lane.known.add(r.id);
         lane.queue.push(r);
       }
@@ -257,7 +274,7 @@ export class WebhookDispatcher {
   }
 
   /** Queues a write that records an outcome; see OUTCOME_LINGER_MS. Each stays its own operation of the group commit. */
-  private recordSoon(fn: () => void): Promise<void> {
+  private recordSoon(fn: WriteOp<void>): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.outcomes.push(() => void this.store.write(fn).then(resolve, reject));
       if (this.outcomes.length >= OUTCOME_BATCH) this.flushOutcomes();
@@ -284,9 +301,9 @@ export class WebhookDispatcher {
     });
     lane.inFlight--;
     lane.recording++;
-    if (result.ok) this.pump(lane);
+    if (result.ok) void this.pump(lane);
     try {
-      await this.recordSoon(() => recordAttempt(this.store, lane.dest, d, result, this.opts, 'attempt'));
+      await this.recordSoon((tx) => recordAttempt(tx, lane.dest, d, result, this.opts, 'attempt'));
       if (result.ok) this.counters.delivered++;
       else this.counters.failedAttempts++;
     } catch (err) {
@@ -295,9 +312,9 @@ export class WebhookDispatcher {
     } finally {
       lane.recording--;
       lane.known.delete(d.id);
-      if (!result.ok) lane.dest = this.store.webhooks.destination(lane.dest.id) ?? { ...lane.dest, enabled: 0 };
+      if (!result.ok) lane.dest = (await this.store.webhooks.destination(lane.dest.id)) ?? { ...lane.dest, enabled: 0 };
       if (this.idle && this.totalInFlight() === 0) this.idle();
-      this.pump(lane);
+      void this.pump(lane);
     }
   }
 }
@@ -306,20 +323,20 @@ export class WebhookDispatcher {
  * Writes the outcome of one attempt: the health-log row, the delivery's new
  * state (delivered, retry at, or failed for good) and the destination's
  * failure streak, disabling the destination when the streak passes the
- * threshold. Runs inside a write transaction.
+ * threshold. Runs inside a write operation, whose repositories are `tx`.
  */
-export function recordAttempt(
-  store: Store,
+export async function recordAttempt(
+  tx: Repos,
   dest: DestinationRow,
   d: DeliveryRow,
   r: AttemptResult,
   opts: Pick<DispatcherOptions, 'retry' | 'disableAfter'>,
   kind: 'attempt' | 'replay',
-): void {
+): Promise<void> {
   const now = Date.now();
   const attempt = d.attempts + 1;
-  const repo = store.webhooks;
-  repo.log({
+  const repo = tx.webhooks;
+  await repo.log({
     site_id: d.site_id,
     integration: 'webhook',
     destination_id: dest.id,
@@ -336,23 +353,23 @@ export function recordAttempt(
     created_at: now,
   });
   if (r.ok) {
-    repo.markDelivered(d.id, r.status ?? 200, now);
-    if (kind === 'attempt') repo.destinationSucceeded(dest.id);
+    await repo.markDelivered(d.id, r.status ?? 200, now);
+    if (kind === 'attempt') await repo.destinationSucceeded(dest.id);
     return;
   }
   const error = `${r.errorClass}: ${r.message ?? ''}`.slice(0, 500);
   if (kind === 'replay') {
     // A failed replay changes nothing of the delivery's own schedule and does not count towards disabling.
-    repo.markFailedAttempt(d.id, { final: d.state === 'failed', nextAttemptAt: d.next_attempt_at, status: r.status, error, now });
+    await repo.markFailedAttempt(d.id, { final: d.state === 'failed', nextAttemptAt: d.next_attempt_at, status: r.status, error, now });
     return;
   }
   const next = nextAttemptAt(opts.retry, attempt, now);
-  repo.markFailedAttempt(d.id, { final: next === null, nextAttemptAt: next ?? now, status: r.status, error, now });
-  const streak = repo.destinationFailed(dest.id, now);
+  await repo.markFailedAttempt(d.id, { final: next === null, nextAttemptAt: next ?? now, status: r.status, error, now });
+  const streak = await repo.destinationFailed(dest.id, now);
   if (streak && streak.enabled && streak.consecutive >= opts.disableAfter.failures && now - streak.since >= opts.disableAfter.windowMs) {
     const reason = `disabled automatically after ${streak.consecutive} consecutive failed attempts since ${new Date(streak.since).toISOString()}; last: ${r.errorClass}${r.status ? ` ${r.status}` : ''}`;
-    if (repo.disableDestination(dest.id, reason, now)) {
-      repo.log({
+    if (await repo.disableDestination(dest.id, reason, now)) {
+      await repo.log({
         site_id: d.site_id,
         integration: 'webhook',
         destination_id: dest.id,

@@ -5,8 +5,8 @@
  *
  * Generates orders (seeded): baskets of 1–10 line items drawn from --skus skus
  * with Zipf-like popularity (weight 1/rank^s), until --line-items line items.
- * Loads them into two fresh SQLite stores in transactions of --batch orders
- * (as the group-commit writer batches requests), interleaving batch by batch
+ * Loads them into two fresh SQLite stores in write operations of --batch orders
+ * (one transaction each, as the group-commit writer batches requests), interleaving batch by batch
  * so both see the same machine noise:
  *
  *   - baseline: the conversion rows only (ActivityRepo.insertConversion);
@@ -27,6 +27,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { openStore, type Store } from '../../src/store/store.js';
+import type { Repos } from '../../src/store/repos.js';
 import { databasePath, type SyncMode } from '../../src/store/db.js';
 import { RecommendService } from '../../src/domain/recommend/service.js';
 import { compareRecommendations } from '../../src/domain/recommend/rank.js';
@@ -188,24 +189,26 @@ interface LoadResult {
   complete: boolean;
 }
 
-function load(d: Orders, base: Store, rec: Store, o: Options, log: (s: string) => void): LoadResult {
+async function load(d: Orders, base: Store, rec: Store, o: Options, log: (s: string) => void): Promise<LoadResult> {
   const lines = new Array<string>(d.count);
   for (let k = 0; k < d.count; k++) {
     const items: { sku: string; qty: number; price: number }[] = [];
     for (let i = d.start[k]!; i < d.start[k + 1]!; i++) items.push({ sku: d.names[d.items[i]!]!, qty: 1, price: 9.5 });
     lines[k] = JSON.stringify(items);
   }
-  const insert = (s: Store, k: number) =>
-    s.activity.insertConversion({ id: `cnv_${k}`, siteId: SITE, sessionId: `s_${k}`, profileId: `p_${k}`, revenue: 9.5, currency: 'USD', lineItems: lines[k]!, now: 1_700_000_000_000 + k });
-  const baseTx = base.db.transaction((from: number, to: number) => {
-    for (let k = from; k < to; k++) insert(base, k);
-  });
-  const recTx = rec.db.transaction((from: number, to: number) => {
-    for (let k = from; k < to; k++) {
-      insert(rec, k);
-      rec.copurchase.record(SITE, skusOf(d, k));
-    }
-  });
+  const insert = (tx: Repos, k: number) =>
+    tx.activity.insertConversion({ id: `cnv_${k}`, siteId: SITE, sessionId: `s_${k}`, profileId: `p_${k}`, revenue: 9.5, currency: 'USD', lineItems: lines[k]!, now: 1_700_000_000_000 + k });
+  const baseTx = (from: number, to: number) =>
+    base.write(async (tx) => {
+      for (let k = from; k < to; k++) await insert(tx, k);
+    });
+  const recTx = (from: number, to: number) =>
+    rec.write(async (tx) => {
+      for (let k = from; k < to; k++) {
+        await insert(tx, k);
+        await tx.copurchase.record(SITE, skusOf(d, k));
+      }
+    });
   const batches = Math.ceil(d.count / o.batch);
   const tenth = Math.max(1, Math.floor(batches / 10));
   const r: LoadResult = { orders: 0, lineItems: 0, baselineMs: 0, updateMs: 0, firstTenth: [0, 0], lastTenth: [0, 0], firstTenthItems: 0, lastTenthItems: 0, pairRows: 0, complete: true };
@@ -218,11 +221,11 @@ function load(d: Orders, base: Store, rec: Store, o: Options, log: (s: string) =
     let tb = 0;
     let tr = 0;
     if (b % 2 === 0) {
-      tb = timed(() => baseTx(from, to));
-      tr = timed(() => recTx(from, to));
+      tb = await timed(() => baseTx(from, to));
+      tr = await timed(() => recTx(from, to));
     } else {
-      tr = timed(() => recTx(from, to));
-      tb = timed(() => baseTx(from, to));
+      tr = await timed(() => recTx(from, to));
+      tb = await timed(() => baseTx(from, to));
     }
     const items = d.start[to]! - d.start[from]!;
     r.baselineMs += tb;
@@ -250,20 +253,20 @@ function load(d: Orders, base: Store, rec: Store, o: Options, log: (s: string) =
       break;
     }
   }
-  r.pairRows = (rec.db.prepare('SELECT count(*) AS n FROM copurchase_pairs').get() as { n: number }).n;
+  r.pairRows = Number((await rec.sql.get<{ n: number }>('SELECT count(*) AS n FROM copurchase_pairs'))!.n);
   return r;
 }
 
-function timed(fn: () => void): number {
+async function timed(fn: () => Promise<unknown>): Promise<number> {
   const t0 = performance.now();
-  fn();
+  await fn();
   return performance.now() - t0;
 }
 
 // ---- checks ----
 
 /** Compares the stored counts with counts computed here; returns problems found. */
-function verify(d: Orders, loaded: number, rec: Store, rnd: () => number, classes: Record<string, number[]>): string[] {
+async function verify(d: Orders, loaded: number, rec: Store, rnd: () => number, classes: Record<string, number[]>): Promise<string[]> {
   const problems: string[] = [];
   const itemCount = new Int32Array(d.names.length);
   let nonEmpty = 0;
@@ -272,11 +275,11 @@ function verify(d: Orders, loaded: number, rec: Store, rnd: () => number, classe
     if (ds.length > 0) nonEmpty++;
     for (const s of ds) itemCount[s]!++;
   }
-  const total = rec.copurchase.totalOrders(SITE);
+  const total = await rec.copurchase.totalOrders(SITE);
   if (total !== nonEmpty) problems.push(`order total ${total}, expected ${nonEmpty}`);
   for (let i = 0; i < 200; i++) {
     const s = Math.floor(rnd() * d.names.length);
-    const got = rec.copurchase.itemOrders(SITE, d.names[s]!);
+    const got = await rec.copurchase.itemOrders(SITE, d.names[s]!);
     if (got !== itemCount[s]) problems.push(`n(${d.names[s]}) = ${got}, expected ${itemCount[s]}`);
   }
   const probes = [classes.head![0]!, classes.torso![0]!, classes.tail![0]!].filter((x) => x !== undefined);
@@ -287,7 +290,7 @@ function verify(d: Orders, loaded: number, rec: Store, rnd: () => number, classe
       if (!ds.includes(a)) continue;
       for (const b of ds) if (b !== a) pairs.set(b, (pairs.get(b) ?? 0) + 1);
     }
-    const stored = rec.copurchase.companions(SITE, d.names[a]!, 1);
+    const stored = await rec.copurchase.companions(SITE, d.names[a]!, 1);
     if (stored.length !== pairs.size) problems.push(`${d.names[a]}: ${stored.length} companions stored, expected ${pairs.size}`);
     const index = new Map(d.names.map((n, i) => [n, i]));
     for (const c of stored) {
@@ -325,18 +328,18 @@ interface QueryRow {
   firstWrong: string | null;
 }
 
-function measureQueries(name: string, baskets: string[][], svc: RecommendService, rec: Store, o: Options): QueryRow {
+async function measureQueries(name: string, baskets: string[][], svc: RecommendService, rec: Store, o: Options): Promise<QueryRow> {
   const hist = new Histogram();
   const row: QueryRow = { name, queries: 0, p50Us: 0, p99Us: 0, maxUs: 0, meanCandidates: 0, meanItems: 0, wrong: 0, firstWrong: null };
   if (baskets.length === 0) return row;
   const q = (skus: string[]) => ({ skus, k: 10, min_support: 3 });
-  for (let i = 0; i < Math.min(50, o.queries); i++) svc.recommend(SITE, q(baskets[i % baskets.length]!)); // warm-up
+  for (let i = 0; i < Math.min(50, o.queries); i++) await svc.recommend(SITE, q(baskets[i % baskets.length]!)); // warm-up
   const deadline = performance.now() + o.querySeconds * 1000;
   let items = 0;
   for (let i = 0; i < o.queries && performance.now() < deadline; i++) {
     const skus = baskets[i % baskets.length]!;
     const t0 = performance.now();
-    const r = svc.recommend(SITE, q(skus));
+    const r = await svc.recommend(SITE, q(skus));
     hist.record((performance.now() - t0) * 1000);
     items += r.items.length;
     const wrong = checkResult(r, skus, 10);
@@ -348,7 +351,7 @@ function measureQueries(name: string, baskets: string[][], svc: RecommendService
   const s = hist.summary();
   let candidates = 0;
   const sample = Math.min(100, baskets.length);
-  for (let i = 0; i < sample; i++) for (const sku of baskets[i]!) candidates += rec.copurchase.companions(SITE, sku, 3).length;
+  for (let i = 0; i < sample; i++) for (const sku of baskets[i]!) candidates += (await rec.copurchase.companions(SITE, sku, 3)).length;
   Object.assign(row, { queries: s.count, p50Us: s.p50Us, p99Us: s.p99Us, maxUs: s.maxUs, meanCandidates: candidates / sample, meanItems: items / Math.max(1, s.count) });
   return row;
 }
@@ -395,7 +398,7 @@ async function main(): Promise<number> {
     rec = openStore({ dataDir: path.join(tmp, 'recommender'), synchronous: o.sync });
     log('\nloading (baseline and recommender stores interleaved batch by batch)...');
     t0 = performance.now();
-    const L = load(d, base, rec, o, log);
+    const L = await load(d, base, rec, o, log);
     log(`  done in ${((performance.now() - t0) / 1000).toFixed(1)} s; ${fmt.int(L.pairRows)} pair rows (both directions)`);
 
     const rnd = mulberry32(o.seed + 1);
@@ -418,7 +421,7 @@ async function main(): Promise<number> {
     };
 
     log('\nchecking stored counts against counts computed in memory...');
-    const problems = verify(d, L.orders, rec, rnd, classes);
+    const problems = await verify(d, L.orders, rec, rnd, classes);
     log(problems.length === 0 ? '  counts match' : `  ${problems.length} MISMATCH(ES)`);
 
     log('\nquerying recommend() (k=10, min support 3)...');
@@ -431,16 +434,16 @@ async function main(): Promise<number> {
     }
     const rows: QueryRow[] = [];
     for (const [name, skus] of Object.entries(classes)) {
-      const row = measureQueries(`${name} sku`, skus.map((s) => [d.names[s]!]), svc, rec, o);
+      const row = await measureQueries(`${name} sku`, skus.map((s) => [d.names[s]!]), svc, rec, o);
       log(`  ${row.name}: ${fmt.int(row.queries)} queries, p50 ${fmt.ms(row.p50Us)} ms`);
       rows.push(row);
     }
-    const basketRow = measureQueries('3-sku basket', baskets, svc, rec, o);
+    const basketRow = await measureQueries('3-sku basket', baskets, svc, rec, o);
     log(`  ${basketRow.name}: ${fmt.int(basketRow.queries)} queries, p50 ${fmt.ms(basketRow.p50Us)} ms`);
     rows.push(basketRow);
 
     const size = (s: Store) => {
-      s.db.pragma('wal_checkpoint(TRUNCATE)');
+      s.db!.pragma('wal_checkpoint(TRUNCATE)');
       return statSync(databasePath(s.dataDir)).size;
     };
     const baseBytes = size(base);

@@ -15,7 +15,8 @@
  *
  * Variants (all in the same run, interleaved per batch size so drift of the
  * host affects each alike):
- *   sqlite-raw      better-sqlite3, cached prepared statements, synchronous, through
+ *   sqlite-raw      better-sqlite3 through src/store/sql.ts (SqliteSql: cached prepared
+ *                   statements, async API whose promises are settled at once) and
  *                   src/store/writer.ts (today's code path; the baseline = 1.00)
  *   sqlite-kysely   Kysely over better-sqlite3 (async API, one await per statement)
  *   pg-seq          pg, one connection, named prepared statements, BEGIN … COMMIT,
@@ -68,6 +69,8 @@ import {
 import pg from 'pg';
 import postgres from 'postgres';
 import { GroupCommitWriter } from '../../src/store/writer.js';
+import { SqliteSql, type Sql } from '../../src/store/sql.js';
+import { newRepoShared, Repos } from '../../src/store/repos.js';
 import { newId } from '../../src/store/ids.js';
 import { Histogram, type HistogramSummary } from './lib/histogram.js';
 import { PAGES, REFERRERS, VIEWPORTS } from './lib/event.js';
@@ -377,6 +380,27 @@ async function concurrent(repo: HotPathRepo, ops: Op[], now: number): Promise<vo
   await Promise.all(ops.map((op) => ingestOne(repo, op, now, memo)));
 }
 
+/** The store's own executor (src/store/sql.ts): what ProfilesRepo and ActivityRepo run on. */
+class SqlRepo implements HotPathRepo {
+  constructor(private readonly x: Sql) {}
+  findSession(siteId: string, sessionId: string) {
+    return this.x.get<SessionRow>(SQL_TEXT.session, [siteId, sessionId]);
+  }
+  insertProfile(id: string, siteId: string, now: number) {
+    return this.x.run(SQL_TEXT.profile, [id, siteId, 0, '{}', now, now]);
+  }
+  insertSession(siteId: string, sessionId: string, profileId: string, visitorId: string, url: string, now: number) {
+    return this.x.run(SQL_TEXT.sessionInsert, [siteId, sessionId, profileId, visitorId, now, now, IP, UA, url, null, null, null]);
+  }
+  async insertEvent(r: Parameters<HotPathRepo['insertEvent']>[0]) {
+    const row = await this.x.get<{ id: number }>(SQL_TEXT.event, [r.siteId, r.sessionId, r.profileId, r.visitorId, r.type, r.ts, r.body, r.now]);
+    return String(row!.id);
+  }
+  insertOutbox(siteId: string, eventType: string, payload: string, now: number) {
+    return this.x.run(SQL_TEXT.outbox, [siteId, eventType, payload, now]);
+  }
+}
+
 /** node-postgres, named (server-side prepared) statements. */
 class PgRawRepo implements HotPathRepo {
   constructor(private readonly c: pg.Client) {}
@@ -608,35 +632,14 @@ async function backendPidOf(c: pg.Client): Promise<number> {
 const OPEN: Record<VariantName, (ctx: CellCtx) => Promise<Runner>> = {
   'sqlite-raw': async (ctx) => {
     const db = openSqlite(ctx.sqliteFile);
-    const q = {
-      session: db.prepare<[string, string], SessionRow>(SQL_TEXT.session),
-      profile: db.prepare(SQL_TEXT.profile),
-      session_insert: db.prepare(SQL_TEXT.sessionInsert),
-      event: db.prepare(SQL_TEXT.event.replace(' RETURNING id', '')),
-      outbox: db.prepare(SQL_TEXT.outbox),
-    };
-    const writer = new GroupCommitWriter(db, ctx.batch);
-    // Exactly ProfilesRepo.ensureSession + ActivityRepo.insertEvent + enqueue, synchronous, in the writer's transaction.
-    const ingest = (op: Op) => {
-      const now = Date.now();
-      const row = q.session.get(SITE, op.sessionId);
-      let profileId: string;
-      let visitorId: string | null;
-      if (row) {
-        profileId = row.profile_id;
-        visitorId = row.visitor_id ?? op.visitorId;
-      } else {
-        profileId = newId('prf');
-        q.profile.run(profileId, SITE, 0, '{}', now, now);
-        q.session_insert.run(SITE, op.sessionId, profileId, op.visitorId, now, now, IP, UA, op.url, null, null, null);
-        visitorId = op.visitorId;
-      }
-      const id = Number(q.event.run(SITE, op.sessionId, profileId, visitorId, op.type, now, op.body, now).lastInsertRowid);
-      q.outbox.run(SITE, op.type, outboxPayload(op, `evt_${id}`, profileId, visitorId, now), now);
-    };
+    const writer = new GroupCommitWriter(db, new Repos(new SqliteSql(db), newRepoShared()), ctx.batch);
+    // Exactly ProfilesRepo.ensureSession + ActivityRepo.insertEvent + enqueue, one write operation per
+    // event on the writer's executor, in the writer's transaction (the operations of a transaction run
+    // one after the other, so each needs no memo of the batch's sessions beyond its own).
+    const ingest = (tx: Repos, op: Op) => ingestOne(new SqlRepo(tx.sql), op, Date.now(), new Map());
     return {
       runBatch: async (ops) => {
-        await Promise.all(ops.map((op) => writer.run(() => ingest(op))));
+        await Promise.all(ops.map((op) => writer.run((tx) => ingest(tx, op))));
       },
       close: async () => {
         await writer.close();

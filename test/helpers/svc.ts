@@ -3,12 +3,19 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { backendEnv, pgSync, PG_BASE_URL, schemaFor } from './backend.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const BIN = path.join(ROOT, 'bin/svc.js');
 
 export function tempDir(prefix = 'svc-test-'): string {
   return mkdtempSync(path.join(tmpdir(), prefix));
+}
+
+/** The `--data DIR` of an svc command line, to point the command at that directory's store. */
+function dataDirOf(args: string[]): string | undefined {
+  const i = args.indexOf('--data');
+  return i >= 0 ? args[i + 1] : undefined;
 }
 
 export interface CliResult {
@@ -21,7 +28,7 @@ export interface CliResult {
 export function cli(args: string[], opts: { env?: Record<string, string>; input?: string | Buffer } = {}): CliResult {
   const r = spawnSync(process.execPath, [BIN, ...args], {
     cwd: ROOT,
-    env: { ...process.env, ...opts.env },
+    env: { ...process.env, ...backendEnv(dataDirOf(args)), ...opts.env },
     input: opts.input,
     encoding: 'utf8',
     timeout: 30_000,
@@ -32,7 +39,11 @@ export function cli(args: string[], opts: { env?: Record<string, string>; input?
 /** Runs the built svc binary without blocking the event loop (for commands that talk to an in-process receiver). */
 export function cliAsync(args: string[], opts: { env?: Record<string, string> } = {}): Promise<CliResult> {
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(process.execPath, [BIN, ...args], {
+      cwd: ROOT,
+      env: { ...process.env, ...backendEnv(dataDirOf(args)), ...opts.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     p.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -86,7 +97,7 @@ export async function startSvc(
   const dataDir = opts.dataDir ?? tempDir();
   const proc = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--data', dataDir, ...(opts.args ?? [])], {
     cwd: ROOT,
-    env: { ...process.env, SVC_LOG_LEVEL: 'warn', ...opts.env },
+    env: { ...process.env, SVC_LOG_LEVEL: 'warn', ...backendEnv(dataDir), ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';
@@ -124,8 +135,10 @@ export async function startSvc(
   };
 }
 
+/** Removes a test's data directory and, on PostgreSQL, its schema. */
 export function cleanup(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
+  if (PG_BASE_URL !== undefined) pgSync(PG_BASE_URL, `DROP SCHEMA IF EXISTS "${schemaFor(dir)}" CASCADE`);
 }
 
 /** POSTs JSON (or a raw string) and returns status, headers and parsed body. */

@@ -88,34 +88,35 @@ let orders: string[][];
 const SITE = 'site_catalogue';
 const OTHER = 'site_other';
 
-function load(siteId: string, list: string[][]) {
-  const write = store.db.transaction((batch: string[][], base: number) => {
-    batch.forEach((items, i) => {
-      store.activity.insertConversion({
-        id: `cnv_${siteId}_${base + i}`,
-        siteId,
-        sessionId: `s-${base + i}`,
-        profileId: `p-${base + i}`,
-        revenue: null,
-        currency: 'USD',
-        lineItems: JSON.stringify(items.map((s) => ({ sku: s, qty: 2, price: 1 }))),
-        now: 0,
-      });
-      store.copurchase.record(siteId, items);
+async function load(siteId: string, list: string[][]) {
+  const write = (batch: string[][], base: number) =>
+    store.write(async (tx) => {
+      for (const [i, items] of batch.entries()) {
+        await tx.activity.insertConversion({
+          id: `cnv_${siteId}_${base + i}`,
+          siteId,
+          sessionId: `s-${base + i}`,
+          profileId: `p-${base + i}`,
+          revenue: null,
+          currency: 'USD',
+          lineItems: JSON.stringify(items.map((s) => ({ sku: s, qty: 2, price: 1 }))),
+          now: 0,
+        });
+        await tx.copurchase.record(siteId, items);
+      }
     });
-  });
-  for (let i = 0; i < list.length; i += 500) write(list.slice(i, i + 500), i);
+  for (let i = 0; i < list.length; i += 500) await write(list.slice(i, i + 500), i);
 }
 
 const recommend = (skus: string[], extra: { k?: number; min_support?: number } = {}, siteId = SITE) =>
   new RecommendService(store.copurchase).recommend(siteId, recommendQuerySchema.parse({ skus, ...extra }));
 
-beforeAll(() => {
+beforeAll(async () => {
   dir = tempDir();
   store = openStore({ dataDir: dir, synchronous: 'normal' });
   orders = generate(20261123);
-  load(SITE, orders);
-  load(OTHER, [['s100', 's999'], ['s100', 's999'], ['s100', 's999']]);
+  await load(SITE, orders);
+  await load(OTHER, [['s100', 's999'], ['s100', 's999'], ['s100', 's999']]);
 });
 
 afterAll(async () => {
@@ -124,28 +125,29 @@ afterAll(async () => {
 });
 
 describe('co-purchase counts', () => {
-  it('are exact per order: distinct skus, both directions, per site', () => {
+  it('are exact per order: distinct skus, both directions, per site', async () => {
     const distinct = orders.map((o) => [...new Set(o)]).filter((o) => o.length > 0);
-    expect(store.copurchase.totalOrders(SITE)).toBe(distinct.length);
+    expect(await store.copurchase.totalOrders(SITE)).toBe(distinct.length);
     const n = (s: string) => distinct.filter((o) => o.includes(s)).length;
     const nn = (a: string, b: string) => distinct.filter((o) => o.includes(a) && o.includes(b)).length;
-    for (const s of ['s000', 's100', 's120', 's422', 's499', 'solo-x']) expect(store.copurchase.itemOrders(SITE, s), s).toBe(n(s));
+    for (const s of ['s000', 's100', 's120', 's422', 's499', 'solo-x']) expect(await store.copurchase.itemOrders(SITE, s), s).toBe(n(s));
     for (const a of ['s100', 's120', 's422']) {
-      const got = new Map(store.copurchase.companions(SITE, a, 1).map((c) => [c.sku, c]));
+      const got = new Map((await store.copurchase.companions(SITE, a, 1)).map((c) => [c.sku, c]));
       const expected = new Set(distinct.filter((o) => o.includes(a)).flat().filter((s) => s !== a));
       expect(new Set(got.keys()), a).toEqual(expected);
       for (const [b, c] of got) expect([c.pair_orders, c.orders], `${a}-${b}`).toEqual([nn(a, b), n(b)]);
     }
-    expect(store.copurchase.totalOrders(OTHER)).toBe(3);
-    expect(store.copurchase.companions(OTHER, 's100', 1)).toEqual([{ sku: 's999', pair_orders: 3, orders: 3 }]);
-    expect(store.copurchase.companions(SITE, 's100', 1).some((c) => c.sku === 's999')).toBe(false);
+    expect(await store.copurchase.totalOrders(OTHER)).toBe(3);
+    expect(await store.copurchase.companions(OTHER, 's100', 1)).toEqual([{ sku: 's999', pair_orders: 3, orders: 3 }]);
+    expect((await store.copurchase.companions(SITE, 's100', 1)).some((c) => c.sku === 's999')).toBe(false);
   });
 
   it('are rebuilt identically from stored conversions by the migration (backfill of older data)', () => {
+    const db = store.db!;
     const dump = () => ({
-      orders: store.db.prepare('SELECT * FROM copurchase_orders ORDER BY site_id').all(),
-      items: store.db.prepare('SELECT site_id, sku, orders FROM copurchase_items ORDER BY site_id, sku').all(),
-      pairs: store.db
+      orders: db.prepare('SELECT * FROM copurchase_orders ORDER BY site_id').all(),
+      items: db.prepare('SELECT site_id, sku, orders FROM copurchase_items ORDER BY site_id, sku').all(),
+      pairs: db
         .prepare(
           `SELECT a.site_id, a.sku, b.sku AS other, p.orders FROM copurchase_pairs p
            JOIN copurchase_items a ON a.id = p.item JOIN copurchase_items b ON b.id = p.other ORDER BY a.site_id, a.sku, b.sku`,
@@ -154,29 +156,29 @@ describe('co-purchase counts', () => {
     });
     const before = dump();
     expect(before.pairs.length).toBeGreaterThan(10_000);
-    store.db.exec(`DROP TABLE copurchase_orders; DROP TABLE copurchase_items; DROP TABLE copurchase_pairs;
+    db.exec(`DROP TABLE copurchase_orders; DROP TABLE copurchase_items; DROP TABLE copurchase_pairs;
       DELETE FROM schema_migrations WHERE version = 9;
       INSERT INTO conversions (id, site_id, session_id, profile_id, revenue, currency, line_items, created_at)
         VALUES ('cnv_bad1', 'site_junk', 's', 'p', NULL, 'USD', 'not json', 0),
                ('cnv_bad2', 'site_junk', 's', 'p', NULL, 'USD', '["a", 5, {"sku": 7}, {"sku": ""}]', 0);`);
-    expect(migrate(store.db)).toEqual([9]);
-    store.db.exec("DELETE FROM conversions WHERE site_id = 'site_junk'");
+    expect(migrate(db)).toEqual([9]);
+    db.exec("DELETE FROM conversions WHERE site_id = 'site_junk'");
     expect(dump()).toEqual(before);
   });
 });
 
 describe('recommend on the synthetic catalogue', () => {
-  it('ranks every anchor’s planted companions first, ahead of blockbusters that co-occur with it more often', () => {
+  it('ranks every anchor’s planted companions first, ahead of blockbusters that co-occur with it more often', async () => {
     for (const [anchor, companions] of Object.entries(PLANTED)) {
-      const out = recommend([anchor]);
-      expect(out.basket).toEqual([{ sku: anchor, orders: store.copurchase.itemOrders(SITE, anchor) }]);
+      const out = await recommend([anchor]);
+      expect(out.basket).toEqual([{ sku: anchor, orders: await store.copurchase.itemOrders(SITE, anchor) }]);
       expect(out.items.length, anchor).toBe(10);
       const top = out.items.slice(0, companions.length).map((r) => r.sku);
       expect(new Set(top), anchor).toEqual(new Set(companions));
       expect(out.items.map((r) => r.sku)).not.toContain(anchor);
       for (const r of out.items.slice(0, companions.length)) expect(r.lift, `${anchor}-${r.sku}`).toBeGreaterThan(5);
       // The point of the measure: by raw co-occurrence the blockbusters would come first.
-      const pairs = new Map(store.copurchase.companions(SITE, anchor, 1).map((c) => [c.sku, c.pair_orders]));
+      const pairs = new Map((await store.copurchase.companions(SITE, anchor, 1)).map((c) => [c.sku, c.pair_orders]));
       const bestBlockbuster = Math.max(...BLOCKBUSTERS.map((b) => pairs.get(b) ?? 0));
       expect(bestBlockbuster, anchor).toBeGreaterThan(Math.max(...companions.map((c) => pairs.get(c)!)));
       const ranks = BLOCKBUSTERS.map((b) => out.items.findIndex((r) => r.sku === b));
@@ -184,13 +186,13 @@ describe('recommend on the synthetic catalogue', () => {
     }
   });
 
-  it('finds the anchor and the sibling companions from a companion', () => {
-    const out = recommend(['s420'], { k: 3 });
+  it('finds the anchor and the sibling companions from a companion', async () => {
+    const out = await recommend(['s420'], { k: 3 });
     expect(new Set(out.items.map((r) => r.sku))).toEqual(new Set(['s120', 's421', 's422']));
   });
 
-  it('recommends for a basket: the companions of every basket item first, never a basket item', () => {
-    const out = recommend(['s120', 's150', 's190'], { k: 10 });
+  it('recommends for a basket: the companions of every basket item first, never a basket item', async () => {
+    const out = await recommend(['s120', 's150', 's190'], { k: 10 });
     const expected = [...PLANTED.s120!, ...PLANTED.s150!, ...PLANTED.s190!];
     expect(new Set(out.items.slice(0, expected.length).map((r) => r.sku))).toEqual(new Set(expected));
     const anchorOf = (c: string) => Object.keys(PLANTED).find((a) => PLANTED[a]!.includes(c));
@@ -198,22 +200,22 @@ describe('recommend on the synthetic catalogue', () => {
     expect(out.items.map((r) => r.sku)).not.toContain('s120');
     expect(out.basket.map((b) => b.sku)).toEqual(['s120', 's150', 's190']);
     // s420 and s422 go with both basket items (s120 and s421): they lead, matched twice.
-    const both = recommend(['s120', 's421'], { k: 5 });
+    const both = await recommend(['s120', 's421'], { k: 5 });
     expect(new Set(both.items.slice(0, 2).map((r) => r.sku))).toEqual(new Set(['s420', 's422']));
     expect(both.items.slice(0, 2).map((r) => r.matched)).toEqual([2, 2]);
   });
 
-  it('keeps one-off pairs out under the minimum support, and lets them in when asked', () => {
-    expect(recommend(['solo-x']).items).toEqual([]);
-    expect(recommend(['solo-x'], { min_support: 1 }).items.map((r) => [r.sku, r.support, r.lift, r.confidence])).toEqual([
-      ['solo-y', 1, store.copurchase.totalOrders(SITE), 1],
+  it('keeps one-off pairs out under the minimum support, and lets them in when asked', async () => {
+    expect((await recommend(['solo-x'])).items).toEqual([]);
+    expect((await recommend(['solo-x'], { min_support: 1 })).items.map((r) => [r.sku, r.support, r.lift, r.confidence])).toEqual([
+      ['solo-y', 1, await store.copurchase.totalOrders(SITE), 1],
     ]);
-    for (const r of recommend(['s000'], { k: 100 }).items) expect(r.support).toBeGreaterThanOrEqual(3);
+    for (const r of (await recommend(['s000'], { k: 100 })).items) expect(r.support).toBeGreaterThanOrEqual(3);
   });
 
-  it('answers an unknown sku with an empty list, and stays inside the site', () => {
-    expect(recommend(['nope'])).toMatchObject({ total_orders: orders.length - 1, basket: [{ sku: 'nope', orders: 0 }], items: [] });
-    expect(recommend(['s100'], {}, OTHER).items.map((r) => r.sku)).toEqual(['s999']);
-    expect(recommend(['s999']).items).toEqual([]);
+  it('answers an unknown sku with an empty list, and stays inside the site', async () => {
+    expect(await recommend(['nope'])).toMatchObject({ total_orders: orders.length - 1, basket: [{ sku: 'nope', orders: 0 }], items: [] });
+    expect((await recommend(['s100'], {}, OTHER)).items.map((r) => r.sku)).toEqual(['s999']);
+    expect((await recommend(['s999'])).items).toEqual([]);
   });
 });

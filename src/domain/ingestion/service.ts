@@ -1,6 +1,7 @@
 import { AppError } from '../../http/errors.js';
 import { newId } from '../../store/ids.js';
 import type { Store } from '../../store/store.js';
+import type { Repos } from '../../store/repos.js';
 import type { SessionContext } from '../../store/profiles.js';
 import type { SiteRow } from '../../store/sites.js';
 import type { SegmentMembership } from '../segments/membership.js';
@@ -51,36 +52,37 @@ export class IngestionService {
     private readonly membership: SegmentMembership,
   ) {}
 
-  site(siteId: string): SiteRow {
-    const site = this.store.sites.get(siteId);
+  async site(siteId: string): Promise<SiteRow> {
+    const site = await this.store.sites.get(siteId);
     if (!site) {
       throw new AppError('unknown_site', `site_id: no site ${JSON.stringify(siteId)}`, { field: 'site_id' });
     }
     return site;
   }
 
-  identify(req: IdentifyRequest, ctx: RequestContext): Promise<IdentifyResult> {
-    this.site(req.site_id);
-    return this.store.write(() => {
+  async identify(req: IdentifyRequest, ctx: RequestContext): Promise<IdentifyResult> {
+    await this.site(req.site_id);
+    return this.store.write(async (tx) => {
       const now = Date.now();
-      const r = this.identifyCore(
+      const r = await this.identifyCore(
+        tx,
         { siteId: req.site_id, sessionId: req.session_id, visitorId: req.visitor_id, traits: req.traits },
         ctx,
         now,
       );
-      this.membership.recompute(req.site_id, r.profile_id, now);
+      await this.membership.recompute(tx, req.site_id, r.profile_id, now);
       return r;
     });
   }
 
-  convert(req: ConvertRequest, ctx: RequestContext): Promise<{ conversion_id: string; profile_id: string }> {
-    const site = this.site(req.site_id);
+  async convert(req: ConvertRequest, ctx: RequestContext): Promise<{ conversion_id: string; profile_id: string }> {
+    const site = await this.site(req.site_id);
     const lineItems: LineItem[] = (req.line_items ?? []).map((i) => ({ sku: i.sku, qty: i.qty, price: i.price }));
-    return this.store.write(() => {
+    return this.store.write(async (tx) => {
       const now = Date.now();
-      const s = this.store.profiles.ensureSession(site.id, req.session_id, undefined, sessionCtx(ctx), now);
+      const s = await tx.profiles.ensureSession(site.id, req.session_id, undefined, sessionCtx(ctx), now);
       const id = newId('cnv');
-      this.store.activity.insertConversion({
+      await tx.activity.insertConversion({
         id,
         siteId: site.id,
         sessionId: req.session_id,
@@ -90,8 +92,8 @@ export class IngestionService {
         lineItems: JSON.stringify(lineItems),
         now,
       });
-      this.store.copurchase.record(site.id, lineItems.map((i) => i.sku));
-      this.store.activity.enqueue(
+      await tx.copurchase.record(site.id, lineItems.map((i) => i.sku));
+      await tx.activity.enqueue(
         site.id,
         'conversion',
         conversionPayload({
@@ -107,11 +109,11 @@ export class IngestionService {
         }),
         now,
       );
-      const connections = this.store.adplatforms.enabledIds(site.id);
+      const connections = await tx.adplatforms.enabledIds(site.id);
       if (connections.length > 0) {
         // One ad-platform job per connection, in this transaction: a conversion is never recorded without them.
         const payload = JSON.stringify(
-          captureSignals(this.store, {
+          await captureSignals(tx, {
             siteId: site.id,
             sessionId: req.session_id,
             profileId: s.profileId,
@@ -123,19 +125,19 @@ export class IngestionService {
           }),
         );
         for (const connectionId of connections) {
-          this.store.adplatforms.insertJob({ siteId: site.id, connectionId, conversionId: id, payload, now });
+          await tx.adplatforms.insertJob({ siteId: site.id, connectionId, conversionId: id, payload, now });
         }
       }
-      this.membership.recompute(site.id, s.profileId, now);
+      await this.membership.recompute(tx, site.id, s.profileId, now);
       return { conversion_id: id, profile_id: s.profileId };
     });
   }
 
-  captureLead(
+  async captureLead(
     req: LeadRequest,
     ctx: RequestContext,
   ): Promise<{ lead_id: string; profile_id: string; form_id: string; kind: 'lead_form' | 'optin'; workable: boolean }> {
-    this.site(req.site_id);
+    await this.site(req.site_id);
     const clean = (v: string | null | undefined) => {
       const t = v?.trim();
       return t ? t : undefined;
@@ -150,18 +152,18 @@ export class IngestionService {
     if (email !== undefined) traits.email = email;
     if (name !== undefined) traits.name = name;
     if (phone !== undefined) traits.phone = phone;
-    return this.store.write(() => {
+    return this.store.write(async (tx) => {
       const now = Date.now();
       const sessionId = req.session_id ?? undefined;
       const visitorId = req.visitor_id ?? undefined;
       let profileId: string;
       if (sessionId !== undefined || visitorId !== undefined || Object.keys(traits).length > 0) {
-        profileId = this.identifyCore({ siteId: req.site_id, sessionId, visitorId, traits }, ctx, now).profile_id;
+        profileId = (await this.identifyCore(tx, { siteId: req.site_id, sessionId, visitorId, traits }, ctx, now)).profile_id;
       } else {
-        profileId = this.store.profiles.createProfile(req.site_id, now);
+        profileId = await tx.profiles.createProfile(req.site_id, now);
       }
       const leadId = newId('lead');
-      this.store.activity.insertLead({
+      await tx.activity.insertLead({
         id: leadId,
         siteId: req.site_id,
         profileId,
@@ -175,13 +177,13 @@ export class IngestionService {
         workable,
         now,
       });
-      this.store.activity.enqueue(
+      await tx.activity.enqueue(
         req.site_id,
         'lead.captured',
         leadCapturedPayload({ siteId: req.site_id, leadId, formId, kind, profileId, workable, at: now }),
         now,
       );
-      this.membership.recompute(req.site_id, profileId, now);
+      await this.membership.recompute(tx, req.site_id, profileId, now);
       return { lead_id: leadId, profile_id: profileId, form_id: formId, kind, workable };
     });
   }
@@ -190,13 +192,13 @@ export class IngestionService {
    * Stores an event. `raw` is the request body exactly as received: custom
    * properties are kept verbatim, byte for byte.
    */
-  recordEvent(req: EventRequest, raw: string, ctx: RequestContext): Promise<{ event_id: string; profile_id: string }> {
-    this.site(req.site_id);
+  async recordEvent(req: EventRequest, raw: string, ctx: RequestContext): Promise<{ event_id: string; profile_id: string }> {
+    await this.site(req.site_id);
     const ts = req.timestamp !== undefined ? Date.parse(req.timestamp) : undefined;
     const url = (req as Record<string, unknown>).url;
-    return this.store.write(() => {
+    return this.store.write(async (tx) => {
       const now = Date.now();
-      const s = this.store.profiles.ensureSession(
+      const s = await tx.profiles.ensureSession(
         req.site_id,
         req.session_id,
         req.visitor_id,
@@ -204,7 +206,7 @@ export class IngestionService {
         now,
       );
       const at = ts ?? now;
-      const rowId = this.store.activity.insertEvent({
+      const rowId = await tx.activity.insertEvent({
         siteId: req.site_id,
         sessionId: req.session_id,
         profileId: s.profileId,
@@ -218,7 +220,7 @@ export class IngestionService {
       if (BEHAVIOURAL_WEBHOOK_TYPES.has(req.type)) {
         const properties: Record<string, unknown> = {};
         for (const [k, v] of Object.entries(req)) if (!EVENT_KEYS.has(k)) properties[k] = v;
-        this.store.activity.enqueue(
+        await tx.activity.enqueue(
           req.site_id,
           req.type,
           behaviouralPayload({
@@ -234,17 +236,17 @@ export class IngestionService {
           now,
         );
       }
-      this.membership.recompute(req.site_id, s.profileId, now);
+      await this.membership.recompute(tx, req.site_id, s.profileId, now);
       return { event_id: eventId, profile_id: s.profileId };
     });
   }
 
-  recordScore(req: ScoreRequest, raw: string, ctx: RequestContext): Promise<{ score_id: string; profile_id: string }> {
-    this.site(req.site_id);
-    return this.store.write(() => {
+  async recordScore(req: ScoreRequest, raw: string, ctx: RequestContext): Promise<{ score_id: string; profile_id: string }> {
+    await this.site(req.site_id);
+    return this.store.write(async (tx) => {
       const now = Date.now();
-      const s = this.store.profiles.ensureSession(req.site_id, req.session_id, req.visitor_id, sessionCtx(ctx), now);
-      const rowId = this.store.activity.insertScore({
+      const s = await tx.profiles.ensureSession(req.site_id, req.session_id, req.visitor_id, sessionCtx(ctx), now);
+      const rowId = await tx.activity.insertScore({
         siteId: req.site_id,
         sessionId: req.session_id,
         profileId: s.profileId,
@@ -253,14 +255,14 @@ export class IngestionService {
         body: raw,
         now,
       });
-      this.membership.recompute(req.site_id, s.profileId, now);
+      await this.membership.recompute(tx, req.site_id, s.profileId, now);
       return { score_id: `scr_${rowId}`, profile_id: s.profileId };
     });
   }
 
-  /** Identity stitching (see planIdentify); runs inside a write transaction. */
-  private identifyCore(input: IdentifyCoreInput, ctx: RequestContext, now: number): IdentifyResult {
-    const profiles = this.store.profiles;
+  /** Identity stitching (see planIdentify); runs inside the write operation of `tx`. */
+  private async identifyCore(tx: Repos, input: IdentifyCoreInput, ctx: RequestContext, now: number): Promise<IdentifyResult> {
+    const profiles = tx.profiles;
     const { siteId, sessionId, visitorId } = input;
     const traits = { ...input.traits };
     let email: string | undefined;
@@ -270,45 +272,45 @@ export class IngestionService {
       else traits.email = email;
     }
     const externalId = traits.external_id?.trim() || undefined;
-    const session = sessionId !== undefined ? profiles.session(siteId, sessionId) : undefined;
-    const sessionOwner = session ? { id: session.profile_id, known: profiles.isKnown(session.profile_id) } : undefined;
-    const visitorOwner = profiles.owner(siteId, 'visitor', visitorId);
+    const session = sessionId !== undefined ? await profiles.session(siteId, sessionId) : undefined;
+    const sessionOwner = session ? { id: session.profile_id, known: await profiles.isKnown(session.profile_id) } : undefined;
+    const visitorOwner = await profiles.owner(siteId, 'visitor', visitorId);
     const plan = planIdentify({
-      email: profiles.owner(siteId, 'email', email),
-      externalId: profiles.owner(siteId, 'external_id', externalId),
+      email: await profiles.owner(siteId, 'email', email),
+      externalId: await profiles.owner(siteId, 'external_id', externalId),
       visitor: visitorOwner,
       session: sessionOwner,
     });
     if (plan.kind === 'conflict') throw new AppError('identity_conflict', plan.message);
 
     const anchor = sessionId !== undefined ? sessionOwner : visitorOwner;
-    const targetId = plan.target?.id ?? profiles.createProfile(siteId, now);
+    const targetId = plan.target?.id ?? (await profiles.createProfile(siteId, now));
     const wasKnownLink = anchor !== undefined && anchor.known && anchor.id === targetId;
-    const before = profiles.traits(targetId);
+    const before = await profiles.traits(targetId);
     let merged: Record<string, string> = {};
     for (const from of plan.absorb) {
-      merged = { ...merged, ...profiles.traits(from).traits };
-      profiles.mergeInto(from, targetId, now);
+      merged = { ...merged, ...(await profiles.traits(from)).traits };
+      await profiles.mergeInto(from, targetId, now);
     }
     merged = { ...merged, ...before.traits, ...traits };
     const known = before.known || email !== undefined || externalId !== undefined;
-    profiles.setTraits(targetId, merged, known, now);
-    if (email !== undefined) profiles.addIdentity(siteId, 'email', email, targetId, now);
-    if (externalId !== undefined) profiles.addIdentity(siteId, 'external_id', externalId, targetId, now);
-    if (visitorId !== undefined) profiles.setIdentity(siteId, 'visitor', visitorId, targetId, now);
-    if (email !== undefined) profiles.setHash(siteId, 'email_sha256', sha256Hex(email), targetId, now);
+    await profiles.setTraits(targetId, merged, known, now);
+    if (email !== undefined) await profiles.addIdentity(siteId, 'email', email, targetId, now);
+    if (externalId !== undefined) await profiles.addIdentity(siteId, 'external_id', externalId, targetId, now);
+    if (visitorId !== undefined) await profiles.setIdentity(siteId, 'visitor', visitorId, targetId, now);
+    if (email !== undefined) await profiles.setHash(siteId, 'email_sha256', sha256Hex(email), targetId, now);
     const phoneDigits = traits.phone !== undefined ? normalizePhoneDigits(traits.phone) : '';
-    if (phoneDigits) profiles.setHash(siteId, 'phone_sha256', sha256Hex(phoneDigits), targetId, now);
+    if (phoneDigits) await profiles.setHash(siteId, 'phone_sha256', sha256Hex(phoneDigits), targetId, now);
     if (sessionId !== undefined) {
-      if (session) profiles.linkSession(siteId, sessionId, targetId, visitorId, now);
-      else profiles.insertSession(siteId, sessionId, targetId, visitorId, sessionCtx(ctx), now);
+      if (session) await profiles.linkSession(siteId, sessionId, targetId, visitorId, now);
+      else await profiles.insertSession(siteId, sessionId, targetId, visitorId, sessionCtx(ctx), now);
     }
     // profile.identified fires when the session (else the visitor, else the profile itself)
     // was not already linked to this known profile: an anonymous session met a known identity.
     const hadAnchor = sessionId !== undefined || visitorId !== undefined;
     const identified = known && !(hadAnchor ? wasKnownLink : before.known && plan.target !== null);
     if (identified) {
-      this.store.activity.enqueue(
+      await tx.activity.enqueue(
         siteId,
         'profile.identified',
         profileIdentifiedPayload({

@@ -10,13 +10,14 @@ import type { RecommendQuery, RecommendResult } from './schema.js';
 export class RecommendService {
   constructor(private readonly counts: Pick<CopurchaseRepo, 'totalOrders' | 'itemOrders' | 'companions'>) {}
 
-  recommend(siteId: string, q: RecommendQuery): RecommendResult {
+  async recommend(siteId: string, q: RecommendQuery): Promise<RecommendResult> {
     const skus = [...new Set(q.skus)];
-    const total = this.counts.totalOrders(siteId);
-    const anchors = skus.map((sku) => {
-      const orders = this.counts.itemOrders(siteId, sku);
-      return { sku, orders, companions: orders > 0 ? this.counts.companions(siteId, sku, q.min_support) : [] };
-    });
+    const total = await this.counts.totalOrders(siteId);
+    const anchors = [];
+    for (const sku of skus) {
+      const orders = await this.counts.itemOrders(siteId, sku);
+      anchors.push({ sku, orders, companions: orders > 0 ? await this.counts.companions(siteId, sku, q.min_support) : [] });
+    }
     return {
       site_id: siteId,
       total_orders: total,

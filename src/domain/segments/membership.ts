@@ -1,4 +1,5 @@
 import type { Store } from '../../store/store.js';
+import type { Repos } from '../../store/repos.js';
 import type { SegmentRow } from '../../store/segments.js';
 import { profileMatchesSql } from '../../store/rule-sql.js';
 import { parseRule, referencedSegments, type Rule } from './rules.js';
@@ -9,37 +10,59 @@ interface CompiledSegment {
 }
 
 /**
+ * On PostgreSQL there is no data_version to tell that another process changed
+ * the segments, so the cache is simply dropped this often: a segment created
+ * or changed elsewhere applies here within this time.
+ */
+const CACHE_TTL_MS = 2_000;
+
+/**
  * Segment membership and the primary segment of profiles. Segments of a site
  * are cached: changes made in this process invalidate at once, and changes
  * committed by another process (`svc segment create` beside a running server)
  * are seen through SQLite's data_version, which moves exactly when another
- * connection commits. Segments are evaluated in dependency order so a rule that
- * tests membership of another segment sees that segment's fresh result.
+ * connection commits (on PostgreSQL, within CACHE_TTL_MS). Segments are
+ * evaluated in dependency order so a rule that tests membership of another
+ * segment sees that segment's fresh result.
  */
 export class SegmentMembership {
   private readonly cache = new Map<string, CompiledSegment[]>();
-  private readonly dataVersion;
   private seenVersion = -1;
+  /** PostgreSQL only: when the cache is dropped next. */
+  private expiresAt = 0;
 
-  constructor(private readonly store: Store) {
-    this.dataVersion = store.db.prepare<[], { data_version: number }>('PRAGMA data_version');
-  }
+  constructor(private readonly store: Store) {}
 
   invalidate(siteId?: string): void {
     if (siteId === undefined) this.cache.clear();
     else this.cache.delete(siteId);
   }
 
-  /** The site's segments in evaluation order (dependencies first). */
-  segments(siteId: string): CompiledSegment[] {
-    const version = this.dataVersion.get()!.data_version;
-    if (version !== this.seenVersion) {
-      this.cache.clear();
-      this.seenVersion = version;
+  /** Drops the cache when another process may have changed segments since it was filled. */
+  private dropStale(): void {
+    const db = this.store.db;
+    if (db !== null) {
+      const version = db.pragma('data_version', { simple: true }) as number;
+      if (version !== this.seenVersion) {
+        this.cache.clear();
+        this.seenVersion = version;
+      }
+      return;
     }
+    // PostgreSQL: no data_version; a time-to-live instead (see CACHE_TTL_MS).
+    const now = Date.now();
+    if (now >= this.expiresAt) {
+      this.cache.clear();
+      this.expiresAt = now + CACHE_TTL_MS;
+    }
+  }
+
+  /** The site's segments in evaluation order (dependencies first), read through `r` when not cached. */
+  async segments(r: Repos, siteId: string): Promise<CompiledSegment[]> {
+    this.dropStale();
     const hit = this.cache.get(siteId);
     if (hit) return hit;
-    const rows = this.store.segments.list(siteId);
+    const rows = await r.segments.list(siteId);
     const compiled: CompiledSegment[] = [];
     for (const row of rows) {
       const parsed = parseRule(JSON.parse(row.rule));
@@ -53,28 +76,28 @@ export class SegmentMembership {
   /**
    * Recomputes the memberships and primary segment of one profile; when the
    * primary segment changes, writes segment.changed to the outbox. Runs inside
-   * the write transaction of the change that caused it.
+   * the write operation of the change that caused it, whose repositories are `tx`.
    */
-  recompute(siteId: string, profileId: string, now: number): { changed: boolean; primary: string | null } {
-    const segments = this.segments(siteId);
+  async recompute(tx: Repos, siteId: string, profileId: string, now: number): Promise<{ changed: boolean; primary: string | null }> {
+    const segments = await this.segments(tx, siteId);
     if (segments.length === 0) return { changed: false, primary: null };
-    const repo = this.store.segments;
-    const before = repo.segmentsOf(profileId);
+    const repo = tx.segments;
+    const before = await repo.segmentsOf(profileId);
     let primary: SegmentRow | null = null;
     for (const s of segments) {
       const { sql, params } = profileMatchesSql(s.rule, { profileId, now });
-      const match = (repo.get1<{ m: number }>(sql, params)?.m ?? 0) === 1;
-      if (match && !before.has(s.row.id)) repo.addMember(s.row.id, profileId, siteId, now);
-      if (!match && before.has(s.row.id)) repo.removeMember(s.row.id, profileId);
+      const match = Number((await repo.get1<{ m: number }>(sql, params))?.m ?? 0) === 1;
+      if (match && !before.has(s.row.id)) await repo.addMember(s.row.id, profileId, siteId, now);
+      if (!match && before.has(s.row.id)) await repo.removeMember(s.row.id, profileId);
       if (match && (primary === null || s.row.priority > primary.priority || (s.row.priority === primary.priority && s.row.id < primary.id))) {
         primary = s.row;
       }
     }
-    const previous = repo.primaryOf(profileId);
+    const previous = await repo.primaryOf(profileId);
     const current = primary?.id ?? null;
     if (previous === current) return { changed: false, primary: current };
-    repo.setPrimary(profileId, current);
-    this.store.activity.enqueue(
+    await repo.setPrimary(profileId, current);
+    await tx.activity.enqueue(
       siteId,
       'segment.changed',
       {

@@ -1,5 +1,6 @@
 import { AppError } from '../../http/errors.js';
 import type { Store } from '../../store/store.js';
+import type { Repos } from '../../store/repos.js';
 import type { SegmentRow } from '../../store/segments.js';
 import { profilesMatchingSql } from '../../store/rule-sql.js';
 import { hasWindow, parseRule, referencedSegments, type Rule } from './rules.js';
@@ -18,8 +19,9 @@ const REFRESH_CHUNK = 500;
 /**
  * Segments of a site: validated rules (no unknown or cyclic segment
  * references), and memberships backfilled over every profile when a segment is
- * created or its rule changes. Runs synchronously against the store; callers
- * run it inside a write transaction.
+ * created or its rule changes. `create`, `update` and `remove` run inside the
+ * caller's write operation and take its repositories (`tx`); the reads
+ * (`require`, `preview`) go to the store.
  */
 export class SegmentsService {
   constructor(
@@ -27,7 +29,7 @@ export class SegmentsService {
     private readonly membership: SegmentMembership,
   ) {}
 
-  private validate(siteId: string, input: SegmentInput, selfId?: string): Rule {
+  private async validate(r: Repos, siteId: string, input: SegmentInput, selfId?: string): Promise<Rule> {
     const name = input.name.trim();
     if (!name || name.length > 200) throw new AppError('validation_failed', 'name: 1 to 200 characters', { field: 'name' });
     if (input.priority !== undefined && (!Number.isInteger(input.priority) || Math.abs(input.priority) > 1_000_000)) {
@@ -42,72 +44,80 @@ export class SegmentsService {
     }
     for (const ref of referencedSegments(parsed.rule)) {
       if (ref === selfId) throw new AppError('validation_failed', 'rule: a segment cannot test membership of itself', { field: 'rule' });
-      if (!this.store.segments.get(siteId, ref)) {
+      if (!(await r.segments.get(siteId, ref))) {
         throw new AppError('validation_failed', `rule: no segment ${ref} in this site`, { field: 'rule' });
       }
-      if (selfId !== undefined && this.reaches(ref, selfId, new Set())) {
+      if (selfId !== undefined && (await this.reaches(r, ref, selfId, new Set()))) {
         throw new AppError('validation_failed', `rule: segment ${ref} depends on this segment (a cycle)`, { field: 'rule' });
       }
     }
     return parsed.rule;
   }
 
-  private reaches(from: string, target: string, seen: Set<string>): boolean {
+  private async reaches(r: Repos, from: string, target: string, seen: Set<string>): Promise<boolean> {
     if (from === target) return true;
     if (seen.has(from)) return false;
     seen.add(from);
-    const row = this.store.segments.byId(from);
+    const row = await r.segments.byId(from);
     if (!row) return false;
     const parsed = parseRule(JSON.parse(row.rule));
-    return parsed.ok && referencedSegments(parsed.rule).some((r) => this.reaches(r, target, seen));
+    if (!parsed.ok) return false;
+    for (const ref of referencedSegments(parsed.rule)) {
+      if (await this.reaches(r, ref, target, seen)) return true;
+    }
+    return false;
   }
 
-  create(siteId: string, input: SegmentInput): SegmentRow & { members: number } {
-    const rule = this.validate(siteId, input);
-    if (this.store.segments.list(siteId).some((s) => s.name === input.name.trim())) {
+  /** Writes: call inside a write operation, with its `tx`. */
+  async create(tx: Repos, siteId: string, input: SegmentInput): Promise<SegmentRow & { members: number }> {
+    const rule = await this.validate(tx, siteId, input);
+    if ((await tx.segments.list(siteId)).some((s) => s.name === input.name.trim())) {
       throw new AppError('conflict', `a segment named ${JSON.stringify(input.name.trim())} exists in this site`, { field: 'name' });
     }
-    const row = this.store.segments.create({ siteId, name: input.name.trim(), rule: JSON.stringify(rule), priority: input.priority ?? 0 });
+    const row = await tx.segments.create({ siteId, name: input.name.trim(), rule: JSON.stringify(rule), priority: input.priority ?? 0 });
     this.membership.invalidate(siteId);
-    const members = this.backfill(siteId, rule);
+    const members = await this.backfill(tx, siteId, rule);
     return { ...row, members };
   }
 
-  update(siteId: string, id: string, input: Partial<SegmentInput>): SegmentRow & { members: number } {
-    const row = this.require(siteId, id);
+  /** Writes: call inside a write operation, with its `tx`. */
+  async update(tx: Repos, siteId: string, id: string, input: Partial<SegmentInput>): Promise<SegmentRow & { members: number }> {
+    const row = await this.require(siteId, id, tx);
     const merged: SegmentInput = {
       name: input.name ?? row.name,
       rule: input.rule ?? JSON.parse(row.rule),
       priority: input.priority ?? row.priority,
     };
-    const rule = this.validate(siteId, merged, id);
-    this.store.segments.update(id, { name: merged.name.trim(), rule: JSON.stringify(rule), priority: merged.priority ?? 0 });
+    const rule = await this.validate(tx, siteId, merged, id);
+    await tx.segments.update(id, { name: merged.name.trim(), rule: JSON.stringify(rule), priority: merged.priority ?? 0 });
     this.membership.invalidate(siteId);
-    const affected = new Set(this.allMembers(id));
-    for (const p of this.matching(siteId, rule)) affected.add(p);
+    const affected = new Set(await this.allMembers(tx, id));
+    for (const p of await this.matching(tx, siteId, rule)) affected.add(p);
     const now = Date.now();
-    for (const p of affected) this.membership.recompute(siteId, p, now);
-    return { ...this.store.segments.byId(id)!, members: this.store.segments.memberCount(id) };
+    for (const p of affected) await this.membership.recompute(tx, siteId, p, now);
+    return { ...(await tx.segments.byId(id))!, members: await tx.segments.memberCount(id) };
   }
 
-  remove(siteId: string, id: string): { removed: string; members: number } {
-    this.require(siteId, id);
-    const dependants = this.store.segments
-      .list(siteId)
-      .filter((s) => s.id !== id && (() => { const p = parseRule(JSON.parse(s.rule)); return p.ok && referencedSegments(p.rule).includes(id); })());
+  /** Writes: call inside a write operation, with its `tx`. */
+  async remove(tx: Repos, siteId: string, id: string): Promise<{ removed: string; members: number }> {
+    await this.require(siteId, id, tx);
+    const dependants = (await tx.segments.list(siteId)).filter(
+      (s) => s.id !== id && (() => { const p = parseRule(JSON.parse(s.rule)); return p.ok && referencedSegments(p.rule).includes(id); })(),
+    );
     if (dependants.length > 0) {
       throw new AppError('conflict', `segment ${id} is used by ${dependants.map((d) => d.id).join(', ')}`, { used_by: dependants.map((d) => d.id) });
     }
-    const members = this.allMembers(id);
-    this.store.segments.remove(id);
+    const members = await this.allMembers(tx, id);
+    await tx.segments.remove(id);
     this.membership.invalidate(siteId);
     const now = Date.now();
-    for (const p of members) this.membership.recompute(siteId, p, now);
+    for (const p of members) await this.membership.recompute(tx, siteId, p, now);
     return { removed: id, members: members.length };
   }
 
-  require(siteId: string, id: string): SegmentRow {
-    const row = this.store.segments.get(siteId, id);
+  /** The segment, or not_found. Reads through `r`: the store, or the `tx` of the write operation it runs in. */
+  async require(siteId: string, id: string, r: Repos = this.store): Promise<SegmentRow> {
+    const row = await r.segments.get(siteId, id);
     if (!row) throw new AppError('not_found', `no segment ${id}`);
     return row;
   }
@@ -123,7 +133,7 @@ export class SegmentsService {
    */
   async refreshWindowed(): Promise<number> {
     const bySite = new Map<string, { segmentId: string; rule: Rule }[]>();
-    for (const row of this.store.segments.list()) {
+    for (const row of await this.store.segments.list()) {
       const parsed = parseRule(JSON.parse(row.rule));
       if (!parsed.ok || !hasWindow(parsed.rule)) continue;
       const list = bySite.get(row.site_id) ?? [];
@@ -134,15 +144,15 @@ export class SegmentsService {
     for (const [siteId, windowed] of bySite) {
       const candidates = new Set<string>();
       for (const { segmentId, rule } of windowed) {
-        for (const p of this.allMembers(segmentId)) candidates.add(p);
-        for (const p of this.matching(siteId, rule)) candidates.add(p);
+        for (const p of await this.allMembers(this.store, segmentId)) candidates.add(p);
+        for (const p of await this.matching(this.store, siteId, rule)) candidates.add(p);
       }
       const ids = [...candidates];
       for (let i = 0; i < ids.length; i += REFRESH_CHUNK) {
         const chunk = ids.slice(i, i + REFRESH_CHUNK);
-        await this.store.write(() => {
+        await this.store.write(async (tx) => {
           const now = Date.now();
-          for (const p of chunk) this.membership.recompute(siteId, p, now);
+          for (const p of chunk) await this.membership.recompute(tx, siteId, p, now);
         });
         done += chunk.length;
       }
@@ -151,39 +161,39 @@ export class SegmentsService {
   }
 
   /** How many profiles a rule matches now, without creating a segment. */
-  preview(siteId: string, ruleInput: unknown): number {
-    const rule = this.validate(siteId, { name: 'preview', rule: ruleInput });
-    return this.matching(siteId, rule).length;
+  async preview(siteId: string, ruleInput: unknown): Promise<number> {
+    const rule = await this.validate(this.store, siteId, { name: 'preview', rule: ruleInput });
+    return (await this.matching(this.store, siteId, rule)).length;
   }
 
-  private matching(siteId: string, rule: Rule): string[] {
+  private async matching(r: Repos, siteId: string, rule: Rule): Promise<string[]> {
     const now = Date.now();
     const out: string[] = [];
     let after = '';
     for (;;) {
       const { sql, params } = profilesMatchingSql(rule, { siteId, now, afterId: after, limit: BACKFILL_PAGE });
-      const ids = this.store.segments.all<{ id: string }>(sql, params).map((r) => r.id);
+      const ids = (await r.segments.all<{ id: string }>(sql, params)).map((row) => row.id);
       out.push(...ids);
       if (ids.length < BACKFILL_PAGE) return out;
       after = ids[ids.length - 1]!;
     }
   }
 
-  private allMembers(segmentId: string): string[] {
+  private async allMembers(r: Repos, segmentId: string): Promise<string[]> {
     const out: string[] = [];
     let after = '';
     for (;;) {
-      const ids = this.store.segments.members(segmentId, after, BACKFILL_PAGE);
+      const ids = await r.segments.members(segmentId, after, BACKFILL_PAGE);
       out.push(...ids);
       if (ids.length < BACKFILL_PAGE) return out;
       after = ids[ids.length - 1]!;
     }
   }
 
-  private backfill(siteId: string, rule: Rule): number {
-    const ids = this.matching(siteId, rule);
+  private async backfill(tx: Repos, siteId: string, rule: Rule): Promise<number> {
+    const ids = await this.matching(tx, siteId, rule);
     const now = Date.now();
-    for (const p of ids) this.membership.recompute(siteId, p, now);
+    for (const p of ids) await this.membership.recompute(tx, siteId, p, now);
     return ids.length;
   }
 }

@@ -52,10 +52,10 @@ export const whoami = defineTool({
     restrictions: restrictionsSchema,
     personal_data: z.boolean().describe('Whether tool outputs include plaintext email, phone and name (admin scope only).'),
   }),
-  handler: (ctx) => ({
+  handler: async (ctx) => ({
     token_id: ctx.grant.tokenId,
     site_id: ctx.grant.siteId,
-    site_name: ctx.store.sites.get(ctx.grant.siteId)?.name ?? '',
+    site_name: (await ctx.store.sites.get(ctx.grant.siteId))?.name ?? '',
     scope: ctx.grant.scope,
     restrictions: ctx.grant.restrictions,
     personal_data: ctx.pii,
@@ -71,11 +71,8 @@ export const tokensList = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object({ include_revoked: z.boolean().default(false).describe('Also list revoked tokens.') }),
   output: z.object({ tokens: z.array(tokenView) }),
-  handler: (ctx, input) => ({
-    tokens: ctx.store.tokens
-      .list(ctx.grant.siteId)
-      .filter((t) => input.include_revoked || t.revoked_at === null)
-      .map(view),
+  handler: async (ctx, input) => ({
+    tokens: (await ctx.store.tokens.list(ctx.grant.siteId)).filter((t) => input.include_revoked || t.revoked_at === null).map(view),
   }),
 });
 
@@ -103,11 +100,12 @@ export const auditList = defineTool({
       }),
     ),
   }),
-  handler: (ctx, input) => ({
-    calls: ctx.store.audit
-      .recent({ siteId: ctx.grant.siteId, tokenId: input.token_id, tool: input.tool, limit: input.limit })
-      .map((r) => ({ at: iso(r.created_at)!, token_id: r.token_id, tool: r.tool, outcome: r.outcome, error_code: r.error_code, duration_ms: r.duration_ms })),
-  }),
+  handler: async (ctx, input) => {
+    const rows = await ctx.store.audit.recent({ siteId: ctx.grant.siteId, tokenId: input.token_id, tool: input.tool, limit: input.limit });
+    return {
+      calls: rows.map((r) => ({ at: iso(r.created_at)!, token_id: r.token_id, tool: r.tool, outcome: r.outcome, error_code: r.error_code, duration_ms: r.duration_ms })),
+    };
+  },
 });
 
 export const tokenRevoke = defineTool({
@@ -120,9 +118,9 @@ export const tokenRevoke = defineTool({
   input: z.object({ token_id: z.string().min(1).max(100).describe('Token id (mcpk_...), as listed by access_tokens_list.') }),
   output: z.object({ revoked: z.string(), already_revoked: z.boolean() }),
   handler: async (ctx, input) => {
-    const row = ctx.store.tokens.byId(input.token_id);
+    const row = await ctx.store.tokens.byId(input.token_id);
     if (!row || row.site_id !== ctx.grant.siteId) throw new AppError('not_found', `no token ${input.token_id} in this site`, { field: 'token_id' });
-    const changed = await ctx.store.write(() => ctx.store.tokens.revoke(row.id, Date.now()));
+    const changed = await ctx.store.write((tx) => tx.tokens.revoke(row.id, Date.now()));
     return { revoked: row.id, already_revoked: !changed };
   },
 });
@@ -163,8 +161,8 @@ export const linkTokenMint = defineTool({
     };
     const plaintext = newCredential(MCP_TOKEN_PREFIX);
     const expiresAt = Date.now() + input.expires_in_hours * 3_600_000;
-    const row = await ctx.store.write(() =>
-      ctx.store.tokens.create({
+    const row = await ctx.store.write((tx) =>
+      tx.tokens.create({
         siteId: ctx.grant.siteId,
         name: input.name ?? `link token from ${ctx.grant.tokenId}`,
         hash: credentialHash(plaintext),
@@ -216,7 +214,7 @@ export const memberInvite = defineTool({
     if (scopeRank(input.scope) > scopeRank(ctx.grant.scope)) {
       throw new AppError('insufficient_scope', `scope: a ${ctx.grant.scope} token cannot hand out a ${input.scope} token`, { field: 'scope', missing: `scope:${input.scope}` });
     }
-    const site = ctx.store.sites.get(ctx.grant.siteId)!;
+    const site = (await ctx.store.sites.get(ctx.grant.siteId))!;
     const mine = ctx.grant.restrictions;
     const restrictions: Restrictions = {
       read_only: mine.read_only || input.read_only,
@@ -227,12 +225,12 @@ export const memberInvite = defineTool({
     };
     const plaintext = newCredential(MCP_TOKEN_PREFIX);
     const expiresAt = Date.now() + input.expires_in_hours * 3_600_000;
-    const { user, row } = await ctx.store.write(() => {
-      if (ctx.store.users.find(site.account_id, input.email)) {
+    const { user, row } = await ctx.store.write(async (tx) => {
+      if (await tx.users.find(site.account_id, input.email)) {
         throw new AppError('conflict', 'a user with this email is already in the account', { field: 'email' });
       }
-      const u = ctx.store.users.create({ accountId: site.account_id, email: input.email, name: input.name ?? null, role: input.role });
-      const t = ctx.store.tokens.create({
+      const u = await tx.users.create({ accountId: site.account_id, email: input.email, name: input.name ?? null, role: input.role });
+      const t = await tx.tokens.create({
         siteId: site.id,
         name: `invite: ${u.id}`,
         hash: credentialHash(plaintext),

@@ -7,8 +7,8 @@ import { iso, limitInput } from './shared.js';
 
 const area = 'adplatforms';
 
-function own(ctx: ToolContext, id: string): AdConnectionRow {
-  const row = ctx.store.adplatforms.connection(id);
+async function own(ctx: ToolContext, id: string): Promise<AdConnectionRow> {
+  const row = await ctx.store.adplatforms.connection(id);
   if (!row || row.site_id !== ctx.grant.siteId) throw new AppError('not_found', `no ad-platform connection ${id}`, { field: 'id' });
   return row;
 }
@@ -28,7 +28,7 @@ export const adplatformsList = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object({}),
   output: z.object({ connections: z.array(publicSchema) }),
-  handler: (ctx) => ({ connections: ctx.store.adplatforms.list(ctx.grant.siteId).map(publicView) }),
+  handler: async (ctx) => ({ connections: (await ctx.store.adplatforms.list(ctx.grant.siteId)).map(publicView) }),
 });
 
 export const adplatformsAdd = defineTool({
@@ -47,8 +47,8 @@ export const adplatformsAdd = defineTool({
   }),
   output: publicSchema,
   handler: async (ctx, input) => {
-    const prepared = prepareConnection(ctx.store, { siteId: ctx.grant.siteId, platform: input.platform, name: input.name, config: input.settings, secrets: input.secrets });
-    const row = await ctx.store.write(() => ctx.store.adplatforms.create(prepared));
+    const prepared = await prepareConnection(ctx.store, { siteId: ctx.grant.siteId, platform: input.platform, name: input.name, config: input.settings, secrets: input.secrets });
+    const row = await ctx.store.write((tx) => tx.adplatforms.create(prepared));
     return publicView(row);
   },
 });
@@ -63,8 +63,8 @@ export const adplatformsRemove = defineTool({
   input: z.object({ id: z.string().min(1).max(128).describe('Connection id (adm_... or adg_...).') }),
   output: z.object({ id: z.string(), removed: z.boolean() }),
   handler: async (ctx, input) => {
-    own(ctx, input.id);
-    await ctx.store.write(() => ctx.store.adplatforms.remove(input.id));
+    await own(ctx, input.id);
+    await ctx.store.write((tx) => tx.adplatforms.remove(input.id));
     return { id: input.id, removed: true };
   },
 });
@@ -97,9 +97,9 @@ export const adplatformsDeliveries = defineTool({
       }),
     ),
   }),
-  handler: (ctx, input) => {
-    if (input.connection_id !== undefined) own(ctx, input.connection_id);
-    const rows = ctx.store.webhooks.healthLog({
+  handler: async (ctx, input) => {
+    if (input.connection_id !== undefined) await own(ctx, input.connection_id);
+    const rows = await ctx.store.webhooks.healthLog({
       siteId: ctx.grant.siteId,
       destinationId: input.connection_id,
       failedOnly: input.failed_only,

@@ -29,11 +29,11 @@ export const analyticsSummary = defineTool({
       .describe('Revenue of conversions recorded in other currencies (before the site currency changed); never added to `revenue`.'),
     leads: z.number().int(),
   }),
-  handler: (ctx, input) => {
+  handler: async (ctx, input) => {
     const until = Date.now();
     const since = until - input.days * 86_400_000;
-    const { revenueByCurrency, ...w } = ctx.store.insights.window(ctx.grant.siteId, since, until);
-    const currency = ctx.store.sites.get(ctx.grant.siteId)?.currency ?? 'USD';
+    const { revenueByCurrency, ...w } = await ctx.store.insights.window(ctx.grant.siteId, since, until);
+    const currency = (await ctx.store.sites.get(ctx.grant.siteId))?.currency ?? 'USD';
     return {
       since: iso(since)!,
       until: iso(until)!,

@@ -31,18 +31,18 @@ export const conversionsList = defineTool({
       }),
     ),
   }),
-  handler: (ctx, input) => ({
-    conversions: ctx.store.insights
-      .conversions({ siteId: ctx.grant.siteId, since: ms(input.since), until: ms(input.until), minRevenue: input.min_revenue, limit: input.limit })
-      .map((c) => ({
-        id: c.id,
-        profile_id: c.profile_id,
-        session_id: c.session_id,
-        revenue: c.revenue,
-        currency: c.currency,
-        line_items: JSON.parse(c.line_items) as Record<string, unknown>[],
-        created_at: iso(c.created_at)!,
-      })),
+  handler: async (ctx, input) => ({
+    conversions: (
+      await ctx.store.insights.conversions({ siteId: ctx.grant.siteId, since: ms(input.since), until: ms(input.until), minRevenue: input.min_revenue, limit: input.limit })
+    ).map((c) => ({
+      id: c.id,
+      profile_id: c.profile_id,
+      session_id: c.session_id,
+      revenue: c.revenue,
+      currency: c.currency,
+      line_items: JSON.parse(c.line_items) as Record<string, unknown>[],
+      created_at: iso(c.created_at)!,
+    })),
   }),
 });
 
@@ -61,16 +61,16 @@ export const revenueByDay = defineTool({
     total_conversions: z.number().int(),
     total_revenue: z.array(z.object({ currency: z.string(), revenue: z.number() })).describe('Revenue per currency over the window.'),
   }),
-  handler: (ctx, input) => {
+  handler: async (ctx, input) => {
     const until = Date.now();
     const since = until - input.days * DAY;
-    const days = ctx.store.insights.revenueByDay(ctx.grant.siteId, since, until);
+    const days = await ctx.store.insights.revenueByDay(ctx.grant.siteId, since, until);
     return {
       since: iso(since)!,
       until: iso(until)!,
       days,
       total_conversions: days.reduce((n, d) => n + d.conversions, 0),
-      total_revenue: ctx.store.insights.revenueByCurrency(ctx.grant.siteId, since, until),
+      total_revenue: await ctx.store.insights.revenueByCurrency(ctx.grant.siteId, since, until),
     };
   },
 });

@@ -15,8 +15,8 @@ export const eventsRecent = defineTool({
   output: z.object({
     events: z.array(z.object({ id: z.number().int(), type: z.string(), profile_id: z.string(), session_id: z.string(), at: z.string(), received_at: z.string() })),
   }),
-  handler: (ctx, input) => ({
-    events: ctx.store.insights.recentEvents(ctx.grant.siteId, input.type, input.limit).map((e) => ({
+  handler: async (ctx, input) => ({
+    events: (await ctx.store.insights.recentEvents(ctx.grant.siteId, input.type, input.limit)).map((e) => ({
       id: e.id,
       type: e.type,
       profile_id: e.profile_id,
@@ -36,9 +36,11 @@ export const eventTypes = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object({ days: z.number().int().min(1).max(366).default(30).describe('Window length in days (default 30).') }),
   output: z.object({ types: z.array(z.object({ type: z.string(), count: z.number().int(), last_at: z.string() })) }),
-  handler: (ctx, input) => ({
-    types: ctx.store.insights
-      .eventTypes(ctx.grant.siteId, Date.now() - input.days * 86_400_000)
-      .map((t) => ({ type: t.type, count: t.n, last_at: iso(t.last)! })),
+  handler: async (ctx, input) => ({
+    types: (await ctx.store.insights.eventTypes(ctx.grant.siteId, Date.now() - input.days * 86_400_000)).map((t) => ({
+      type: t.type,
+      count: t.n,
+      last_at: iso(t.last)!,
+    })),
   }),
 });

@@ -62,10 +62,10 @@ export const leadsList = defineTool({
     limit: limitInput(500, 50),
   }),
   output: z.object({ leads: z.array(leadView) }),
-  handler: (ctx, input) => ({
-    leads: ctx.store.insights
-      .leads({ siteId: ctx.grant.siteId, status: input.status, kind: input.kind, since: ms(input.since), until: ms(input.until), limit: input.limit })
-      .map((r) => view(ctx, r)),
+  handler: async (ctx, input) => ({
+    leads: (
+      await ctx.store.insights.leads({ siteId: ctx.grant.siteId, status: input.status, kind: input.kind, since: ms(input.since), until: ms(input.until), limit: input.limit })
+    ).map((r) => view(ctx, r)),
   }),
 });
 
@@ -78,8 +78,8 @@ export const leadsGet = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object({ id: leadId }),
   output: leadView,
-  handler: (ctx, input) => {
-    const r = ctx.store.insights.lead(ctx.grant.siteId, input.id);
+  handler: async (ctx, input) => {
+    const r = await ctx.store.insights.lead(ctx.grant.siteId, input.id);
     if (!r) throw new AppError('not_found', `no lead ${input.id}`, { field: 'id' });
     return view(ctx, r);
   },
@@ -96,8 +96,8 @@ export const leadsSetStatus = defineTool({
   output: leadView,
   handler: async (ctx, input) => {
     const site = ctx.grant.siteId;
-    const changed = await ctx.store.write(() => ctx.store.insights.setLeadStatus(site, input.id, input.status));
+    const changed = await ctx.store.write((tx) => tx.insights.setLeadStatus(site, input.id, input.status));
     if (!changed) throw new AppError('not_found', `no lead ${input.id}`, { field: 'id' });
-    return view(ctx, ctx.store.insights.lead(site, input.id)!);
+    return view(ctx, (await ctx.store.insights.lead(site, input.id))!);
   },
 });

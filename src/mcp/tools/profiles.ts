@@ -18,7 +18,7 @@ export const profileGet = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object(profileRef),
   output: profileSnapshotSchema,
-  handler: (ctx, input) => buildSnapshot(ctx.store.profileRead.facts(resolveProfile(ctx, input.by, input.value)), ctx.pii),
+  handler: async (ctx, input) => buildSnapshot(await ctx.store.profileRead.facts(await resolveProfile(ctx, input.by, input.value)), ctx.pii),
 });
 
 export const profileSearch = defineTool({
@@ -39,11 +39,11 @@ export const profileSearch = defineTool({
     next_after: z.string().nullable().describe('Pass back as `after` for the next page; null on the last page.'),
     evaluated_at: z.string(),
   }),
-  handler: (ctx, input) => {
+  handler: async (ctx, input) => {
     const rule = checkedRule(ctx, input.rule);
     const now = Date.now();
     const { sql, params } = profilesMatchingSql(rule, { siteId: ctx.grant.siteId, now, afterId: input.after ?? '', limit: input.limit + 1 });
-    const ids = ctx.store.segments.all<{ id: string }>(sql, params).map((r) => r.id);
+    const ids = (await ctx.store.segments.all<{ id: string }>(sql, params)).map((r) => r.id);
     const page = ids.slice(0, input.limit);
     return { profile_ids: page, next_after: ids.length > input.limit ? page[page.length - 1]! : null, evaluated_at: iso(now)! };
   },
@@ -69,11 +69,11 @@ export const profileTimeline = defineTool({
       }),
     ),
   }),
-  handler: (ctx, input) => {
-    const p = resolveProfile(ctx, input.by, input.value);
+  handler: async (ctx, input) => {
+    const p = await resolveProfile(ctx, input.by, input.value);
     return {
       profile_id: p.id,
-      items: ctx.store.insights.timeline(ctx.grant.siteId, p.id, input.limit).map((i) => ({ ...i, at: iso(i.at)! })),
+      items: (await ctx.store.insights.timeline(ctx.grant.siteId, p.id, input.limit)).map((i) => ({ ...i, at: iso(i.at)! })),
     };
   },
 });
@@ -93,19 +93,19 @@ export const profileMerge = defineTool({
   output: z.object({ merged: z.string(), into: z.string(), segments: z.array(z.string()) }),
   handler: async (ctx, input) => {
     const site = ctx.grant.siteId;
-    const from = ctx.store.profileRead.find(site, 'profile_id', input.from_profile_id);
-    const into = ctx.store.profileRead.find(site, 'profile_id', input.into_profile_id);
+    const from = await ctx.store.profileRead.find(site, 'profile_id', input.from_profile_id);
+    const into = await ctx.store.profileRead.find(site, 'profile_id', input.into_profile_id);
     if (!from) throw new AppError('not_found', `no profile ${input.from_profile_id}`, { field: 'from_profile_id' });
     if (!into) throw new AppError('not_found', `no profile ${input.into_profile_id}`, { field: 'into_profile_id' });
     if (from.id === into.id) throw new AppError('conflict', 'both ids name the same profile', { field: 'into_profile_id' });
-    return ctx.store.write(() => {
+    return ctx.store.write(async (tx) => {
       const now = Date.now();
-      const a = ctx.store.profiles.traits(from.id);
-      const b = ctx.store.profiles.traits(into.id);
-      ctx.store.profiles.mergeInto(from.id, into.id, now);
-      ctx.store.profiles.setTraits(into.id, { ...a.traits, ...b.traits }, a.known || b.known, now);
-      ctx.membership.recompute(site, into.id, now);
-      return { merged: from.id, into: into.id, segments: [...ctx.store.segments.segmentsOf(into.id)].sort() };
+      const a = await tx.profiles.traits(from.id);
+      const b = await tx.profiles.traits(into.id);
+      await tx.profiles.mergeInto(from.id, into.id, now);
+      await tx.profiles.setTraits(into.id, { ...a.traits, ...b.traits }, a.known || b.known, now);
+      await ctx.membership.recompute(tx, site, into.id, now);
+      return { merged: from.id, into: into.id, segments: [...(await tx.segments.segmentsOf(into.id))].sort() };
     });
   },
 });
@@ -136,8 +136,8 @@ export const profileErase = defineTool({
     }),
   }),
   handler: async (ctx, input) => {
-    const p = resolveProfile(ctx, input.by, input.value);
-    const removed = await ctx.store.write(() => ctx.store.privacy.erase(ctx.grant.siteId, p.id));
+    const p = await resolveProfile(ctx, input.by, input.value);
+    const removed = await ctx.store.write((tx) => tx.privacy.erase(ctx.grant.siteId, p.id));
     return { profile_id: p.id, removed };
   },
 });

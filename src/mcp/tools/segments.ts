@@ -16,13 +16,13 @@ const segmentView = z.object({
   updated_at: z.string(),
 });
 
-function view(store: Store, row: SegmentRow): z.input<typeof segmentView> {
+async function view(store: Store, row: SegmentRow): Promise<z.input<typeof segmentView>> {
   return {
     id: row.id,
     name: row.name,
     priority: row.priority,
     rule: JSON.parse(row.rule) as unknown,
-    members: store.segments.memberCount(row.id),
+    members: await store.segments.memberCount(row.id),
     created_at: iso(row.created_at)!,
     updated_at: iso(row.updated_at)!,
   };
@@ -30,7 +30,7 @@ function view(store: Store, row: SegmentRow): z.input<typeof segmentView> {
 
 const segmentId = z.string().min(1).max(128).describe('Segment id (seg_...).');
 
-function own(ctx: ToolContext, id: string): SegmentRow {
+function own(ctx: ToolContext, id: string): Promise<SegmentRow> {
   return ctx.segments.require(ctx.grant.siteId, id);
 }
 
@@ -43,7 +43,10 @@ export const segmentsList = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object({}),
   output: z.object({ segments: z.array(segmentView) }),
-  handler: (ctx) => ({ segments: ctx.store.segments.list(ctx.grant.siteId).map((r) => view(ctx.store, r)) }),
+  handler: async (ctx) => {
+    const rows = await ctx.store.segments.list(ctx.grant.siteId);
+    return { segments: await Promise.all(rows.map((r) => view(ctx.store, r))) };
+  },
 });
 
 export const segmentsGet = defineTool({
@@ -55,7 +58,7 @@ export const segmentsGet = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object({ id: segmentId }),
   output: segmentView,
-  handler: (ctx, input) => view(ctx.store, own(ctx, input.id)),
+  handler: async (ctx, input) => view(ctx.store, await own(ctx, input.id)),
 });
 
 export const segmentsPreview = defineTool({
@@ -67,9 +70,9 @@ export const segmentsPreview = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object({ rule: ruleInput }),
   output: z.object({ matches: z.number().int(), evaluated_at: z.string() }),
-  handler: (ctx, input) => {
+  handler: async (ctx, input) => {
     checkedRule(ctx, input.rule);
-    return { matches: ctx.segments.preview(ctx.grant.siteId, input.rule), evaluated_at: iso(Date.now())! };
+    return { matches: await ctx.segments.preview(ctx.grant.siteId, input.rule), evaluated_at: iso(Date.now())! };
   },
 });
 
@@ -82,9 +85,9 @@ export const segmentsMembers = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object({ id: segmentId, limit: limitInput(1000, 100), after: z.string().min(1).max(128).optional().describe('next_after of the previous page.') }),
   output: z.object({ segment_id: z.string(), profile_ids: z.array(z.string()), next_after: z.string().nullable() }),
-  handler: (ctx, input) => {
-    const seg = own(ctx, input.id);
-    const ids = ctx.store.segments.members(seg.id, input.after ?? '', input.limit + 1);
+  handler: async (ctx, input) => {
+    const seg = await own(ctx, input.id);
+    const ids = await ctx.store.segments.members(seg.id, input.after ?? '', input.limit + 1);
     const page = ids.slice(0, input.limit);
     return { segment_id: seg.id, profile_ids: page, next_after: ids.length > input.limit ? page[page.length - 1]! : null };
   },
@@ -105,7 +108,7 @@ export const segmentsCreate = defineTool({
   output: segmentView,
   handler: async (ctx, input) => {
     checkedRule(ctx, input.rule);
-    const row = await ctx.store.write(() => ctx.segments.create(ctx.grant.siteId, input));
+    const row = await ctx.store.write((tx) => ctx.segments.create(tx, ctx.grant.siteId, input));
     return view(ctx.store, row);
   },
 });
@@ -126,9 +129,9 @@ export const segmentsUpdate = defineTool({
   output: segmentView,
   handler: async (ctx, input) => {
     if (input.rule !== undefined) checkedRule(ctx, input.rule);
-    own(ctx, input.id);
+    await own(ctx, input.id);
     const { id, ...patch } = input;
-    const row = await ctx.store.write(() => ctx.segments.update(ctx.grant.siteId, id, patch));
+    const row = await ctx.store.write((tx) => ctx.segments.update(tx, ctx.grant.siteId, id, patch));
     return view(ctx.store, row);
   },
 });
@@ -143,7 +146,7 @@ export const segmentsDelete = defineTool({
   input: z.object({ id: segmentId }),
   output: z.object({ removed: z.string(), members: z.number().int() }),
   handler: async (ctx, input) => {
-    own(ctx, input.id);
-    return ctx.store.write(() => ctx.segments.remove(ctx.grant.siteId, input.id));
+    await own(ctx, input.id);
+    return ctx.store.write((tx) => ctx.segments.remove(tx, ctx.grant.siteId, input.id));
   },
 });

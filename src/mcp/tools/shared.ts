@@ -18,9 +18,9 @@ export const profileRef = {
 };
 
 /** The surviving profile named by an identifier in the caller's site, or not_found. */
-export function resolveProfile(ctx: ToolContext, by: (typeof LOOKUP_KINDS)[number], value: string): ProfileRow {
+export async function resolveProfile(ctx: ToolContext, by: (typeof LOOKUP_KINDS)[number], value: string): Promise<ProfileRow> {
   const v = by === 'email' ? normalizeEmail(value) : value;
-  const row = ctx.store.profileRead.find(ctx.grant.siteId, by, v);
+  const row = await ctx.store.profileRead.find(ctx.grant.siteId, by, v);
   if (!row) throw new AppError('not_found', `no profile matches ${by}`, { field: 'value' });
   return row;
 }

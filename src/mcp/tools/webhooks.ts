@@ -10,8 +10,8 @@ const area = 'webhooks';
 const destinationSchema = publicDestinationSchema;
 const view = publicDestinationView;
 
-function own(ctx: ToolContext, id: string): DestinationRow {
-  const d = ctx.store.webhooks.destination(id);
+async function own(ctx: ToolContext, id: string): Promise<DestinationRow> {
+  const d = await ctx.store.webhooks.destination(id);
   if (!d || d.site_id !== ctx.grant.siteId) throw new AppError('not_found', `no webhook destination ${id}`, { field: 'id' });
   return d;
 }
@@ -29,7 +29,7 @@ export const webhooksList = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object({}),
   output: z.object({ destinations: z.array(destinationSchema) }),
-  handler: (ctx) => ({ destinations: ctx.store.webhooks.listDestinations({ siteId: ctx.grant.siteId }).map(view) }),
+  handler: async (ctx) => ({ destinations: (await ctx.store.webhooks.listDestinations({ siteId: ctx.grant.siteId })).map(view) }),
 });
 
 export const webhooksCreate = defineTool({
@@ -49,11 +49,12 @@ export const webhooksCreate = defineTool({
   handler: async (ctx, input) => {
     const list = parseEventList(input.events);
     const url = await validateDestinationUrl(input.url, ctx.allowPrivateDestinations);
-    const row = await ctx.store.write(() =>
-      ctx.store.webhooks.createDestination({
+    const secretEnc = input.secret ? ctx.store.secrets.seal(input.secret) : null;
+    const row = await ctx.store.write((tx) =>
+      tx.webhooks.createDestination({
         siteId: ctx.grant.siteId,
         url,
-        secretEnc: input.secret ? ctx.store.secrets.seal(input.secret) : null,
+        secretEnc,
         events: list,
         description: input.description ?? null,
       }),
@@ -79,14 +80,14 @@ export const webhooksUpdate = defineTool({
   }),
   output: destinationSchema,
   handler: async (ctx, input) => {
-    const d = own(ctx, input.id);
+    const d = await own(ctx, input.id);
     const patch: Parameters<typeof ctx.store.webhooks.updateDestination>[1] = {};
     if (input.url !== undefined) patch.url = await validateDestinationUrl(input.url, ctx.allowPrivateDestinations);
     if (input.events !== undefined) patch.events = parseEventList(input.events);
     if (input.secret !== undefined) patch.secretEnc = input.secret === null ? null : ctx.store.secrets.seal(input.secret);
     if (input.enabled !== undefined) patch.enabled = input.enabled;
     if (input.description !== undefined) patch.description = input.description;
-    return view(await ctx.store.write(() => ctx.store.webhooks.updateDestination(d.id, patch)!));
+    return view((await ctx.store.write((tx) => tx.webhooks.updateDestination(d.id, patch)))!);
   },
 });
 
@@ -100,8 +101,8 @@ export const webhooksDelete = defineTool({
   input: z.object({ id: destinationId }),
   output: z.object({ removed: z.string() }),
   handler: async (ctx, input) => {
-    const d = own(ctx, input.id);
-    await ctx.store.write(() => ctx.store.webhooks.removeDestination(d.id));
+    const d = await own(ctx, input.id);
+    await ctx.store.write((tx) => tx.webhooks.removeDestination(d.id));
     return { removed: d.id };
   },
 });
@@ -134,9 +135,9 @@ export const webhooksDeliveries = defineTool({
       }),
     ),
   }),
-  handler: (ctx, input) => {
-    if (input.destination_id !== undefined) own(ctx, input.destination_id);
-    const rows = ctx.store.webhooks.healthLog({
+  handler: async (ctx, input) => {
+    if (input.destination_id !== undefined) await own(ctx, input.destination_id);
+    const rows = await ctx.store.webhooks.healthLog({
       siteId: ctx.grant.siteId,
       destinationId: input.destination_id,
       failedOnly: input.failed_only,
@@ -170,10 +171,10 @@ export const webhooksReplay = defineTool({
   input: z.object({ delivery_id: z.string().min(1).max(128).describe('Delivery id (dlv_...).') }),
   output: z.object({ delivery_id: z.string(), requeued: z.boolean() }),
   handler: async (ctx, input) => {
-    const d = ctx.store.webhooks.delivery(input.delivery_id);
+    const d = await ctx.store.webhooks.delivery(input.delivery_id);
     if (!d || d.site_id !== ctx.grant.siteId) throw new AppError('not_found', `no delivery ${input.delivery_id}`, { field: 'delivery_id' });
     if (d.state !== 'failed') throw new AppError('conflict', `delivery ${d.id} is ${d.state}; only failed deliveries are replayed`, { field: 'delivery_id', state: d.state });
-    const requeued = await ctx.store.write(() => ctx.store.webhooks.requeue(d.id, Date.now()));
+    const requeued = await ctx.store.write((tx) => tx.webhooks.requeue(d.id, Date.now()));
     return { delivery_id: d.id, requeued };
   },
 });

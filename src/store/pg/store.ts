@@ -1,0 +1,282 @@
+import pg from 'pg';
+import { newRepoShared, Repos, type RepoShared, type WriteOp } from '../repos.js';
+import { Store, type WriteRunner } from '../store.js';
+import { PG_MIGRATIONS } from './migrations.js';
+import { PgSql, PG_TYPES } from './sql.js';
+
+export interface PgSettings {
+  /** postgres://user:pass@host:port/db[?sslmode=require][&schema=name] */
+  url: string;
+  /** Connections in the pool (default 10). */
+  poolSize?: number | undefined;
+  /** Statement timeout in ms (default 30,000; 0 = none). */
+  statementTimeoutMs?: number | undefined;
+  /** How long to wait for a pool connection before failing (default 5,000 ms). */
+  connectTimeoutMs?: number | undefined;
+}
+
+/** Wakes every instance's workers: NOTIFY on this channel after commits that wrote outbox rows or jobs. */
+export const WORK_CHANNEL = 'svc_work';
+
+/** The advisory-lock key under which migrations run (instances starting together apply them once). */
+const MIGRATE_LOCK = 0x5356_4301;
+
+/**
+ * Client settings from an svc database URL. `schema` (ours, not libpq's) puts every
+ * table in that schema (created if missing): tests and side-by-side installs use it.
+ */
+export function pgClientConfig(s: PgSettings): pg.PoolConfig & { schema: string | null } {
+  let schema: string | null = null;
+  let url = s.url;
+  try {
+    const u = new URL(s.url);
+    const v = u.searchParams.get('schema');
+    if (v !== null) {
+      if (!/^[a-z_][a-z0-9_]{0,62}$/i.test(v)) throw new Error(`database URL: schema ${JSON.stringify(v)} is not a plain identifier`);
+      schema = v;
+      u.searchParams.delete('schema');
+      url = u.toString();
+    }
+  } catch (err) {
+    if (err instanceof TypeError) throw new Error('database URL: not a valid postgres:// URL');
+    throw err;
+  }
+  const timeout = s.statementTimeoutMs ?? 30_000;
+  return {
+    connectionString: url,
+    max: s.poolSize ?? 10,
+    connectionTimeoutMillis: s.connectTimeoutMs ?? 5_000,
+    idleTimeoutMillis: 30_000,
+    ...(timeout > 0 ? { statement_timeout: timeout } : {}),
+    ...(schema !== null ? { options: `-c search_path=${schema}` } : {}),
+    types: PG_TYPES,
+    application_name: 'svc',
+    schema,
+  };
+}
+
+/** SQLSTATEs after which a write operation is run again from the start, in a new transaction. */
+const RETRYABLE = new Set([
+  '40001', // serialization_failure
+  '40P01', // deadlock_detected
+  '23505', // unique_violation: a concurrent writer created the row (identity stitching re-reads the owner)
+]);
+const MAX_ATTEMPTS = 4;
+
+/**
+ * Write operations on PostgreSQL: each runs in its own transaction on a pooled
+ * connection (PostgreSQL groups the WAL flushes of concurrent commits itself).
+ * An operation that loses a race (unique violation, deadlock, serialization
+ * failure) is run again from the start, so it sees the winner's rows.
+ */
+class PgWriteRunner implements WriteRunner {
+  readonly counters = { batches: 0, ops: 0, stalled: 0 };
+  private inFlight = 0;
+  private closed = false;
+  private readonly listeners: (() => void)[] = [];
+  private notifyPending = false;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly shared: RepoShared,
+  ) {}
+
+  get pending(): number {
+    return this.inFlight;
+  }
+
+  onCommit(fn: () => void): void {
+    this.listeners.push(fn);
+  }
+
+  /** Called when another instance committed work (LISTEN): wakes this instance's workers. */
+  remoteCommit(): void {
+    for (const fn of this.listeners) fn();
+  }
+
+  async run<T>(fn: WriteOp<T>): Promise<T> {
+    if (this.closed) throw new Error('store is closed');
+    this.inFlight++;
+    try {
+      for (let attempt = 1; ; attempt++) {
+        const client = await this.pool.connect();
+        const before = this.shared.enqueued.outbox + this.shared.enqueued.adJobs;
+        let value: T;
+        try {
+          await client.query('BEGIN');
+          value = await fn(new Repos(new PgSql(client), this.shared));
+          await client.query('COMMIT');
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => undefined);
+          client.release();
+          const code = (err as { code?: unknown }).code;
+          if (attempt < MAX_ATTEMPTS && typeof code === 'string' && RETRYABLE.has(code)) continue;
+          throw err;
+        }
+        client.release();
+        this.counters.batches++;
+        this.counters.ops++;
+        for (const l of this.listeners) l();
+        if (this.shared.enqueued.outbox + this.shared.enqueued.adJobs !== before) this.notifyOthers();
+        return value;
+      }
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  /** One NOTIFY per few milliseconds at most, outside the data transactions (a NOTIFY in each would serialize commits). */
+  private notifyOthers(): void {
+    if (this.notifyPending) return;
+    this.notifyPending = true;
+    setTimeout(() => {
+      this.notifyPending = false;
+      this.pool.query(`NOTIFY ${WORK_CHANNEL}`).catch(() => undefined);
+    }, 2).unref();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    while (this.inFlight > 0) await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+/** Applies the PostgreSQL migrations not yet applied, under an advisory lock; returns the versions it ran. */
+export async function migratePg(pool: pg.Pool, schema: string | null): Promise<number[]> {
+  const client = await pool.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATE_LOCK]);
+    try {
+      if (schema !== null) await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+      await client.query(
+        'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)',
+      );
+      const applied = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
+      const known = Math.max(...PG_MIGRATIONS.map((m) => m.version));
+      const newest = Math.max(0, ...applied);
+      if (newest > known) {
+        throw new Error(
+          `the database is at schema version ${newest}, newer than this svc knows (${known}): run the svc that migrated it, or a newer one`,
+        );
+      }
+      const ran: number[] = [];
+      for (const m of PG_MIGRATIONS) {
+        if (applied.has(m.version)) continue;
+        await client.query('BEGIN');
+        try {
+          await client.query(m.sql);
+          await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, Date.now()]);
+          await client.query('COMMIT');
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => undefined);
+          throw err;
+        }
+        ran.push(m.version);
+      }
+      return ran;
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATE_LOCK]).catch(() => undefined);
+    }
+  } finally {
+    client.release();
+  }
+}
+
+/** The newest migration applied to a PostgreSQL database (0 for none). */
+export async function pgSchemaVersion(pool: pg.Pool): Promise<number> {
+  const r = await pool.query<{ v: number | null }>(
+    "SELECT CASE WHEN to_regclass('schema_migrations') IS NULL THEN 0 ELSE (SELECT coalesce(max(version), 0) FROM schema_migrations) END AS v",
+  );
+  return Number(r.rows[0]?.v ?? 0);
+}
+
+/**
+ * Listens for other instances' commits on one dedicated connection; reconnects
+ * with a back-off when the connection drops. Workers poll as well, so a missed
+ * notification only delays work.
+ */
+class PgListener {
+  private client: pg.Client | null = null;
+  private stopped = false;
+  private retry: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly config: pg.ClientConfig,
+    private readonly onNotify: () => void,
+  ) {}
+
+  start(): void {
+    void this.connect(250);
+  }
+
+  private async connect(backoff: number): Promise<void> {
+    if (this.stopped) return;
+    const c = new pg.Client(this.config);
+    c.on('error', () => this.reconnect(c, backoff));
+    c.on('end', () => this.reconnect(c, backoff));
+    c.on('notification', () => this.onNotify());
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${WORK_CHANNEL}`);
+      this.client = c;
+      if (this.stopped) await c.end().catch(() => undefined);
+    } catch {
+      this.reconnect(c, backoff);
+    }
+  }
+
+  private reconnect(c: pg.Client, backoff: number): void {
+    if (this.client === c) this.client = null;
+    c.removeAllListeners('end');
+    c.removeAllListeners('notification');
+    c.end().catch(() => undefined);
+    if (this.stopped || this.retry !== null) return;
+    this.retry = setTimeout(() => {
+      this.retry = null;
+      // Work may have been committed while the connection was down.
+      this.onNotify();
+      void this.connect(Math.min(backoff * 2, 5_000));
+    }, backoff);
+    this.retry.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.retry !== null) clearTimeout(this.retry);
+    const c = this.client;
+    this.client = null;
+    if (c) {
+      c.removeAllListeners('end');
+      await c.end().catch(() => undefined);
+    }
+  }
+}
+
+/**
+ * Opens the PostgreSQL store: a pool, the migrations (unless `migrate` is false),
+ * and, with `listen`, a LISTEN connection that wakes the workers when another
+ * instance commits work. `dataDir` still holds the secret key.
+ */
+export async function openPgStore(
+  s: PgSettings & { dataDir: string; migrate?: boolean; listen?: boolean; onPoolError?: (err: Error) => void },
+): Promise<Store> {
+  const { schema, ...config } = pgClientConfig(s);
+  const pool = new pg.Pool(config);
+  // An idle connection that the server closes (restart, failover) must not crash the process.
+  pool.on('error', (err) => s.onPoolError?.(err));
+  try {
+    if (s.migrate !== false) await migratePg(pool, schema);
+  } catch (err) {
+    await pool.end().catch(() => undefined);
+    throw err;
+  }
+  const shared = newRepoShared();
+  const writer = new PgWriteRunner(pool, shared);
+  const listener = s.listen === true ? new PgListener(config, () => writer.remoteCommit()) : null;
+  listener?.start();
+  const close = async () => {
+    await listener?.stop();
+    await pool.end().catch(() => undefined);
+  };
+  return new Store(new PgSql(pool), shared, writer, s.dataDir, null, close);
+}

@@ -1,0 +1,81 @@
+import type { Sql } from './sql.js';
+import { SitesRepo, type SiteCache } from './sites.js';
+import { ProfilesRepo } from './profiles.js';
+import { ActivityRepo } from './activity.js';
+import { WebhooksRepo } from './webhooks.js';
+import { KeysRepo } from './keys.js';
+import { ProfileReadRepo } from './profile-read.js';
+import { SegmentsRepo } from './segments.js';
+import { TokensRepo } from './tokens.js';
+import { AuditRepo } from './audit.js';
+import { UsersRepo } from './users.js';
+import { InsightsRepo } from './insights.js';
+import { PrivacyRepo } from './privacy.js';
+import { AdPlatformsRepo } from './adplatforms.js';
+import { CopurchaseRepo } from './copurchase.js';
+import { StatsRepo } from './stats.js';
+import { LeasesRepo } from './leases.js';
+
+/**
+ * What the repositories of one store share whichever connection they run on:
+ * caches, and counters the workers read after a commit to know whether there
+ * is new work (rows written by this process).
+ */
+export interface RepoShared {
+  sites: SiteCache;
+  enqueued: { outbox: number; adJobs: number };
+}
+
+export function newRepoShared(): RepoShared {
+  return { sites: new Map(), enqueued: { outbox: 0, adJobs: 0 } };
+}
+
+/**
+ * Every repository, bound to one executor: the store's own (reads, and on
+ * SQLite everything) or the connection of one transaction (the `tx` a write
+ * operation receives). Repositories hold no state of their own beyond `shared`,
+ * so binding a set to a transaction is cheap.
+ */
+export class Repos {
+  readonly sites: SitesRepo;
+  readonly profiles: ProfilesRepo;
+  readonly activity: ActivityRepo;
+  readonly webhooks: WebhooksRepo;
+  readonly keys: KeysRepo;
+  readonly profileRead: ProfileReadRepo;
+  readonly segments: SegmentsRepo;
+  readonly tokens: TokensRepo;
+  readonly audit: AuditRepo;
+  readonly users: UsersRepo;
+  readonly insights: InsightsRepo;
+  readonly privacy: PrivacyRepo;
+  readonly adplatforms: AdPlatformsRepo;
+  readonly copurchase: CopurchaseRepo;
+  readonly counts: StatsRepo;
+  readonly leases: LeasesRepo;
+
+  constructor(
+    readonly sql: Sql,
+    readonly shared: RepoShared,
+  ) {
+    this.sites = new SitesRepo(sql, shared.sites);
+    this.profiles = new ProfilesRepo(sql);
+    this.activity = new ActivityRepo(sql, shared.enqueued);
+    this.webhooks = new WebhooksRepo(sql);
+    this.keys = new KeysRepo(sql);
+    this.profileRead = new ProfileReadRepo(sql);
+    this.segments = new SegmentsRepo(sql);
+    this.tokens = new TokensRepo(sql);
+    this.audit = new AuditRepo(sql);
+    this.users = new UsersRepo(sql);
+    this.insights = new InsightsRepo(sql);
+    this.privacy = new PrivacyRepo(sql);
+    this.adplatforms = new AdPlatformsRepo(sql, shared.enqueued);
+    this.copurchase = new CopurchaseRepo(sql);
+    this.counts = new StatsRepo(sql);
+    this.leases = new LeasesRepo(sql);
+  }
+}
+
+/** A write operation: runs inside one transaction and must do every read and write through `tx`. */
+export type WriteOp<T> = (tx: Repos) => Promise<T> | T;

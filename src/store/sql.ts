@@ -1,0 +1,76 @@
+import type { Statement } from 'better-sqlite3';
+import type { Db } from './db.js';
+
+/** The SQL dialect of a store. Repositories write portable SQL and branch on this only where the two differ. */
+export type Dialect = 'sqlite' | 'pg';
+
+export type Params = readonly unknown[];
+
+export interface RunResult {
+  /** Rows inserted, updated or deleted by the statement. */
+  changes: number;
+}
+
+/**
+ * The one way repositories talk to a database: positional `?` parameters,
+ * rows as plain objects, every call asynchronous. On SQLite the calls finish
+ * before they return (the promise is already settled); on PostgreSQL each is a
+ * round trip on the connection this executor is bound to (the pool, or the
+ * connection of one transaction).
+ */
+export interface Sql {
+  readonly dialect: Dialect;
+  /** The first row, or undefined. */
+  get<T = Record<string, unknown>>(sql: string, params?: Params): Promise<T | undefined>;
+  all<T = Record<string, unknown>>(sql: string, params?: Params): Promise<T[]>;
+  run(sql: string, params?: Params): Promise<RunResult>;
+}
+
+const NO_PARAMS: Params = [];
+
+/**
+ * SQLite executor over one better-sqlite3 connection. Statements are prepared
+ * once per SQL text and kept (the repositories use a fixed set of texts; the
+ * few built at run time, such as compiled segment rules, are bounded by the
+ * cache size).
+ */
+export class SqliteSql implements Sql {
+  readonly dialect = 'sqlite' as const;
+  private readonly statements = new Map<string, Statement>();
+
+  constructor(readonly db: Db) {}
+
+  private prepare(sql: string): Statement {
+    let st = this.statements.get(sql);
+    if (st === undefined) {
+      st = this.db.prepare(sql);
+      if (this.statements.size >= 2000) this.statements.clear();
+      this.statements.set(sql, st);
+    }
+    return st;
+  }
+
+  get<T>(sql: string, params: Params = NO_PARAMS): Promise<T | undefined> {
+    try {
+      return Promise.resolve(this.prepare(sql).get(...params) as T | undefined);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+  }
+
+  all<T>(sql: string, params: Params = NO_PARAMS): Promise<T[]> {
+    try {
+      return Promise.resolve(this.prepare(sql).all(...params) as T[]);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+  }
+
+  run(sql: string, params: Params = NO_PARAMS): Promise<RunResult> {
+    try {
+      return Promise.resolve({ changes: this.prepare(sql).run(...params).changes });
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+  }
+}
