@@ -54,6 +54,12 @@ export const configSchema = z.object({
     .string()
     .default('24h')
     .describe('...spanning at least this long (SVC_WEBHOOK_DISABLE_WINDOW).'),
+  laneLeaseMs: positiveInt
+    .min(10_000)
+    .default(30_000)
+    .describe(
+      'With several instances on one database: how long one instance keeps a webhook destination or ad-platform connection to itself unless it renews; another takes over after it (SVC_LANE_LEASE_MS).',
+    ),
   webhookPollMs: positiveInt.default(500).describe('Longest pause between looks for due deliveries (SVC_WEBHOOK_POLL_MS).'),
   segmentRefreshMs: positiveInt
     .default(600_000)
@@ -95,6 +101,7 @@ const ENV: Record<keyof Config, string> = {
   webhookDisableAfterFailures: 'SVC_WEBHOOK_DISABLE_AFTER_FAILURES',
   webhookDisableWindow: 'SVC_WEBHOOK_DISABLE_WINDOW',
   webhookPollMs: 'SVC_WEBHOOK_POLL_MS',
+  laneLeaseMs: 'SVC_LANE_LEASE_MS',
   segmentRefreshMs: 'SVC_SEGMENT_REFRESH_MS',
   adRetrySchedule: 'SVC_ADPLATFORM_RETRY_SCHEDULE',
   adPollMs: 'SVC_ADPLATFORM_POLL_MS',

@@ -10,11 +10,14 @@ import { signalsSchema, type ConversionSignals } from './signals.js';
 import { META_BATCH_MAX, metaEvent, metaEventProblem, sendMeta, type MetaEvent } from './meta.js';
 import { GOOGLE_BATCH_MAX, GoogleTokens, googleConversion, googleConversionProblem, sendGoogle, type GoogleClickConversion } from './google.js';
 import type { JobOutcome } from './http.js';
+import { LaneLease } from '../workers/lane-lease.js';
 
 export interface AdFanoutOptions {
   retry: RetryPolicy;
   pollMs: number;
   timeoutMs: number;
+  /** How long a connection's lease lasts unless renewed (at least three request timeouts are used). */
+  leaseMs: number;
   allowPrivate: boolean;
   meta: { baseUrl: string; apiVersion: string };
   google: { baseUrl: string; apiVersion: string; tokenUrl: string };
@@ -25,6 +28,8 @@ export interface AdFanoutOptions {
 
 interface Lane {
   busy: boolean;
+  /** Only the instance holding the connection's lease sends its jobs (one request in flight across instances). */
+  lease: LaneLease;
 }
 
 /**
@@ -86,7 +91,14 @@ export class AdFanout {
     if (this.active > 0) {
       await Promise.race([new Promise<void>((r) => (this.idle = r)), new Promise<void>((r) => setTimeout(r, graceMs).unref())]);
     }
+    if (this.active === 0) await Promise.all([...this.lanes.values()].map((l) => l.lease.release()));
     if (!this.opts.httpDispatcher) await this.http.close().catch(() => undefined);
+  }
+
+  private newLease(connectionId: string): LaneLease {
+    // A Meta batch that is bisected after a 400 makes several requests in a row: leave room for them.
+    const workMs = this.opts.timeoutMs * 2;
+    return new LaneLease(this.store, `ad:${connectionId}`, { ttlMs: Math.max(this.opts.leaseMs, workMs * 3), workMs });
   }
 
   wake(): void {
@@ -101,13 +113,17 @@ export class AdFanout {
     try {
       const rows = await this.store.adplatforms.enabled();
       for (const row of rows) {
-        const lane = this.lanes.get(row.id) ?? { busy: false };
+        const lane = this.lanes.get(row.id) ?? { busy: false, lease: this.newLease(row.id) };
         this.lanes.set(row.id, lane);
         if (lane.busy) continue;
         const next = await this.store.adplatforms.nextDue(row.id);
         // Another cycle may have started this lane while the query ran: one drain per connection.
         if (next === null || lane.busy) continue;
-        if (next <= Date.now()) void this.drain(row, lane);
+        if (next <= Date.now()) {
+          if (await lane.lease.ensure()) {
+            if (!lane.busy) void this.drain(row, lane);
+          } else wait = Math.min(wait, 2_000); // another instance holds it: see whether it still does soon
+        }
         else wait = Math.min(wait, next - Date.now());
       }
     } catch (err) {
@@ -139,6 +155,8 @@ export class AdFanout {
       }
       const max = conn.platform === 'meta' ? META_BATCH_MAX : GOOGLE_BATCH_MAX;
       while (this.running) {
+        const leased = lane.lease.ensure();
+        if (leased !== true && !(await leased)) break;
         const jobs = await this.store.adplatforms.due(row.id, Date.now(), max);
         if (jobs.length === 0) break;
         const outcomes = await this.send(conn, jobs);

@@ -2,12 +2,20 @@ import type { Command } from 'commander';
 import { ZodError } from 'zod';
 import { loadConfig, type Config } from '../config.js';
 import { AppError } from '../http/errors.js';
-import { openStore, type Store } from '../store/store.js';
+import type { Store } from '../store/store.js';
+import { openConfiguredStore } from '../store/open.js';
 import { validationError } from '../http/zod-error.js';
 
-/** Adds `--data DIR` to a command. */
+/** Adds `--data DIR` and `--database-url URL` to a command. */
 export function withData(cmd: Command): Command {
-  return cmd.option('--data <dir>', 'data directory (env SVC_DATA_DIR, default ./.svc)');
+  return cmd
+    .option('--data <dir>', 'data directory (env SVC_DATA_DIR, default ./.svc)')
+    .option('--database-url <url>', 'PostgreSQL instead of the embedded SQLite store (env SVC_DATABASE_URL)');
+}
+
+/** The store settings of a command's `--data` / `--database-url` flags. */
+export function storeConfig(opts: { data?: string; databaseUrl?: string }, extra: Partial<Record<keyof Config, unknown>> = {}): Config {
+  return configFrom({ dataDir: opts.data, databaseUrl: opts.databaseUrl, ...extra });
 }
 
 /** Resolves the configuration of a command from its flags, mapping bad values to a usage error. */
@@ -20,10 +28,12 @@ export function configFrom(flags: Partial<Record<keyof Config, unknown>>): Confi
   }
 }
 
-/** Opens the store of the data directory named by `--data` / SVC_DATA_DIR and runs `fn` with it. */
-export async function withStore<T>(opts: { data?: string }, fn: (store: Store) => T | Promise<T>): Promise<T> {
-  const config = configFrom({ dataDir: opts.data });
-  const store = openStore({ dataDir: config.dataDir, synchronous: config.synchronous });
+/**
+ * Opens the store named by `--database-url` / SVC_DATABASE_URL (PostgreSQL), else the
+ * SQLite store of the data directory named by `--data` / SVC_DATA_DIR, and runs `fn` with it.
+ */
+export async function withStore<T>(opts: { data?: string; databaseUrl?: string }, fn: (store: Store) => T | Promise<T>): Promise<T> {
+  const store = await openConfiguredStore(storeConfig(opts));
   try {
     return await fn(store);
   } finally {

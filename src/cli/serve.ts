@@ -8,12 +8,14 @@ export function registerServe(program: Command): void {
     .option('--host <host>', 'address to listen on (env SVC_HOST)', undefined)
     .option('--port <port>', 'port; 0 picks a free one (env SVC_PORT, default 8787)')
     .option('--data <dir>', 'data directory (env SVC_DATA_DIR, default ./.svc)')
+    .option('--database-url <url>', 'PostgreSQL instead of the embedded SQLite store (env SVC_DATABASE_URL)')
     .option('--allow-private-destinations', 'allow private/loopback webhook destinations (development and tests only)')
-    .action(async (opts: { host?: string; port?: string; data?: string; allowPrivateDestinations?: boolean }) => {
+    .action(async (opts: { host?: string; port?: string; data?: string; databaseUrl?: string; allowPrivateDestinations?: boolean }) => {
       const config = configFrom({
         host: opts.host,
         port: opts.port,
         dataDir: opts.data,
+        databaseUrl: opts.databaseUrl,
         allowPrivateDestinations: opts.allowPrivateDestinations,
       });
       // Loaded on demand: the other commands start faster without the HTTP stack.

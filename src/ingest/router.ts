@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { z } from 'zod';
-import { AppError } from '../http/errors.js';
+import { AppError, isStorageUnavailable, storageUnavailable } from '../http/errors.js';
 import { readBody } from '../http/body.js';
 import { sendError, sendJson } from '../http/respond.js';
 import { validationError } from '../http/zod-error.js';
-import { describePolicy, type KeyedRateLimiter } from '../http/rate-limit.js';
+import { describePolicy, type RateLimiter } from '../http/rate-limit.js';
 import type { IngestionService, RequestContext } from '../domain/ingestion/service.js';
 import { BODY_LIMITS, type IngestPath } from './limits.js';
 import { convertSchema, eventSchema, identifySchema, leadSchema, scoreSchema } from './schemas.js';
@@ -12,9 +12,9 @@ import { convertSchema, eventSchema, identifySchema, leadSchema, scoreSchema } f
 export interface IngestDeps {
   service: IngestionService;
   /** Per client address; null when rate limiting is off. */
-  ipLimiter: KeyedRateLimiter | null;
+  ipLimiter: RateLimiter | null;
   /** Per site; null when rate limiting is off. */
-  siteLimiter: KeyedRateLimiter | null;
+  siteLimiter: RateLimiter | null;
   trustProxy: boolean;
   onUnexpected: (err: unknown, path: string) => void;
 }
@@ -65,7 +65,7 @@ export async function handleIngest(deps: IngestDeps, path: IngestPath, req: Inco
     }
     const ip = clientAddress(req, deps.trustProxy);
     if (deps.ipLimiter) {
-      const d = deps.ipLimiter.take(ip);
+      const d = await deps.ipLimiter.take(ip);
       if (!d.ok) {
         req.resume();
         throw new AppError(
@@ -115,7 +115,7 @@ export async function handleIngest(deps: IngestDeps, path: IngestPath, req: Inco
     const input = result.data;
     if (deps.siteLimiter) {
       await deps.service.site(input.site_id);
-      const d = deps.siteLimiter.take(input.site_id);
+      const d = await deps.siteLimiter.take(input.site_id);
       if (!d.ok) {
         throw new AppError(
           'rate_limited',
@@ -136,12 +136,8 @@ export async function handleIngest(deps: IngestDeps, path: IngestPath, req: Inco
       sendError(res, err);
       return;
     }
-    const code = (err as { code?: string } | null)?.code;
-    if (typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR'))) {
-      sendError(
-        res,
-        new AppError('service_unavailable', 'storage is unavailable; nothing was stored, retry later', {}, { 'Retry-After': '1' }),
-      );
+    if (isStorageUnavailable(err)) {
+      sendError(res, storageUnavailable());
       return;
     }
     deps.onUnexpected(err, path);

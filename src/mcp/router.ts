@@ -4,7 +4,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import { localhostHostValidation, localhostOriginValidation } from '@modelcontextprotocol/express';
 import { createMcpHandler, JSONRPC_VERSION } from '@modelcontextprotocol/server';
 import { AppError } from '../http/errors.js';
-import { describePolicy, KeyedRateLimiter, type RatePolicy } from '../http/rate-limit.js';
+import { createRateLimiter, describePolicy, type RatePolicy } from '../http/rate-limit.js';
 import { authenticateToken } from './auth.js';
 import type { Grant } from './grant.js';
 import { createMcpServer, type McpDeps } from './server.js';
@@ -78,7 +78,7 @@ async function sendWebResponse(r: globalThis.Response, req: Request, res: Respon
 export function createMcpRouter(deps: McpDeps & { rateLimit: RatePolicy | null; loopback: boolean }): Router {
   const router = express.Router();
   if (deps.loopback) router.use(localhostHostValidation(), localhostOriginValidation());
-  const limiter = deps.rateLimit ? new KeyedRateLimiter(deps.rateLimit) : null;
+  const limiter = deps.rateLimit ? createRateLimiter(deps.store, deps.rateLimit) : null;
   const handler = createMcpHandler(
     (ctx) => {
       const grant = (ctx.authInfo?.extra as { grant?: Grant } | undefined)?.grant;
@@ -99,7 +99,7 @@ export function createMcpRouter(deps: McpDeps & { rateLimit: RatePolicy | null; 
       throw err;
     }
     if (limiter) {
-      const d = limiter.take(grant.tokenId);
+      const d = await limiter.take(grant.tokenId);
       res.set(limiter.headers(d));
       if (!d.ok) {
         const policy = limiter.policy;

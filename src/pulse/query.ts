@@ -46,6 +46,7 @@ export async function queryProfiles(store: Store, key: CallerKey, body: { rule: 
     now,
     afterId: (cursor?.after as string | undefined) ?? '',
     limit: limit + 1,
+    dialect: store.dialect,
   });
   const ids = (await store.segments.all<{ id: string }>(sql, params)).map((r) => r.id);
   const page = ids.slice(0, limit);

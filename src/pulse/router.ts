@@ -2,7 +2,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import type { z } from 'zod';
 import { AppError } from '../http/errors.js';
 import { jsonPath } from '../http/zod-error.js';
-import { describePolicy, KeyedRateLimiter } from '../http/rate-limit.js';
+import { createRateLimiter, describePolicy } from '../http/rate-limit.js';
 import type { Store } from '../store/store.js';
 import { authenticateKey, requireScope, type CallerKey } from './auth.js';
 import { ROUTES, type RouteSpec } from './routes.js';
@@ -37,7 +37,7 @@ export function createPulseRouter(store: Store, deps: Omit<PulseDeps, 'store'>):
   });
   const jsonBody = express.json({ limit: '64kb', strict: true, type: () => true });
   for (const spec of ROUTES) {
-    const limiter = deps.rateLimit ? new KeyedRateLimiter(spec.limit) : null;
+    const limiter = deps.rateLimit ? createRateLimiter(store, spec.limit) : null;
     const expressPath = spec.path.replace(/\{(\w+)\}/g, ':$1');
     const handler = HANDLERS[spec.operationId];
     if (!handler) throw new Error(`no handler for ${spec.operationId}`);
@@ -46,7 +46,7 @@ export function createPulseRouter(store: Store, deps: Omit<PulseDeps, 'store'>):
         const key = await authenticateKey(store, req);
         res.locals.key = key;
         if (limiter) {
-          const d = limiter.take(key.id);
+          const d = await limiter.take(key.id);
           res.set(limiter.headers(d));
           if (!d.ok) {
             throw new AppError('rate_limited', `rate limit exceeded for this key: ${describePolicy(spec.limit)}`, {

@@ -2,7 +2,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import { openStore, type Store } from '../store/store.js';
+import type { Store } from '../store/store.js';
+import { openConfiguredStore } from '../store/open.js';
 import { startCheckpointer } from '../store/checkpoint.js';
 import { IngestionService } from '../domain/ingestion/service.js';
 import { SegmentMembership } from '../domain/segments/membership.js';
@@ -10,7 +11,7 @@ import { SegmentsService } from '../domain/segments/service.js';
 import { createPulseRouter } from '../pulse/router.js';
 import { createMcpRouter } from '../mcp/router.js';
 import { mcpRatePolicy } from '../mcp/config.js';
-import { KeyedRateLimiter } from '../http/rate-limit.js';
+import { createRateLimiter } from '../http/rate-limit.js';
 import { handleIngest, isIngestPath, type IngestDeps } from '../ingest/router.js';
 import { createApp, finishApp } from './app.js';
 import { VERSION } from '../version.js';
@@ -37,7 +38,10 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   const mcpLimit = mcpRatePolicy();
   const policy = webhookPolicy(config);
   const adRetry = adRetryPolicy(config);
-  const store = openStore({ dataDir: config.dataDir, synchronous: config.synchronous, offThreadFsync: true });
+  const store = await openConfiguredStore(config, {
+    server: true,
+    onPoolError: (err) => logger.warn({ err: err.message }, 'database connection lost; reconnecting on demand'),
+  });
   const checkpointer = startCheckpointer(store, logger);
   const membership = new SegmentMembership(store);
   const service = new IngestionService(store, membership);
@@ -49,10 +53,10 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   const deps: IngestDeps = {
     service,
     ipLimiter: limited
-      ? new KeyedRateLimiter({ name: 'ingest-client', rate: config.ingestIpRate, windowMs: 1000, burst: config.ingestIpBurst })
+      ? createRateLimiter(store, { name: 'ingest-client', rate: config.ingestIpRate, windowMs: 1000, burst: config.ingestIpBurst })
       : null,
     siteLimiter: limited
-      ? new KeyedRateLimiter({ name: 'ingest-site', rate: config.ingestSiteRate, windowMs: 1000, burst: config.ingestSiteBurst })
+      ? createRateLimiter(store, { name: 'ingest-site', rate: config.ingestSiteRate, windowMs: 1000, burst: config.ingestSiteBurst })
       : null,
     trustProxy: config.trustProxy,
     onUnexpected: (err, path) =>
@@ -64,6 +68,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     allowPrivate: config.allowPrivateDestinations,
     concurrency: config.webhookConcurrency,
     pollMs: config.webhookPollMs,
+    leaseMs: config.laneLeaseMs,
     logger,
   });
 
@@ -71,6 +76,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     retry: adRetry,
     pollMs: config.adPollMs,
     timeoutMs: config.adTimeoutMs,
+    leaseMs: config.laneLeaseMs,
     allowPrivate: config.allowPrivateDestinations,
     meta: { baseUrl: config.metaBaseUrl, apiVersion: config.metaApiVersion },
     google: { baseUrl: config.googleAdsBaseUrl, apiVersion: config.googleAdsApiVersion, tokenUrl: config.googleOauthTokenUrl },

@@ -1,4 +1,4 @@
-import type { Sql } from './sql.js';
+import type { Dialect, Sql } from './sql.js';
 import { whereOf } from './where.js';
 
 export interface LeadRow {
@@ -78,8 +78,12 @@ const TIMELINE = `SELECT * FROM (
     UNION ALL SELECT 'score', CAST(id AS TEXT), received_at, NULL, score FROM scores WHERE profile_id = ? AND site_id = ?
     UNION ALL SELECT 'lead', id, created_at, kind, NULL FROM leads WHERE profile_id = ? AND site_id = ?
   ) AS items ORDER BY at DESC, id DESC LIMIT ?`;
-// dialect: sqlite-only (strftime … 'unixepoch')
-const REVENUE_BY_DAY = `SELECT strftime('%Y-%m-%d', created_at / 1000, 'unixepoch') AS day, currency, count(*) AS conversions, coalesce(sum(revenue), 0) AS revenue
+/** The UTC calendar day (YYYY-MM-DD) of a ms timestamp column, per dialect. */
+const DAY_OF = {
+  sqlite: (col: string) => `strftime('%Y-%m-%d', ${col} / 1000, 'unixepoch')`,
+  pg: (col: string) => `to_char(to_timestamp(${col} / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD')`,
+};
+const revenueByDay = (dialect: Dialect) => `SELECT ${DAY_OF[dialect]('created_at')} AS day, currency, count(*) AS conversions, coalesce(sum(revenue), 0) AS revenue
     FROM conversions WHERE site_id = ? AND created_at >= ? AND created_at < ? GROUP BY day, currency ORDER BY day, currency`;
 const REVENUE_BY_CURRENCY = `SELECT currency, coalesce(sum(revenue), 0) AS revenue
     FROM conversions WHERE site_id = ? AND created_at >= ? AND created_at < ? GROUP BY currency ORDER BY currency`;
@@ -144,7 +148,7 @@ export class InsightsRepo {
   }
 
   async revenueByDay(siteId: string, since: number, until: number): Promise<RevenueDayRow[]> {
-    const rows = await this.x.all<RevenueDayRow>(REVENUE_BY_DAY, [siteId, since, until]);
+    const rows = await this.x.all<RevenueDayRow>(revenueByDay(this.x.dialect), [siteId, since, until]);
     return rows.map((r) => ({ ...r, conversions: Number(r.conversions) }));
   }
 

@@ -27,8 +27,8 @@ export class PrivacyRepo {
     const ids = (
       await x.all<{ id: string }>(
         // Two index searches (primary key, profiles_merged), not a scan of the site's profiles.
-        // dialect: sqlite-only (`+site_id` keeps SQLite off the site index; on PostgreSQL write `site_id`)
-        'SELECT id FROM profiles WHERE id = ? AND site_id = ? UNION SELECT id FROM profiles WHERE merged_into = ? AND +site_id = ?',
+        // `+site_id` keeps SQLite off the site index (PostgreSQL plans this well as written).
+        `SELECT id FROM profiles WHERE id = ? AND site_id = ? UNION SELECT id FROM profiles WHERE merged_into = ? AND ${x.dialect === 'pg' ? '' : '+'}site_id = ?`,
         [profileId, siteId, profileId, siteId],
       )
     ).map((r) => r.id);
@@ -60,8 +60,7 @@ export class PrivacyRepo {
       (await x.run(`DELETE FROM ${table} WHERE site_id = ? AND ${column} IN (${marks})`, [siteId, ...ids])).changes;
     const scrub = async (table: string) => {
       let n = 0;
-      // dialect: sqlite-only (instr; PostgreSQL: strpos(payload, ?))
-      const sql = `DELETE FROM ${table} WHERE site_id = ? AND instr(payload, ?) > 0`;
+      const sql = `DELETE FROM ${table} WHERE site_id = ? AND ${x.dialect === 'pg' ? 'strpos' : 'instr'}(payload, ?) > 0`;
       for (const v of needles) if (v.length >= 4) n += (await x.run(sql, [siteId, JSON.stringify(v)])).changes;
       return n;
     };

@@ -68,8 +68,13 @@ export class ProfilesRepo {
     return id;
   }
 
-  async addIdentity(siteId: string, kind: IdentityKind, value: string, profileId: string, now: number): Promise<void> {
-    await this.x.run(INSERT_IDENTITY, [siteId, kind, value, profileId, now]);
+  /**
+   * Gives an identity to a profile unless some profile already holds it.
+   * Returns false when it was held already (by this profile or, after a race
+   * with another transaction on PostgreSQL, by another one).
+   */
+  async addIdentity(siteId: string, kind: IdentityKind, value: string, profileId: string, now: number): Promise<boolean> {
+    return (await this.x.run(INSERT_IDENTITY, [siteId, kind, value, profileId, now])).changes > 0;
   }
 
   /** Records the SHA-256 of a normalized email or phone for hashed look-ups (the newest owner wins). */
@@ -169,8 +174,8 @@ export class ProfilesRepo {
   async mergeInto(from: string, to: string, now: number): Promise<void> {
     await this.x.run('UPDATE sessions SET profile_id = ? WHERE profile_id = ?', [to, from]);
     await this.x.run('UPDATE identities SET profile_id = ? WHERE profile_id = ?', [to, from]);
-    // dialect: sqlite-only (UPDATE OR IGNORE)
-    await this.x.run('UPDATE OR IGNORE identity_hashes SET profile_id = ? WHERE profile_id = ?', [to, from]);
+    // profile_id is not part of the key, so moving hashes cannot conflict.
+    await this.x.run('UPDATE identity_hashes SET profile_id = ? WHERE profile_id = ?', [to, from]);
     await this.x.run('UPDATE events SET profile_id = ? WHERE profile_id = ?', [to, from]);
     await this.x.run('UPDATE scores SET profile_id = ? WHERE profile_id = ?', [to, from]);
     await this.x.run('UPDATE conversions SET profile_id = ? WHERE profile_id = ?', [to, from]);

@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import type { Dialect } from './sql.js';
 import {
   kindOf,
   numericValue,
@@ -13,10 +14,11 @@ import {
 } from '../domain/segments/rules.js';
 
 /**
- * Compiles the segment rule language to SQLite. Every value of a rule is a
- * bound parameter; the SQL text holds only fixed fragments chosen by the
- * operators, so a rule can never inject SQL. Every fragment yields 0 or 1,
- * never NULL, so `not` is plain boolean negation. The in-memory evaluator
+ * Compiles the segment rule language to SQL, SQLite's or PostgreSQL's. Every
+ * value of a rule is a bound parameter; the SQL text holds only fixed fragments
+ * chosen by the operators, so a rule can never inject SQL. Every fragment
+ * yields 0 or 1 (SQLite) or a boolean (PostgreSQL), never NULL, so `not` is
+ * plain boolean negation. The in-memory evaluator
  * (src/domain/segments/evaluate.ts) defines the same semantics.
  */
 
@@ -27,7 +29,7 @@ export interface CompiledSql {
 
 const SQL_OP: Record<CompareOp, string> = { eq: '=', neq: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=' };
 
-// dialect: sqlite-only (svc_num is a SQLite application-defined function)
+// SQLite only: PostgreSQL rules compute the same value inline (valueTestPg).
 /** Registers the SQL functions compiled rules call (svc_num). Called once per connection. */
 export function registerRuleFunctions(db: Db): void {
   db.function('svc_num', { deterministic: true }, (v: unknown) => numericValue(v));
@@ -41,16 +43,66 @@ function jsonPathOf(name: string, dotted: boolean): string {
 
 class Compiler {
   readonly params: unknown[] = [];
-  constructor(private readonly now: number) {}
+  /** The SQL for "no" where a fragment could be NULL: 0 on SQLite (0/1 values), false on PostgreSQL (booleans). */
+  private readonly no: string;
+
+  constructor(
+    private readonly now: number,
+    private readonly dialect: Dialect = 'sqlite',
+  ) {
+    this.no = dialect === 'pg' ? 'false' : '0';
+  }
 
   private p(v: unknown): string {
     this.params.push(v);
     return '?';
   }
 
-  // dialect: sqlite-only (json_type, json_extract, instr and the svc_num function; 0/1 values, not booleans)
+  /**
+   * PostgreSQL form of valueTest: the JSON text column read as jsonb, the path as a text[]
+   * parameter. Equality is jsonb equality with a typed value (a number never equals a string,
+   * 1 equals 1.0, as on SQLite); CASE guards every cast so a value of another type is "no",
+   * never an error.
+   */
+  private valueTestPg(column: string, parts: string[], op: TraitOp, value: unknown): string {
+    const at = () => `(${column}::jsonb #> ${this.p(parts)}::text[])`;
+    const text = () => `(${column}::jsonb #>> ${this.p(parts)}::text[])`;
+    const eq = (v: unknown): string => {
+      const cast = typeof v === 'boolean' ? 'boolean' : typeof v === 'number' ? 'numeric' : 'text';
+      return `coalesce(${at()} = to_jsonb(${this.p(v)}::${cast}), false)`;
+    };
+    const isString = () => `jsonb_typeof(${at()}) = 'string'`;
+    switch (op) {
+      case 'exists':
+        return `(${at()} IS NOT NULL)`;
+      case 'not_exists':
+        return `(${at()} IS NULL)`;
+      case 'eq':
+        return eq(value);
+      case 'neq':
+        return `(NOT ${eq(value)})`;
+      case 'in':
+        return `(${(value as unknown[]).map(eq).join(' OR ')})`;
+      case 'contains':
+        return `(CASE WHEN ${isString()} THEN strpos(${text()}, ${this.p(value)}::text) > 0 ELSE false END)`;
+      case 'starts_with':
+        return `(CASE WHEN ${isString()} THEN left(${text()}, ${this.p((value as string).length)}::int) = ${this.p(value)}::text ELSE false END)`;
+      case 'gt':
+      case 'gte':
+      case 'lt':
+      case 'lte': {
+        // numericValue() of rules.ts: a JSON number, or a string of digits (optional sign and fraction, at most 40 chars).
+        const num =
+          `(CASE WHEN jsonb_typeof(${at()}) = 'number' THEN ${text()}::numeric ` +
+          `WHEN ${isString()} AND length(${text()}) <= 40 AND ${text()} ~ '^-?[0-9]+([.][0-9]+)?$' THEN ${text()}::numeric END)`;
+        return `coalesce(${num} ${SQL_OP[op]} ${this.p(value)}::numeric, false)`;
+      }
+    }
+  }
+
   /** A test of one JSON value (`doc` at `path`) with a trait/property operator. */
-  private valueTest(doc: string, path: string, op: TraitOp, value: unknown): string {
+  private valueTest(doc: string, path: string, op: TraitOp, value: unknown, parts?: string[]): string {
+    if (this.dialect === 'pg') return this.valueTestPg(doc, parts!, op, value);
     const type = () => `json_type(${doc}, ${this.p(path)})`;
     const extract = () => `json_extract(${doc}, ${this.p(path)})`;
     const eq = (v: unknown): string => {
@@ -102,7 +154,7 @@ class Compiler {
         return `(NOT ${this.compile((rule as { not: Rule }).not)})`;
       case 'trait': {
         const c = rule as TraitCondition;
-        const valueTest = this.valueTest('p.traits', jsonPathOf(c.trait, false), c.op, c.value);
+        const valueTest = this.valueTest('p.traits', jsonPathOf(c.trait, false), c.op, c.value, [c.trait]);
         return valueTest;
       }
       case 'event': {
@@ -126,7 +178,7 @@ class Compiler {
           c.score.agg === 'latest'
             ? `(SELECT s.score FROM scores s WHERE ${where} ORDER BY s.received_at DESC, s.id DESC LIMIT 1)`
             : `(SELECT ${c.score.agg}(s.score) FROM scores s WHERE ${where})`;
-        return `coalesce(${value} ${SQL_OP[c.score.op]} ${this.p(c.score.value)}, 0)`;
+        return `coalesce(${value} ${SQL_OP[c.score.op]} ${this.p(c.score.value)}, ${this.no})`;
       }
       case 'segment':
         return `EXISTS (SELECT 1 FROM segment_members m WHERE m.segment_id = ${this.p((rule as { segment: string }).segment)} AND m.profile_id = p.id)`;
@@ -134,20 +186,23 @@ class Compiler {
   }
 
   private property(c: PropertyCondition): string {
-    return this.valueTest('e.body', jsonPathOf(c.property, true), c.op, c.value);
+    return this.valueTest('e.body', jsonPathOf(c.property, true), c.op, c.value, c.property.split('.'));
   }
 }
 
 /** `SELECT (<rule>) AS m FROM profiles p WHERE p.id = ?`: m is 1 when the profile matches. */
-export function profileMatchesSql(rule: Rule, o: { profileId: string; now: number }): CompiledSql {
-  const c = new Compiler(o.now);
+export function profileMatchesSql(rule: Rule, o: { profileId: string; now: number; dialect?: Dialect }): CompiledSql {
+  const c = new Compiler(o.now, o.dialect);
   const expr = c.compile(rule);
   return { sql: `SELECT ${expr} AS m FROM profiles p WHERE p.id = ?`, params: [...c.params, o.profileId] };
 }
 
 /** One keyset page of the ids of a site's live (unmerged) profiles that match, ascending. */
-export function profilesMatchingSql(rule: Rule, o: { siteId: string; now: number; afterId: string; limit: number }): CompiledSql {
-  const c = new Compiler(o.now);
+export function profilesMatchingSql(
+  rule: Rule,
+  o: { siteId: string; now: number; afterId: string; limit: number; dialect?: Dialect },
+): CompiledSql {
+  const c = new Compiler(o.now, o.dialect);
   const expr = c.compile(rule);
   return {
     sql: `SELECT p.id FROM profiles p WHERE p.site_id = ? AND p.merged_into IS NULL AND p.id > ? AND ${expr} ORDER BY p.id LIMIT ?`,

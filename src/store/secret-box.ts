@@ -27,6 +27,11 @@ export class SecretBox {
     return new SecretBox(key);
   }
 
+  /** A one-way fingerprint of the key: instances sharing a database compare it to know they share the key. */
+  fingerprint(): string {
+    return createHash('sha256').update('svc secret key check\0').update(this.key).digest('hex').slice(0, 32);
+  }
+
   /** `v1.<iv>.<tag>.<ciphertext>`, base64url parts. */
   seal(plaintext: string): string {
     const iv = randomBytes(12);

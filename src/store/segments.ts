@@ -17,6 +17,11 @@ const SEGMENT_BY_ID = 'SELECT * FROM segments WHERE id = ?';
 export class SegmentsRepo {
   constructor(private readonly x: Sql) {}
 
+  /** PostgreSQL: tells every instance (LISTEN, delivered at commit) that segment definitions changed. */
+  private async announce(): Promise<void> {
+    if (this.x.dialect === 'pg') await this.x.get("SELECT pg_notify('svc_segments', '')");
+  }
+
   async create(s: { siteId: string; name: string; rule: string; priority: number }): Promise<SegmentRow> {
     const id = newId('seg');
     const now = Date.now();
@@ -29,6 +34,7 @@ export class SegmentsRepo {
       now,
       now,
     ]);
+    await this.announce();
     return (await this.byId(id))!;
   }
 
@@ -48,11 +54,13 @@ export class SegmentsRepo {
 
   async update(id: string, s: { name: string; rule: string; priority: number }): Promise<void> {
     await this.x.run('UPDATE segments SET name = ?, rule = ?, priority = ?, updated_at = ? WHERE id = ?', [s.name, s.rule, s.priority, Date.now(), id]);
+    await this.announce();
   }
 
   async remove(id: string): Promise<void> {
     await this.x.run('DELETE FROM segment_members WHERE segment_id = ?', [id]);
     await this.x.run('DELETE FROM segments WHERE id = ?', [id]);
+    await this.announce();
   }
 
   /** One keyset page of member profile ids after `afterId` (exclusive), ascending. */
@@ -94,7 +102,6 @@ export class SegmentsRepo {
     await this.x.run('UPDATE profiles SET primary_segment = ? WHERE id = ?', [segmentId, profileId]);
   }
 
-  // dialect: sqlite-only (compiled rule SQL from rule-sql.ts uses json_type, json_extract and svc_num)
   /** Runs a compiled rule query (built by rule-sql.ts: parameters only, no user text in the SQL). */
   all<T>(sql: string, params: unknown[]): Promise<T[]> {
     return this.x.all<T>(sql, params);

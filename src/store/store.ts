@@ -6,6 +6,8 @@ import { SqliteSql, type Sql } from './sql.js';
 import { newRepoShared, Repos, type RepoShared, type WriteOp } from './repos.js';
 import type { SiteStats } from './stats.js';
 
+export type RemoteTopic = 'segments' | 'all';
+
 /** How a store runs write operations: SQLite's group-commit writer, or PostgreSQL transactions. */
 export interface WriteRunner {
   run<T>(fn: WriteOp<T>): Promise<T>;
@@ -36,6 +38,22 @@ export class Store extends Repos {
   ) {
     super(sql, shared);
     this.secrets = SecretBox.forDataDir(dataDir);
+  }
+
+  private readonly remoteListeners: ((topic: RemoteTopic) => void)[] = [];
+
+  /**
+   * Calls `fn` when another process changed what this one caches (`segments`), or
+   * when it may have missed such news (`all`, after a lost LISTEN connection).
+   * PostgreSQL only; on SQLite, readers see other connections' commits through data_version.
+   */
+  onRemoteChange(fn: (topic: RemoteTopic) => void): void {
+    this.remoteListeners.push(fn);
+  }
+
+  /** Called by the PostgreSQL listener. */
+  remoteChange(topic: RemoteTopic): void {
+    for (const fn of this.remoteListeners) fn(topic);
   }
 
   get dialect(): Sql['dialect'] {

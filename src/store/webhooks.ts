@@ -71,6 +71,11 @@ const DESTINATION_BY_ID = 'SELECT * FROM destinations WHERE id = ?';
 const PENDING_OUTBOX =
   "SELECT id, site_id, event_type, payload, created_at FROM outbox WHERE id > (SELECT last_id FROM outbox_cursor WHERE name = 'webhooks') ORDER BY id LIMIT ?";
 const ADVANCE_CURSOR = "UPDATE outbox_cursor SET last_id = ? WHERE name = 'webhooks' AND last_id < ?";
+// PostgreSQL: several instances fan out at once, and sequence ids commit out of order, so rows are
+// claimed (locked, skipping rows another instance holds) and marked one by one.
+const CLAIM_OUTBOX_PG =
+  'SELECT id, site_id, event_type, payload, created_at FROM outbox WHERE dispatched_at IS NULL ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED';
+const MARK_DISPATCHED_PG = 'UPDATE outbox SET dispatched_at = ? WHERE id = ANY(?::bigint[])';
 const INSERT_DELIVERY = `INSERT INTO deliveries (id, site_id, destination_id, outbox_id, event_type, payload, state, attempts, next_attempt_at, created_at, updated_at)
   VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`;
 const DUE = `SELECT * FROM deliveries WHERE destination_id = ? AND state = 'pending' AND next_attempt_at <= ?
@@ -187,18 +192,30 @@ export class WebhooksRepo {
     return info.changes > 0;
   }
 
-  pendingOutbox(limit: number): Promise<OutboxRow[]> {
-    return this.x.all<OutboxRow>(PENDING_OUTBOX, [limit]);
+  /**
+   * The oldest outbox rows not yet fanned out, claimed for this transaction:
+   * on PostgreSQL they stay locked until it ends and other instances skip them.
+   * Call inside a write operation, then `markDispatched` with the same rows.
+   */
+  claimOutbox(limit: number): Promise<OutboxRow[]> {
+    return this.x.all<OutboxRow>(this.x.dialect === 'pg' ? CLAIM_OUTBOX_PG : PENDING_OUTBOX, [limit]);
   }
 
   /**
-   * Marks every outbox row up to `outboxId` as fanned out. The outbox is
+   * Marks claimed outbox rows as fanned out. On SQLite the outbox is
    * append-only (AUTOINCREMENT ids, written by one writer at a time), so a
-   * cursor replaces a per-row update and a partial index on the hot path.
+   * cursor past the last row replaces a per-row update and a partial index on
+   * the hot path; on PostgreSQL each row is marked.
    * Writes: call inside a write operation.
    */
-  async advanceCursor(outboxId: number): Promise<void> {
-    await this.x.run(ADVANCE_CURSOR, [outboxId, outboxId]);
+  async markDispatched(rows: readonly OutboxRow[], now: number): Promise<void> {
+    if (rows.length === 0) return;
+    if (this.x.dialect === 'pg') {
+      await this.x.run(MARK_DISPATCHED_PG, [now, rows.map((r) => r.id)]);
+      return;
+    }
+    const last = rows[rows.length - 1]!.id;
+    await this.x.run(ADVANCE_CURSOR, [last, last]);
   }
 
   async insertDelivery(d: {

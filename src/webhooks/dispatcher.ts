@@ -4,7 +4,8 @@ import type { Store } from '../store/store.js';
 import type { Repos, WriteOp } from '../store/repos.js';
 import type { DeliveryRow, DestinationRow } from '../store/webhooks.js';
 import { createGuardedDispatcher } from './guard.js';
-import { sendSigned, type AttemptResult } from './sender.js';
+import { ATTEMPT_TIMEOUT_MS, sendSigned, type AttemptResult } from './sender.js';
+import { LaneLease } from '../workers/lane-lease.js';
 import { nextAttemptAt, type RetryPolicy } from './schedule.js';
 import { subscribes, signingKey } from './destinations.js';
 
@@ -16,6 +17,8 @@ export interface DispatcherOptions {
   concurrency: number;
   /** Longest sleep between looks at the database (other processes write there too). */
   pollMs: number;
+  /** How long a destination's lease lasts unless renewed (instances sharing a database take lanes over after it). */
+  leaseMs: number;
   logger: Logger;
   /** For tests: a dispatcher to use instead of the guarded one. */
   httpDispatcher?: Dispatcher;
@@ -34,6 +37,8 @@ interface Lane {
   refilling: boolean;
   /** Due deliveries may exist that are neither queued nor in flight: the next refill has something to look for. */
   mayHaveMore: boolean;
+  /** Only the instance holding the destination's lease sends its deliveries (ordering and the cap hold across instances). */
+  lease: LaneLease;
 }
 
 const FANOUT_BATCH = 1000;
@@ -94,6 +99,7 @@ export class WebhookDispatcher {
         new Promise<void>((r) => setTimeout(r, graceMs).unref()),
       ]);
     }
+    if (this.totalInFlight() === 0) await Promise.all([...this.lanes.values()].map((l) => l.lease.release()));
     if (!this.opts.httpDispatcher) await this.http.close().catch(() => undefined);
   }
 
@@ -134,7 +140,7 @@ export class WebhookDispatcher {
       // pending deliveries cannot be sent. (A global min(next_attempt_at) over every pending
       // delivery scanned the whole backlog, and its past-due rows re-ran this cycle every 5 ms.)
       for (const lane of this.lanes.values()) {
-        if (lane.inFlight > 0 || lane.dest.enabled !== 1) continue;
+        if (lane.inFlight > 0 || lane.dest.enabled !== 1 || !lane.lease.usable()) continue;
         const next = (await this.store.webhooks.due(lane.dest.id, Number.MAX_SAFE_INTEGER, 1))[0]?.next_attempt_at;
         if (next !== undefined) wait = Math.max(5, Math.min(wait, next - Date.now()));
       }
@@ -159,7 +165,7 @@ export class WebhookDispatcher {
         this.fanoutAgain = false;
         this.lastEnqueued = this.store.shared.enqueued.outbox;
         const n = await this.store.write(async (tx) => {
-          const rows = await tx.webhooks.pendingOutbox(FANOUT_BATCH);
+          const rows = await tx.webhooks.claimOutbox(FANOUT_BATCH);
           if (rows.length === 0) return 0;
           const dests = await tx.webhooks.enabledDestinations();
           const now = Date.now();
@@ -176,7 +182,7 @@ export class WebhookDispatcher {
               });
             }
           }
-          await tx.webhooks.advanceCursor(rows[rows.length - 1]!.id);
+          await tx.webhooks.markDispatched(rows, now);
           return rows.length;
         });
         this.counters.fannedOut += n;
@@ -210,7 +216,18 @@ export class WebhookDispatcher {
         lane.key = key;
         lane.events = events;
       } else {
-        this.lanes.set(d.id, { dest: d, key, events, queue: [], known: new Set(), inFlight: 0, recording: 0, refilling: false, mayHaveMore: true });
+        this.lanes.set(d.id, {
+          dest: d,
+          key,
+          events,
+          queue: [],
+          known: new Set(),
+          inFlight: 0,
+          recording: 0,
+          refilling: false,
+          mayHaveMore: true,
+          lease: new LaneLease(this.store, `webhook:${d.id}`, { ttlMs: this.opts.leaseMs, workMs: ATTEMPT_TIMEOUT_MS }),
+        });
       }
     }
     for (const [id, lane] of this.lanes) {
@@ -235,6 +252,14 @@ export class WebhookDispatcher {
       lane.inFlight < this.opts.concurrency &&
       lane.recording < this.opts.concurrency * 4
     ) {
+      const leased = lane.lease.ensure();
+      if (leased !== true && !(await leased)) {
+        // Another instance drains this destination: what was buffered here is theirs to send.
+        for (const q of lane.queue) lane.known.delete(q.id);
+        lane.queue.length = 0;
+        lane.mayHaveMore = true;
+        return;
+      }
       if (lane.queue.length === 0) {
         if (!lane.mayHaveMore || !(await this.refill(lane))) return;
         if (lane.queue.length === 0) return;

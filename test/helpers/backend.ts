@@ -43,8 +43,18 @@ export function pgSync<T>(url: string, sql: string, params: unknown[] = []): T[]
   return JSON.parse(r.stdout) as T[];
 }
 
-/** `?` placeholders and the SQLite spellings tests use, for PostgreSQL. */
+/**
+ * `?` placeholders and the SQLite spellings tests use, for PostgreSQL:
+ * instr → strpos; json_extract(col, '$.key') → the jsonb value (a JSON number
+ * comes back as a number, as from SQLite), or its text where the test compares
+ * it with a string literal.
+ */
 export function toPg(sql: string): string {
   let n = 0;
-  return sql.replace(/\?/g, () => `$${++n}`).replace(/\binstr\(/g, 'strpos(');
+  return sql
+    .replace(/\?/g, () => `$${++n}`)
+    .replace(/\binstr\(/g, 'strpos(')
+    .replace(/json_extract\(([\w.]+), '\$\.(\w+)'\)(\s*=\s*')?/g, (_m, col: string, key: string, eq: string | undefined) =>
+      eq ? `(${col}::jsonb ->> '${key}')${eq}` : `(${col}::jsonb -> '${key}')`,
+    );
 }

@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { databaseUrlFor, pgSync, PG_BASE_URL, toPg } from './backend.js';
 
@@ -11,6 +12,34 @@ export function query<T = Record<string, unknown>>(dataDir: string, sql: string,
   const db = new Database(path.join(dataDir, 'svc.db'), { readonly: true, fileMustExist: true });
   try {
     return db.prepare(sql).all(...params) as T[];
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Everything the store of a data directory holds, as bytes to search for values that must never be
+ * stored (plaintext secrets): the SQLite file, or every row of the PostgreSQL schema as text.
+ */
+export function storedBytes(dataDir: string): Buffer {
+  if (PG_BASE_URL === undefined) return readFileSync(path.join(dataDir, 'svc.db'));
+  const [row] = pgSync<{ s: string | null }>(
+    databaseUrlFor(dataDir),
+    `SELECT string_agg(query_to_xml(format('SELECT * FROM %I', table_name), true, false, '')::text, '') AS s
+       FROM information_schema.tables WHERE table_schema = current_schema()`,
+  );
+  return Buffer.from(row?.s ?? '', 'utf8');
+}
+
+/** Changes the store of a data directory directly (to set up states no command produces); returns rows changed. */
+export function execute(dataDir: string, sql: string, ...params: unknown[]): void {
+  if (PG_BASE_URL !== undefined) {
+    pgSync(databaseUrlFor(dataDir), toPg(sql), params);
+    return;
+  }
+  const db = new Database(path.join(dataDir, 'svc.db'));
+  try {
+    db.prepare(sql).run(...params);
   } finally {
     db.close();
   }

@@ -28,7 +28,7 @@ export interface CliResult {
 export function cli(args: string[], opts: { env?: Record<string, string>; input?: string | Buffer } = {}): CliResult {
   const r = spawnSync(process.execPath, [BIN, ...args], {
     cwd: ROOT,
-    env: { ...process.env, ...backendEnv(dataDirOf(args)), ...opts.env },
+    env: { ...process.env, ...backendEnv(dataDirOf(args) ?? opts.env?.SVC_DATA_DIR), ...opts.env },
     input: opts.input,
     encoding: 'utf8',
     timeout: 30_000,
@@ -41,7 +41,7 @@ export function cliAsync(args: string[], opts: { env?: Record<string, string> } 
   return new Promise((resolve) => {
     const p = spawn(process.execPath, [BIN, ...args], {
       cwd: ROOT,
-      env: { ...process.env, ...backendEnv(dataDirOf(args)), ...opts.env },
+      env: { ...process.env, ...backendEnv(dataDirOf(args) ?? opts.env?.SVC_DATA_DIR), ...opts.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

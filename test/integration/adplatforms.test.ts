@@ -1,9 +1,7 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanup, cli, cliJson, post, startSvc, tempDir, type Svc } from '../helpers/svc.js';
-import { query } from '../helpers/db.js';
+import { query, storedBytes } from '../helpers/db.js';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { GOOGLE, META_TOKEN, startAdPlatforms } from '../helpers/adplatforms-mock.js';
 
@@ -287,7 +285,7 @@ describe('conversion fan-out to Meta and Google Ads', () => {
       ['google_ads', ['client_id', 'client_secret', 'developer_token', 'refresh_token']],
     ]);
     expect(rows[1]!.settings).toEqual({ customer_id: '1234567890', conversion_action_id: '987654', merchant_id: '5551234', feed_country_code: 'US', feed_language_code: 'en' });
-    const db = readFileSync(path.join(dataDir, 'svc.db'));
+    const db = storedBytes(dataDir);
     for (const secret of [META_TOKEN, GOOGLE.developerToken, GOOGLE.clientSecret, GOOGLE.refreshToken, 'ya29.mock']) {
       expect(list.stdout).not.toContain(secret);
       expect(human.stdout).not.toContain(secret);

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import path from 'node:path';
-import Database from 'better-sqlite3';
 import { cleanup, cli, cliJson, tempDir } from '../helpers/svc.js';
+import { execute } from '../helpers/db.js';
+import { PG_BASE_URL } from '../helpers/backend.js';
 import { MIGRATIONS } from '../../src/store/migrations.js';
+import { PG_MIGRATIONS } from '../../src/store/pg/migrations.js';
 
 describe('svc CLI', () => {
   it('creates and lists sites, in JSON and as a table', () => {
@@ -22,13 +23,13 @@ describe('svc CLI', () => {
 
   it('migrates a data directory explicitly, once, and refuses one migrated by a newer svc', () => {
     const dir = tempDir();
-    const latest = MIGRATIONS[MIGRATIONS.length - 1]!.version;
-    expect(cliJson(['migrate', '--data', dir])).toEqual({ applied: MIGRATIONS.map((m) => m.version), version: latest });
+    // Each store has its own migration list.
+    const list = PG_BASE_URL === undefined ? MIGRATIONS : PG_MIGRATIONS;
+    const latest = list[list.length - 1]!.version;
+    expect(cliJson(['migrate', '--data', dir])).toEqual({ applied: list.map((m) => m.version), version: latest });
     expect(cliJson(['migrate', '--data', dir])).toEqual({ applied: [], version: latest });
     expect(cli(['migrate', '--data', dir]).stdout.trim()).toBe(`up to date at schema version ${latest}`);
-    const db = new Database(path.join(dir, 'svc.db'));
-    db.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'from the future', 0)").run(latest + 1);
-    db.close();
+    execute(dir, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'from the future', 0)", latest + 1);
     for (const args of [['migrate'], ['site', 'list']]) {
       const r = cli([...args, '--data', dir]);
       expect(r.code).toBe(1);

@@ -1,10 +1,8 @@
 import { createHash } from 'node:crypto';
-import path from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { cleanup, cli, cliJson, createSite, post, startSvc, stats, tempDir, type Svc } from '../helpers/svc.js';
-import { query } from '../helpers/db.js';
+import { execute, query } from '../helpers/db.js';
 
 let svc: Svc;
 let dataDir: string;
@@ -55,10 +53,6 @@ async function rawPost(url: string, headers: Record<string, string>, body: unkno
 
 const INIT = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
-
-function writableDb() {
-  return new Database(path.join(dataDir, 'svc.db'));
-}
 
 /** Row counts of every table a tool could change. */
 function counts() {
@@ -184,9 +178,7 @@ describe('transport and authentication', () => {
     const revoked = cliJson<{ token: string; id: string }>(['token', 'mint', '--site', site, '--scope', 'read', '--data', dataDir]);
     expect(cli(['token', 'revoke', revoked.id, '--data', dataDir]).code).toBe(0);
     const expired = cliJson<{ token: string; id: string }>(['token', 'mint', '--site', site, '--scope', 'read', '--expires', new Date(Date.now() + 60_000).toISOString(), '--data', dataDir]);
-    const db = writableDb();
-    db.prepare('UPDATE mcp_tokens SET expires_at = ? WHERE id = ?').run(Date.now() - 1000, expired.id);
-    db.close();
+    execute(dataDir, 'UPDATE mcp_tokens SET expires_at = ? WHERE id = ?', Date.now() - 1000, expired.id);
     const cases: [string, Record<string, string>, string][] = [
       ['missing', {}, 'missing token'],
       ['malformed', { authorization: 'Basic abc' }, 'mcpt_'],
@@ -343,18 +335,14 @@ describe('tools over real data', () => {
     const an = await ok(r, 'analytics_summary', { days: 1 });
     expect(an).toMatchObject({ sessions: 2, visitors: 2, conversions: 2, converting_sessions: 2, conversion_rate: 1, revenue: 150.5, currency: 'USD', revenue_other_currencies: [], leads: 1 });
     // A conversion recorded before the site's currency changed keeps its currency and is never added to the others.
-    const db = writableDb();
-    db.prepare("INSERT INTO conversions (id, site_id, session_id, profile_id, revenue, currency, line_items, created_at) VALUES ('cnv_eur', ?, 'mcp-s1', 'prf_x', 99, 'EUR', '[]', ?)").run(site, Date.now());
-    db.close();
+    execute(dataDir, "INSERT INTO conversions (id, site_id, session_id, profile_id, revenue, currency, line_items, created_at) VALUES ('cnv_eur', ?, 'mcp-s1', 'prf_x', 99, 'EUR', '[]', ?)", site, Date.now());
     try {
       expect(await ok(r, 'analytics_summary', { days: 1 })).toMatchObject({ conversions: 3, revenue: 150.5, currency: 'USD', revenue_other_currencies: [{ currency: 'EUR', revenue: 99 }] });
       const mixed = await ok(r, 'conversions_revenue_by_day', { days: 7 });
       expect(mixed.total_revenue).toEqual([{ currency: 'EUR', revenue: 99 }, { currency: 'USD', revenue: 150.5 }]);
       expect(mixed.days.map((d: any) => [d.currency, d.conversions, d.revenue])).toEqual([['EUR', 1, 99], ['USD', 2, 150.5]]);
     } finally {
-      const db2 = writableDb();
-      db2.prepare("DELETE FROM conversions WHERE id = 'cnv_eur'").run();
-      db2.close();
+      execute(dataDir, "DELETE FROM conversions WHERE id = 'cnv_eur'");
     }
     const invalid = await call(r, 'analytics_summary', { days: 0 });
     expect(invalid.structuredContent.error).toMatchObject({ code: 'validation_failed', details: { field: 'days' } });
@@ -372,11 +360,12 @@ describe('tools over real data', () => {
     const refusedUrl = await call(w, 'webhooks_create', { url: 'ftp://example.com/x', events: ['all'] });
     expect(refusedUrl.structuredContent.error.code).toBe('destination_refused');
     expect((await ok(w, 'webhooks_deliveries', { destination_id: d.id })).deliveries).toEqual([]);
-    const db = writableDb();
-    db.prepare(
+    execute(
+      dataDir,
       "INSERT INTO deliveries (id, site_id, destination_id, outbox_id, event_type, payload, state, attempts, next_attempt_at, created_at, updated_at) VALUES ('dlv_failed_x', ?, ?, NULL, 'conversion', '{}', 'failed', 8, 0, 1, 1)",
-    ).run(site, d.id);
-    db.close();
+      site,
+      d.id,
+    );
     expect(await ok(w, 'webhooks_replay', { delivery_id: 'dlv_failed_x' })).toEqual({ delivery_id: 'dlv_failed_x', requeued: true });
     expect(query<{ state: string }>(dataDir, "SELECT state FROM deliveries WHERE id = 'dlv_failed_x'")[0]!.state).not.toBe('failed');
     const again = await call(w, 'webhooks_replay', { delivery_id: 'dlv_failed_x' });

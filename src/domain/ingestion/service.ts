@@ -1,4 +1,5 @@
 import { AppError } from '../../http/errors.js';
+import { WriteConflict } from '../../store/errors.js';
 import { newId } from '../../store/ids.js';
 import type { Store } from '../../store/store.js';
 import type { Repos } from '../../store/repos.js';
@@ -295,8 +296,16 @@ export class IngestionService {
     merged = { ...merged, ...before.traits, ...traits };
     const known = before.known || email !== undefined || externalId !== undefined;
     await profiles.setTraits(targetId, merged, known, now);
-    if (email !== undefined) await profiles.addIdentity(siteId, 'email', email, targetId, now);
-    if (externalId !== undefined) await profiles.addIdentity(siteId, 'external_id', externalId, targetId, now);
+    // The plan saw who held each identity; a concurrent transaction (another instance) may have
+    // claimed a free one since. The unique key decides, and the loser starts over and stitches.
+    const claim = async (kind: 'email' | 'external_id', value: string) => {
+      if (await profiles.addIdentity(siteId, kind, value, targetId, now)) return;
+      if ((await profiles.owner(siteId, kind, value))?.id !== targetId) {
+        throw new WriteConflict(`${kind} was claimed by a concurrent request`);
+      }
+    };
+    if (email !== undefined) await claim('email', email);
+    if (externalId !== undefined) await claim('external_id', externalId);
     if (visitorId !== undefined) await profiles.setIdentity(siteId, 'visitor', visitorId, targetId, now);
     if (email !== undefined) await profiles.setHash(siteId, 'email_sha256', sha256Hex(email), targetId, now);
     const phoneDigits = traits.phone !== undefined ? normalizePhoneDigits(traits.phone) : '';

@@ -11,8 +11,9 @@ interface CompiledSegment {
 
 /**
  * On PostgreSQL there is no data_version to tell that another process changed
- * the segments, so the cache is simply dropped this often: a segment created
- * or changed elsewhere applies here within this time.
+ * the segments: changes are announced with NOTIFY, and as a fallback (a
+ * notification still in flight, or lost with the connection) the cache is
+ * dropped this often.
  */
 const CACHE_TTL_MS = 2_000;
 
@@ -21,7 +22,8 @@ const CACHE_TTL_MS = 2_000;
  * are cached: changes made in this process invalidate at once, and changes
  * committed by another process (`svc segment create` beside a running server)
  * are seen through SQLite's data_version, which moves exactly when another
- * connection commits (on PostgreSQL, within CACHE_TTL_MS). Segments are
+ * connection commits (on PostgreSQL, through a notification at commit,
+ * and within CACHE_TTL_MS at the latest). Segments are
  * evaluated in dependency order so a rule that tests membership of another
  * segment sees that segment's fresh result.
  */
@@ -31,7 +33,10 @@ export class SegmentMembership {
   /** PostgreSQL only: when the cache is dropped next. */
   private expiresAt = 0;
 
-  constructor(private readonly store: Store) {}
+  constructor(private readonly store: Store) {
+    // PostgreSQL: other instances and the CLI announce segment changes (NOTIFY); the TTL below covers the rest.
+    store.onRemoteChange(() => this.invalidate());
+  }
 
   invalidate(siteId?: string): void {
     if (siteId === undefined) this.cache.clear();
@@ -85,7 +90,7 @@ export class SegmentMembership {
     const before = await repo.segmentsOf(profileId);
     let primary: SegmentRow | null = null;
     for (const s of segments) {
-      const { sql, params } = profileMatchesSql(s.rule, { profileId, now });
+      const { sql, params } = profileMatchesSql(s.rule, { profileId, now, dialect: tx.sql.dialect });
       const match = Number((await repo.get1<{ m: number }>(sql, params))?.m ?? 0) === 1;
       if (match && !before.has(s.row.id)) await repo.addMember(s.row.id, profileId, siteId, now);
       if (!match && before.has(s.row.id)) await repo.removeMember(s.row.id, profileId);

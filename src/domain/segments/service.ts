@@ -171,7 +171,7 @@ export class SegmentsService {
     const out: string[] = [];
     let after = '';
     for (;;) {
-      const { sql, params } = profilesMatchingSql(rule, { siteId, now, afterId: after, limit: BACKFILL_PAGE });
+      const { sql, params } = profilesMatchingSql(rule, { siteId, now, afterId: after, limit: BACKFILL_PAGE, dialect: r.sql.dialect });
       const ids = (await r.segments.all<{ id: string }>(sql, params)).map((row) => row.id);
       out.push(...ids);
       if (ids.length < BACKFILL_PAGE) return out;

@@ -42,7 +42,7 @@ export const profileSearch = defineTool({
   handler: async (ctx, input) => {
     const rule = checkedRule(ctx, input.rule);
     const now = Date.now();
-    const { sql, params } = profilesMatchingSql(rule, { siteId: ctx.grant.siteId, now, afterId: input.after ?? '', limit: input.limit + 1 });
+    const { sql, params } = profilesMatchingSql(rule, { siteId: ctx.grant.siteId, now, afterId: input.after ?? '', limit: input.limit + 1, dialect: ctx.store.dialect });
     const ids = (await ctx.store.segments.all<{ id: string }>(sql, params)).map((r) => r.id);
     const page = ids.slice(0, input.limit);
     return { profile_ids: page, next_after: ids.length > input.limit ? page[page.length - 1]! : null, evaluated_at: iso(now)! };

@@ -316,6 +316,11 @@ CREATE TABLE lane_leases (
   holder TEXT NOT NULL,
   locked_until BIGINT NOT NULL
 );
+-- Installation-wide settings (the fingerprint of the secret key every instance must share).
+CREATE TABLE svc_settings (
+  name TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
 -- Shared rate-limit buckets (token buckets: tokens left at updated_at).
 CREATE TABLE rate_buckets (
   key TEXT PRIMARY KEY,

@@ -34,8 +34,9 @@ export class RateBucketsRepo {
     return { ok: false, tokens: row?.tokens ?? 0 };
   }
 
-  /** Deletes buckets idle long enough to be full again (a full bucket carries no information). */
-  async sweep(olderThanMs: number): Promise<number> {
-    return (await this.x.run(`DELETE FROM rate_buckets WHERE updated_at < ${NOW_MS} - ?`, [olderThanMs])).changes;
+  /** Deletes a policy's buckets idle long enough to be full again (a full bucket carries no information). */
+  async sweep(policy: string, olderThanMs: number): Promise<number> {
+    const like = `${policy.replace(/[\\%_]/g, (c) => `\\${c}`)}:%`;
+    return (await this.x.run(`DELETE FROM rate_buckets WHERE key LIKE ? AND updated_at < ${NOW_MS} - ?`, [like, olderThanMs])).changes;
   }
 }

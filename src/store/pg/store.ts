@@ -1,3 +1,4 @@
+import { mkdirSync } from 'node:fs';
 import pg from 'pg';
 import { newRepoShared, Repos, type RepoShared, type WriteOp } from '../repos.js';
 import { Store, type WriteRunner } from '../store.js';
@@ -17,6 +18,8 @@ export interface PgSettings {
 
 /** Wakes every instance's workers: NOTIFY on this channel after commits that wrote outbox rows or jobs. */
 export const WORK_CHANNEL = 'svc_work';
+/** Segment definitions changed (SegmentsRepo notifies in the changing transaction): drop cached segments. */
+export const SEGMENTS_CHANNEL = 'svc_segments';
 
 /** The advisory-lock key under which migrations run (instances starting together apply them once). */
 const MIGRATE_LOCK = 0x5356_4301;
@@ -202,7 +205,8 @@ class PgListener {
 
   constructor(
     private readonly config: pg.ClientConfig,
-    private readonly onNotify: () => void,
+    /** `channel` null: notifications may have been missed (the connection was down). */
+    private readonly onNotify: (channel: string | null) => void,
   ) {}
 
   start(): void {
@@ -214,10 +218,10 @@ class PgListener {
     const c = new pg.Client(this.config);
     c.on('error', () => this.reconnect(c, backoff));
     c.on('end', () => this.reconnect(c, backoff));
-    c.on('notification', () => this.onNotify());
+    c.on('notification', (n) => this.onNotify(n.channel));
     try {
       await c.connect();
-      await c.query(`LISTEN ${WORK_CHANNEL}`);
+      await c.query(`LISTEN ${WORK_CHANNEL}; LISTEN ${SEGMENTS_CHANNEL}`);
       this.client = c;
       if (this.stopped) await c.end().catch(() => undefined);
     } catch {
@@ -233,8 +237,8 @@ class PgListener {
     if (this.stopped || this.retry !== null) return;
     this.retry = setTimeout(() => {
       this.retry = null;
-      // Work may have been committed while the connection was down.
-      this.onNotify();
+      // Work may have been committed, and segments changed, while the connection was down.
+      this.onNotify(null);
       void this.connect(Math.min(backoff * 2, 5_000));
     }, backoff);
     this.retry.unref();
@@ -270,13 +274,44 @@ export async function openPgStore(
     await pool.end().catch(() => undefined);
     throw err;
   }
+  mkdirSync(s.dataDir, { recursive: true });
+  let listener: PgListener | null = null;
   const shared = newRepoShared();
   const writer = new PgWriteRunner(pool, shared);
-  const listener = s.listen === true ? new PgListener(config, () => writer.remoteCommit()) : null;
-  listener?.start();
-  const close = async () => {
+  const store = new Store(new PgSql(pool), shared, writer, s.dataDir, null, async () => {
     await listener?.stop();
     await pool.end().catch(() => undefined);
-  };
-  return new Store(new PgSql(pool), shared, writer, s.dataDir, null, close);
+  });
+  try {
+    await checkSecretKey(pool, store.secrets.fingerprint());
+  } catch (err) {
+    await pool.end().catch(() => undefined);
+    throw err;
+  }
+  listener =
+    s.listen === true
+      ? new PgListener(config, (channel) => {
+          if (channel === null || channel === WORK_CHANNEL) writer.remoteCommit();
+          if (channel === null) store.remoteChange('all');
+          else if (channel === SEGMENTS_CHANNEL) store.remoteChange('segments');
+        })
+      : null;
+  listener?.start();
+  return store;
+}
+
+/**
+ * Secrets (webhook signing secrets, ad-platform credentials) are sealed with the
+ * instance's key, so every instance on one database must hold the same key. The
+ * first instance records the key's fingerprint; one with another key refuses to
+ * start instead of failing to open secrets later.
+ */
+async function checkSecretKey(pool: pg.Pool, fingerprint: string): Promise<void> {
+  await pool.query("INSERT INTO svc_settings (name, value) VALUES ('secret_key_fingerprint', $1) ON CONFLICT (name) DO NOTHING", [fingerprint]);
+  const r = await pool.query<{ value: string }>("SELECT value FROM svc_settings WHERE name = 'secret_key_fingerprint'");
+  if (r.rows[0]?.value !== fingerprint) {
+    throw new Error(
+      'this instance holds a different secret key from the one this database was set up with: give every instance the same SVC_SECRET_KEY (or the same secret.key in its data directory)',
+    );
+  }
 }

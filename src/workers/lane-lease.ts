@@ -1,0 +1,87 @@
+import type { Store } from '../store/store.js';
+import { newId } from '../store/ids.js';
+
+/** This process, as a lease holder. */
+export const INSTANCE_ID = newId('inst');
+
+export interface LeaseTiming {
+  /** How long a lease lasts unless renewed (SVC_LANE_LEASE_MS). */
+  ttlMs: number;
+  /**
+   * The longest one unit of work (an HTTP exchange) can take: work is started only while
+   * the lease has at least this much (plus slack) left, so it ends before another
+   * instance can take the lane over.
+   */
+  workMs: number;
+}
+
+const SLACK_MS = 2_000;
+/** After failing to take a lane another instance holds, wait this long before trying again. */
+const RETRY_TAKEN_MS = 2_000;
+
+/**
+ * The lease of one work lane (a webhook destination, an ad-platform connection)
+ * as seen by this instance. `usable()` answers synchronously on the hot path;
+ * `ensure()` takes or renews the lease through the store when it runs low.
+ * Every instance runs the same lane code; only the holder sends.
+ */
+export class LaneLease {
+  private until = 0;
+  private busy: Promise<boolean> | null = null;
+  private retryAt = 0;
+
+  constructor(
+    private readonly store: Store,
+    readonly lane: string,
+    private readonly timing: LeaseTiming,
+  ) {}
+
+  /** Time left on the lease, as this instance counts it (conservatively). */
+  remaining(now = Date.now()): number {
+    return this.until - now;
+  }
+
+  /** Work may start now: it will end before the lease could pass to another instance. */
+  usable(now = Date.now()): boolean {
+    return this.until - now >= this.timing.workMs + SLACK_MS;
+  }
+
+  private needsRenewal(now: number): boolean {
+    return this.until - now < Math.max(this.timing.workMs + 2 * SLACK_MS, (this.timing.ttlMs * 2) / 3);
+  }
+
+  /** Takes or renews the lease when it runs low; resolves whether work may start. */
+  ensure(): Promise<boolean> | boolean {
+    const now = Date.now();
+    if (!this.needsRenewal(now)) return true;
+    if (this.until <= now && now < this.retryAt) return false;
+    this.busy ??= this.renew().finally(() => {
+      this.busy = null;
+    });
+    return this.busy;
+  }
+
+  private async renew(): Promise<boolean> {
+    const start = Date.now();
+    try {
+      const left = await this.store.write((tx) => tx.leases.acquire(this.lane, INSTANCE_ID, this.timing.ttlMs));
+      if (left === null) {
+        this.until = 0;
+        this.retryAt = Date.now() + RETRY_TAKEN_MS;
+      } else {
+        // Counted from before the request: the database set the expiry no earlier than that.
+        this.until = start + left;
+      }
+    } catch {
+      // The database is unreachable: keep what is left of the lease, and stop once it runs low.
+    }
+    return this.usable();
+  }
+
+  /** Gives the lane up so another instance can take it at once (on shutdown, with nothing in flight). */
+  async release(): Promise<void> {
+    if (this.until <= Date.now()) return;
+    this.until = 0;
+    await this.store.write((tx) => tx.leases.release(this.lane, INSTANCE_ID)).catch(() => undefined);
+  }
+}

@@ -1,0 +1,129 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cleanup, cli, createSite, post, startSvc, stats, tempDir, type Svc } from '../helpers/svc.js';
+import { startReceiver } from '../helpers/receiver.js';
+import { query } from '../helpers/db.js';
+import { PG_BASE_URL } from '../helpers/backend.js';
+
+/**
+ * Several `svc serve` instances on one PostgreSQL database (the pg project of the
+ * suite; SQLite is one process by design). Ingestion through both, identity
+ * stitching racing across both, and a webhook drain that survives SIGKILL of
+ * the instance draining it.
+ */
+describe.skipIf(PG_BASE_URL === undefined)('two instances on one PostgreSQL database', () => {
+  let dataDir: string;
+  let site: string;
+  let a: Svc;
+  let b: Svc | null = null;
+  let rx: Awaited<ReturnType<typeof startReceiver>>;
+  // Deliveries of one delivery id that overlapped in time (two senders at once): must stay 0.
+  let overlapping = 0;
+  const open = new Map<string, number>();
+  const ENV = { SVC_LANE_LEASE_MS: '10000', SVC_WEBHOOK_POLL_MS: '100', SVC_WEBHOOK_RETRY_SCHEDULE: '200ms,200ms,200ms', SVC_RATE_LIMIT: 'off' };
+
+  beforeAll(async () => {
+    dataDir = tempDir();
+    site = createSite(dataDir);
+    // A slow receiver, so the drain is still running when an instance is killed.
+    rx = await startReceiver(async (r) => {
+      const id = String(r.headers['x-svc-delivery']);
+      if ((open.get(id) ?? 0) > 0) overlapping++;
+      open.set(id, (open.get(id) ?? 0) + 1);
+      await new Promise((res) => setTimeout(res, 15));
+      open.set(id, open.get(id)! - 1);
+      return { status: 200, body: 'ok' };
+    });
+    const add = cli(['webhooks', 'add', '--site', site, '--url', `${rx.url}/hook`, '--events', 'pageview', '--data', dataDir, '--allow-private-destinations', '--json']);
+    expect(add.code, add.stderr).toBe(0);
+    a = await startSvc({ dataDir, env: ENV, args: ['--allow-private-destinations'] });
+    b = await startSvc({ dataDir, env: ENV, args: ['--allow-private-destinations'] });
+  });
+
+  afterAll(async () => {
+    await a?.stop();
+    await b?.stop();
+    await rx?.close();
+    cleanup(dataDir);
+  });
+
+  it('stores every request acknowledged by either instance exactly once', async () => {
+    const acked: string[] = [];
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, w) => {
+        for (let i = 0; i < 40; i++) {
+          const via = (w + i) % 2 === 0 ? a : b!;
+          const r = await post(`${via.url}/api/events`, { site_id: site, session_id: `ing-${w}`, type: 'signup_step', n: `${w}-${i}` });
+          expect(r.status).toBe(201);
+          acked.push(`${w}-${i}`);
+        }
+      }),
+    );
+    const rows = query<{ body: string }>(dataDir, "SELECT body FROM events WHERE type = 'signup_step'").map((r) => (JSON.parse(r.body) as { n: string }).n);
+    expect(rows.length).toBe(acked.length);
+    expect(new Set(rows)).toEqual(new Set(acked));
+    // One session per worker even though its requests alternated between instances.
+    expect(query<{ n: number }>(dataDir, "SELECT count(*) AS n FROM sessions WHERE id LIKE 'ing-%'")[0]!.n).toBe(8);
+  });
+
+  it('gives one profile to an email identified through both instances at the same moment', async () => {
+    for (let i = 0; i < 15; i++) {
+      const email = `race-${i}@example.com`;
+      const [r1, r2] = await Promise.all([
+        post(`${a.url}/api/identify`, { site_id: site, session_id: `race-a-${i}`, traits: { email } }),
+        post(`${b!.url}/api/identify`, { site_id: site, session_id: `race-b-${i}`, traits: { email } }),
+      ]);
+      expect([r1.status, r2.status]).toEqual([200, 200]);
+      expect(r1.body.profile_id).toBe(r2.body.profile_id);
+      const owners = query<{ profile_id: string }>(dataDir, "SELECT profile_id FROM identities WHERE kind = 'email' AND value = ?", email);
+      expect(owners).toEqual([{ profile_id: r1.body.profile_id }]);
+      const sessions = query<{ profile_id: string }>(dataDir, 'SELECT profile_id FROM sessions WHERE id IN (?, ?)', `race-a-${i}`, `race-b-${i}`);
+      expect(sessions.map((s) => s.profile_id)).toEqual([r1.body.profile_id, r1.body.profile_id]);
+    }
+    const live = query<{ n: number }>(
+      dataDir,
+      "SELECT count(*) AS n FROM profiles WHERE merged_into IS NULL AND strpos(traits, 'race-') > 0",
+    )[0]!.n;
+    expect(live).toBe(15);
+  });
+
+  it('delivers every event once per delivery id while the draining instance is killed', async () => {
+    const before = rx.received.length;
+    const N = 600;
+    for (let i = 0; i < N; i++) {
+      const via = i % 2 === 0 ? a : b!;
+      const r = await post(`${via.url}/api/events`, { site_id: site, session_id: `drain-${i % 20}`, type: 'pageview', url: `https://shop.example/p/${i}` });
+      expect(r.status).toBe(201);
+    }
+    // Kill whichever instance is sending once the drain is under way; the other takes the lane over.
+    await rx.waitFor(before + 60, 30_000);
+    const holder = query<{ holder: string }>(dataDir, "SELECT holder FROM lane_leases WHERE lane LIKE 'webhook:%'")[0]?.holder;
+    expect(holder).toBeDefined();
+    await a.kill();
+    const survivor = b!;
+    const outbox = query<{ id: number }>(dataDir, "SELECT id FROM outbox WHERE event_type = 'pageview'");
+    expect(outbox.length).toBe(N);
+    // Every event reaches the receiver (lease 10 s, then the survivor finishes the backlog).
+    const deadline = Date.now() + 90_000;
+    const ids = () => new Set(rx.received.slice(before).map((r) => String(r.headers['x-svc-delivery'])));
+    while (ids().size < N && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    // Exchanges the killed instance had in flight were never recorded: the survivor sends them again
+    // (same delivery id) once their lane's lease has run out.
+    const undelivered = () => query<{ n: number }>(dataDir, "SELECT count(*) AS n FROM deliveries WHERE state <> 'delivered'")[0]!.n;
+    while (undelivered() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500));
+    const got = rx.received.slice(before);
+    const byEvent = new Map<string, Set<string>>();
+    for (const r of got) {
+      const event = String((JSON.parse(r.body) as { event_id: string }).event_id);
+      if (!byEvent.has(event)) byEvent.set(event, new Set());
+      byEvent.get(event)!.add(String(r.headers['x-svc-delivery']));
+    }
+    expect(byEvent.size).toBe(N); // every event arrived
+    expect([...byEvent.values()].every((s) => s.size === 1)).toBe(true); // under one delivery id each
+    expect(overlapping).toBe(0); // never sent by two instances at once
+    // Redeliveries are only the exchanges the killed instance had in flight (at most its concurrency cap).
+    expect(got.length - N).toBeLessThanOrEqual(16);
+    expect(undelivered()).toBe(0);
+    expect(stats(dataDir, site).outbox_pending).toBe(0);
+    expect(survivor.proc.exitCode).toBeNull();
+  });
+});
