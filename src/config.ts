@@ -60,6 +60,14 @@ export const configSchema = z.object({
     .describe(
       'With several instances on one database: how long one instance keeps a webhook destination or ad-platform connection to itself unless it renews; another takes over after it (SVC_LANE_LEASE_MS).',
     ),
+  retentionDays: z.coerce
+    .number()
+    .positive()
+    .default(30)
+    .describe(
+      'Delivered webhook deliveries and ad-platform jobs, fanned-out outbox rows and health-log rows are deleted this many days after (SVC_RETENTION_DAYS); pending and failed ones are kept.',
+    ),
+  cleanupIntervalMs: positiveInt.min(1000).default(3_600_000).describe('How often the retention clean-up runs, in ms (SVC_CLEANUP_INTERVAL_MS).'),
   webhookPollMs: positiveInt.default(500).describe('Longest pause between looks for due deliveries (SVC_WEBHOOK_POLL_MS).'),
   segmentRefreshMs: positiveInt
     .default(600_000)
@@ -102,6 +110,8 @@ const ENV: Record<keyof Config, string> = {
   webhookDisableWindow: 'SVC_WEBHOOK_DISABLE_WINDOW',
   webhookPollMs: 'SVC_WEBHOOK_POLL_MS',
   laneLeaseMs: 'SVC_LANE_LEASE_MS',
+  retentionDays: 'SVC_RETENTION_DAYS',
+  cleanupIntervalMs: 'SVC_CLEANUP_INTERVAL_MS',
   segmentRefreshMs: 'SVC_SEGMENT_REFRESH_MS',
   adRetrySchedule: 'SVC_ADPLATFORM_RETRY_SCHEDULE',
   adPollMs: 'SVC_ADPLATFORM_POLL_MS',

@@ -20,6 +20,7 @@ import { WebhookDispatcher } from '../webhooks/dispatcher.js';
 import { webhookPolicy } from '../webhooks/policy.js';
 import { AdFanout } from '../adplatforms/worker.js';
 import { adRetryPolicy } from '../adplatforms/policy.js';
+import { Janitor } from '../workers/janitor.js';
 
 export interface RunningServer {
   url: string;
@@ -148,6 +149,13 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
 
   dispatcher.start();
   adFanout.start();
+  const janitor = new Janitor(store, {
+    retentionMs: config.retentionDays * 86_400_000,
+    intervalMs: config.cleanupIntervalMs,
+    leaseMs: config.laneLeaseMs,
+    logger,
+  });
+  janitor.start();
 
   // Windowed segment rules ("in the last 7 days") change with the clock, not only with new data.
   const segments = new SegmentsService(store, membership);
@@ -179,7 +187,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       server.closeAllConnections();
       clearInterval(refreshTimer);
       await refreshing;
-      await Promise.all([dispatcher.stop(), adFanout.stop()]);
+      await Promise.all([dispatcher.stop(), adFanout.stop(), janitor.stop()]);
       await checkpointer.stop();
       await store.close();
       logger.info('stopped');

@@ -417,4 +417,13 @@ CREATE TABLE lane_leases (
 ) WITHOUT ROWID;
 `,
   },
+  {
+    version: 11,
+    name: 'indexes for the retention clean-up of delivered work and the health log',
+    sql: `
+CREATE INDEX deliveries_delivered ON deliveries (delivered_at) WHERE state = 'delivered';
+CREATE INDEX ad_jobs_delivered ON ad_jobs (delivered_at) WHERE state = 'delivered';
+CREATE INDEX health_created ON health_log (created_at);
+`,
+  },
 ];

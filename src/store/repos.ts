@@ -15,6 +15,7 @@ import { AdPlatformsRepo } from './adplatforms.js';
 import { CopurchaseRepo } from './copurchase.js';
 import { StatsRepo } from './stats.js';
 import { LeasesRepo } from './leases.js';
+import { RetentionRepo } from './retention.js';
 
 /**
  * What the repositories of one store share whichever connection they run on:
@@ -53,6 +54,7 @@ export class Repos {
   readonly copurchase: CopurchaseRepo;
   readonly counts: StatsRepo;
   readonly leases: LeasesRepo;
+  readonly retention: RetentionRepo;
 
   constructor(
     readonly sql: Sql,
@@ -74,6 +76,7 @@ export class Repos {
     this.copurchase = new CopurchaseRepo(sql);
     this.counts = new StatsRepo(sql);
     this.leases = new LeasesRepo(sql);
+    this.retention = new RetentionRepo(sql);
   }
 }
 

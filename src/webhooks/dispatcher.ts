@@ -280,6 +280,16 @@ export class WebhookDispatcher {
       // Ids buffered or in flight when the query starts: an outcome committed while it runs
       // removes its id from `known`, but the rows may predate that commit.
       const known = new Set(lane.known);
+      // The destination as it is now: disabled, or its URL or secret changed, by another process or
+      // surface since the lanes were last refreshed (at most a second ago).
+      const dest = await this.store.webhooks.destination(lane.dest.id);
+      if (!dest || dest.enabled !== 1) {
+        lane.dest = dest ?? { ...lane.dest, enabled: 0 };
+        return false;
+      }
+      if (dest.secret_enc !== lane.dest.secret_enc) lane.key = signingKey(this.store, dest);
+      if (dest.events !== lane.dest.events) lane.events = subscribedSet(dest);
+      lane.dest = dest;
       const rows = await this.store.webhooks.due(lane.dest.id, Date.now(), limit);
       // Fewer rows than asked for: every due delivery is now queued or in flight, so looking
       // again before something changes (a cycle, a fan-out) would only re-read those.

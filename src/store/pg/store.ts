@@ -103,6 +103,15 @@ class PgWriteRunner implements WriteRunner {
     try {
       for (let attempt = 1; ; attempt++) {
         const client = await this.pool.connect();
+        // A connection that breaks between two statements reports on the client, not on a query:
+        // without a listener that would be an unhandled 'error' event. The next statement fails anyway.
+        let broken: Error | undefined;
+        const onError = (err: Error) => (broken = err);
+        client.on('error', onError);
+        const release = () => {
+          client.off('error', onError);
+          client.release(broken);
+        };
         const before = this.shared.enqueued.outbox + this.shared.enqueued.adJobs;
         let value: T;
         try {
@@ -110,13 +119,13 @@ class PgWriteRunner implements WriteRunner {
           value = await fn(new Repos(new PgSql(client), this.shared));
           await client.query('COMMIT');
         } catch (err) {
-          await client.query('ROLLBACK').catch(() => undefined);
-          client.release();
+          if (broken === undefined) await client.query('ROLLBACK').catch(() => undefined);
+          release();
           const code = (err as { code?: unknown }).code;
           if (attempt < MAX_ATTEMPTS && typeof code === 'string' && RETRYABLE.has(code)) continue;
           throw err;
         }
-        client.release();
+        release();
         this.counters.batches++;
         this.counters.ops++;
         for (const l of this.listeners) l();
@@ -147,6 +156,8 @@ class PgWriteRunner implements WriteRunner {
 /** Applies the PostgreSQL migrations not yet applied, under an advisory lock; returns the versions it ran. */
 export async function migratePg(pool: pg.Pool, schema: string | null): Promise<number[]> {
   const client = await pool.connect();
+  const onError = () => undefined; // reported by the failing query instead
+  client.on('error', onError);
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATE_LOCK]);
     try {
@@ -181,6 +192,7 @@ export async function migratePg(pool: pg.Pool, schema: string | null): Promise<n
       await client.query('SELECT pg_advisory_unlock($1)', [MIGRATE_LOCK]).catch(() => undefined);
     }
   } finally {
+    client.off('error', onError);
     client.release();
   }
 }

@@ -1,0 +1,88 @@
+import type { Logger } from 'pino';
+import type { Store } from '../store/store.js';
+import { CLEANUP_CHUNK } from '../store/retention.js';
+import { LaneLease } from './lane-lease.js';
+
+export interface JanitorOptions {
+  /** Finished work older than this is deleted (ms). */
+  retentionMs: number;
+  /** How often a pass runs (ms). */
+  intervalMs: number;
+  /** The pass's lease lasts this long (with several instances, one of them runs each pass). */
+  leaseMs: number;
+  logger: Logger;
+}
+
+type Table = 'deliveries' | 'adJobs' | 'healthLog' | 'outbox';
+const TABLES: readonly Table[] = ['outbox', 'deliveries', 'adJobs', 'healthLog'];
+
+/**
+ * Keeps the work tables from growing without bound: every `intervalMs` it
+ * deletes, in chunks of short write operations, the outbox rows fanned out,
+ * the webhook deliveries and ad-platform jobs delivered, and the health-log
+ * rows older than the retention. With several instances on one database the
+ * pass runs in whichever instance holds the `janitor` lease.
+ */
+export class Janitor {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private stopped = false;
+  private readonly lease: LaneLease;
+  readonly counters = { passes: 0, deleted: 0 };
+
+  constructor(
+    private readonly store: Store,
+    private readonly opts: JanitorOptions,
+  ) {
+    this.lease = new LaneLease(store, 'janitor', { ttlMs: opts.leaseMs, workMs: 5_000 });
+  }
+
+  start(): void {
+    this.schedule(Math.min(this.opts.intervalMs, 60_000));
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = this.pass()
+        .then(() => undefined)
+        .catch((err: unknown) => this.opts.logger.warn({ err: (err as Error).message }, 'retention clean-up failed; trying again later'))
+        .finally(() => {
+          this.running = null;
+          this.schedule(this.opts.intervalMs);
+        });
+    }, ms);
+    this.timer.unref();
+  }
+
+  /** One clean-up pass; resolves with the rows deleted per table. */
+  async pass(): Promise<Record<Table, number>> {
+    const done: Record<Table, number> = { outbox: 0, deliveries: 0, adJobs: 0, healthLog: 0 };
+    if (!(await this.lease.ensure())) return done;
+    const cutoff = Date.now() - this.opts.retentionMs;
+    for (const table of TABLES) {
+      for (;;) {
+        if (this.stopped || !this.lease.usable()) return done;
+        const n = await this.store.write((tx) => tx.retention[table](cutoff));
+        done[table] += n;
+        if (n < CLEANUP_CHUNK) break;
+        // Let ingestion's group commits through between chunks.
+        await new Promise((r) => setImmediate(r));
+        const renewed = this.lease.ensure();
+        if (renewed !== true) await renewed;
+      }
+    }
+    this.counters.passes++;
+    const total = done.outbox + done.deliveries + done.adJobs + done.healthLog;
+    this.counters.deleted += total;
+    if (total > 0) this.opts.logger.info({ deleted: done, olderThan: new Date(cutoff).toISOString() }, 'retention clean-up');
+    return done;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+    await this.lease.release();
+  }
+}
