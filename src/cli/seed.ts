@@ -5,7 +5,7 @@ import { print, usageError, withData, withStore } from './common.js';
 
 /** Where seeded history ends when --seed is given without --until, so a seed always gives the same rows. */
 const SEEDED_UNTIL = '2026-01-01T00:00:00.000Z';
-/** Profiles per transaction: about 165,000 rows with 3 events each; fewer, larger commits rewrite fewer WAL pages. */
+/** Profiles per transaction: about 165,000 rows with 3 events each; fewer, larger commits rewrite fewer (SQLite) WAL pages. */
 const DEFAULT_BATCH = 20_000;
 
 const HELP_AFTER = `
@@ -19,11 +19,15 @@ What one profile gets:
   Ids look like live ones; timestamps spread over the ${SEED_SPAN_MS / 86_400_000} days before --until.
 
 Notes:
-  - Fast, not durable while it runs: this connection uses synchronous=OFF (and a ${SEED_CACHE_KIB / 1024} MiB page
-    cache) and commits one transaction per --batch profiles. A crash of the process loses only
-    the batch in flight (every committed batch is whole); a crash of the machine can lose more.
-  - It can run beside \`svc serve\`, but the server's writes wait while a batch is written
-    (about two seconds with the default --batch; a lower --batch shortens the waits).
+  - Works on the embedded SQLite store and on PostgreSQL (--database-url); the same --seed gives
+    the same rows on both. It commits one transaction per --batch profiles: a crash of the
+    process loses only the batch in flight (every committed batch is whole).
+  - On SQLite it is fast, not durable while it runs: the connection uses synchronous=OFF (and a
+    ${SEED_CACHE_KIB / 1024} MiB page cache), so a crash of the machine can lose more than the batch in flight.
+    On PostgreSQL every commit is as durable as the server is configured to make it.
+  - It can run beside \`svc serve\`. On SQLite the server's writes wait while a batch is written
+    (about two seconds with the default --batch; a lower --batch shortens the waits); on
+    PostgreSQL only the server's co-purchase counts of the seeded site wait for a batch to commit.
   - No outbox rows: seeded history is not announced to webhooks.
   - Segment memberships are not computed. Segments created after seeding are backfilled by
     \`svc segment create\`; segments that already exist do not see the seeded profiles
@@ -85,13 +89,7 @@ export function registerSeed(program: Command): void {
         const batch = intOption('--batch', opts.batch, DEFAULT_BATCH, 1, 1_000_000);
         const until = untilOption(opts.until, seed !== undefined);
         let lastReport = 0;
-        const out = await withStore(opts, async (s): Promise<SeedResult | null> => {
-          // The bulk loader writes through the SQLite connection directly (dialect: sqlite-only).
-          const db = s.db;
-          if (db === null) {
-            process.stderr.write('svc seed works on the embedded SQLite store only\n');
-            return null;
-          }
+        const out = await withStore(opts, async (s): Promise<SeedResult> => {
           const site = await s.sites.get(opts.site);
           if (!site) throw new AppError('not_found', `no site ${opts.site}`);
           const segments = (await s.segments.list(site.id)).length;
@@ -100,7 +98,7 @@ export function registerSeed(program: Command): void {
               `svc seed: note: site ${site.id} has ${segments} segment(s); seeded profiles are not evaluated against them (re-create them to backfill)\n`,
             );
           }
-          return seedSite(db, {
+          return seedSite(s, {
             siteId: site.id,
             currency: site.currency,
             profiles,
@@ -119,10 +117,6 @@ export function registerSeed(program: Command): void {
             },
           });
         });
-        if (out === null) {
-          process.exitCode = 1;
-          return;
-        }
         print(opts.json, out, () =>
           `seeded ${fmt(out.profiles)} profiles (${fmt(out.known)} known), ${fmt(out.identities)} identities, ${fmt(out.identity_hashes)} identity hashes, ` +
           `${fmt(out.sessions)} sessions, ${fmt(out.events)} events, ${fmt(out.conversions)} conversions, ${fmt(out.scores)} scores ` +

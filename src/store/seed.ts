@@ -1,17 +1,17 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Statement } from 'better-sqlite3';
-import type { Db } from './db.js';
-import { CopurchaseRepo } from './copurchase.js';
-import { SqliteSql } from './sql.js';
+import type { Sql } from './sql.js';
+import type { Store } from './store.js';
 import { normalizeEmail, normalizePhoneDigits, sha256Hex } from '../domain/identity/normalize.js';
 
 /**
  * Bulk seeding of a realistic synthetic data set (`svc seed`): profiles with
  * traits, their identities and identity hashes, one session each, events,
- * conversions (with their co-purchase counts) and scores. Built for speed: prepared multi-row INSERTs, one
- * large transaction per batch, synchronous=OFF and a large page cache on this
- * connection, and ids whose keys mostly arrive in index order. Writes no outbox rows (seeded history is not announced to
- * webhooks) and computes no segment memberships.
+ * conversions (with their co-purchase counts) and scores, on either store
+ * (SQLite or PostgreSQL). Built for speed: multi-row INSERTs of a fixed shape,
+ * one large write operation (transaction) per batch, ids whose keys mostly
+ * arrive in index order, and on SQLite synchronous=OFF and a large page cache
+ * on the store's connection while it runs. Writes no outbox rows (seeded
+ * history is not announced to webhooks) and computes no segment memberships.
  *
  * Everything random comes from one seeded generator, and every timestamp from
  * `until`, so the same seed, `until` and starting row count give the same rows.
@@ -79,6 +79,15 @@ class Random {
     this.c = h.readUInt32LE(8);
     this.d = h.readUInt32LE(12) | 1;
     for (let i = 0; i < 16; i++) this.u32();
+  }
+
+  /** The generator's state, for `restore`. */
+  state(): [number, number, number, number] {
+    return [this.a, this.b, this.c, this.d];
+  }
+
+  restore(s: readonly [number, number, number, number]): void {
+    [this.a, this.b, this.c, this.d] = s;
   }
 
   u32(): number {
@@ -201,93 +210,186 @@ function formatPhone(dial: string, national: string): string {
   return `+${dial} ${national.slice(0, 3)} ${national.slice(3, 6)} ${national.slice(6)}`;
 }
 
-/**
- * Buffered multi-row INSERT: rows are bound `rows` at a time through one
- * statement (far fewer calls into SQLite than one statement per row); flush()
- * writes the remainder one row at a time. Runs inside the caller's transaction.
- */
-class BulkInsert {
-  private buf: unknown[] = [];
-  private readonly one: Statement<unknown[]>;
-  private readonly many: Statement<unknown[]>;
-  private readonly full: number;
+/** Rows per INSERT statement: at most 64 × 9 = 576 parameters, far below PostgreSQL's 65,535. */
+const CHUNK_ROWS = 64;
 
-  constructor(db: Db, head: string, private readonly width: number, tail = '', rows = 64) {
-    const tuple = `(${Array.from({ length: width }, () => '?').join(', ')})`;
-    this.one = db.prepare(`${head} VALUES ${tuple}${tail}`);
-    this.many = db.prepare(`${head} VALUES ${Array.from({ length: rows }, () => tuple).join(', ')}${tail}`);
-    this.full = width * rows;
+/**
+ * Buffered multi-row INSERT into one table, with positional `?` parameters
+ * (valid on SQLite and PostgreSQL). Rows are gathered CHUNK_ROWS at a time;
+ * the write operation writes each full chunk as soon as it fills (`writeFull`:
+ * rows then die young, which keeps the garbage collector's work small) and the
+ * last, partial chunk at the end of the batch (`writeRest`, in power-of-two
+ * pieces). Every full chunk uses the same SQL text, so it is prepared (SQLite)
+ * or converted (PostgreSQL) once; a table never needs more than 7 texts.
+ */
+class TableBuffer {
+  protected full: unknown[][] = [];
+  protected current: unknown[] = [];
+  private readonly size: number;
+  private readonly texts = new Map<number, string>();
+
+  constructor(
+    private readonly head: string,
+    private readonly width: number,
+    private readonly tail = '',
+  ) {
+    this.size = width * CHUNK_ROWS;
+  }
+
+  /** The INSERT of `rows` rows (built once per row count). */
+  private text(rows: number): string {
+    let t = this.texts.get(rows);
+    if (t === undefined) {
+      const tuple = `(${Array.from({ length: this.width }, () => '?').join(', ')})`;
+      t = `${this.head} VALUES ${Array.from({ length: rows }, () => tuple).join(', ')}${this.tail}`;
+      this.texts.set(rows, t);
+    }
+    return t;
   }
 
   add(...values: unknown[]): void {
-    for (const v of values) this.buf.push(v);
-    if (this.buf.length >= this.full) {
-      this.many.run(this.buf);
-      this.buf = [];
+    for (const v of values) this.current.push(v);
+    if (this.current.length >= this.size) this.chunkFilled();
+  }
+
+  protected chunkFilled(): void {
+    this.full.push(this.current);
+    this.current = [];
+  }
+
+  get hasFull(): boolean {
+    return this.full.length > 0;
+  }
+
+  /** Writes the full chunks gathered so far, in order, through `sql` (the write operation's executor). */
+  async writeFull(sql: Sql): Promise<void> {
+    const chunks = this.full;
+    this.full = [];
+    for (const chunk of chunks) await sql.run(this.text(CHUNK_ROWS), chunk);
+  }
+
+  /** Writes every row still buffered (full chunks, then the partial one). */
+  async writeRest(sql: Sql): Promise<void> {
+    await this.writeFull(sql);
+    const rest = this.current;
+    this.current = [];
+    let at = 0;
+    for (let rows = rest.length / this.width; rows > 0; ) {
+      let n = CHUNK_ROWS;
+      while (n > rows) n >>= 1;
+      await sql.run(this.text(n), rest.slice(at * this.width, (at + n) * this.width));
+      at += n;
+      rows -= n;
     }
   }
 
-  flush(): void {
-    for (let i = 0; i < this.buf.length; i += this.width) this.one.run(this.buf.slice(i, i + this.width));
-    this.buf = [];
+  clear(): void {
+    this.full = [];
+    this.current = [];
   }
 }
 
-/** The statements of the seed, prepared once on the seeding connection. */
-function prepare(db: Db) {
-  const inserts = {
-    profile: new BulkInsert(db, 'INSERT INTO profiles (id, site_id, known, traits, created_at, updated_at)', 6),
-    identity: new BulkInsert(db, 'INSERT INTO identities (site_id, kind, value, profile_id, created_at)', 5),
-    // the upsert of ProfilesRepo.setHash: the newest owner of a hash wins
-    hash: new BulkInsert(
-      db,
+/**
+ * identity_hashes rows, written with the upsert of ProfilesRepo.setHash (the
+ * newest owner of a hash wins). PostgreSQL refuses one INSERT that hits the
+ * same conflict key twice, so a hash added twice within one chunk is merged
+ * into its first row, taking the later owner: the end state of upserting the
+ * rows one by one (the first row's created_at, the last row's profile_id).
+ * Repeats in different chunks are different statements and need nothing. The
+ * generator numbers emails and phones uniquely, so this is only a guard.
+ */
+class HashBuffer extends TableBuffer {
+  /** `${kind} ${hash}` → offset of its row in the current chunk. */
+  private seen = new Map<string, number>();
+
+  constructor() {
+    super(
       'INSERT INTO identity_hashes (site_id, kind, hash, profile_id, created_at)',
       5,
       ' ON CONFLICT (site_id, kind, hash) DO UPDATE SET profile_id = excluded.profile_id',
-    ),
-    session: new BulkInsert(db, 'INSERT INTO sessions (site_id, id, profile_id, visitor_id, first_seen, last_seen, ip, user_agent, landing_url)', 9),
-    event: new BulkInsert(db, 'INSERT INTO events (site_id, session_id, profile_id, visitor_id, type, ts, body, received_at)', 8),
-    conversion: new BulkInsert(db, 'INSERT INTO conversions (id, site_id, session_id, profile_id, revenue, currency, line_items, created_at)', 8),
-    score: new BulkInsert(db, 'INSERT INTO scores (site_id, session_id, profile_id, visitor_id, score, body, received_at)', 7),
+    );
+  }
+
+  addHash(siteId: string, kind: string, hash: string, profileId: string, createdAt: number): void {
+    const key = `${kind} ${hash}`;
+    const at = this.seen.get(key);
+    if (at !== undefined) {
+      this.current[at + 3] = profileId;
+      return;
+    }
+    this.seen.set(key, this.current.length);
+    this.add(siteId, kind, hash, profileId, createdAt);
+  }
+
+  protected override chunkFilled(): void {
+    super.chunkFilled();
+    this.seen.clear();
+  }
+
+  override clear(): void {
+    super.clear();
+    this.seen.clear();
+  }
+}
+
+/** The per-table buffers of the seed, written in this order. */
+function buffers() {
+  const tables = {
+    profile: new TableBuffer('INSERT INTO profiles (id, site_id, known, traits, created_at, updated_at)', 6),
+    identity: new TableBuffer('INSERT INTO identities (site_id, kind, value, profile_id, created_at)', 5),
+    hash: new HashBuffer(),
+    session: new TableBuffer('INSERT INTO sessions (site_id, id, profile_id, visitor_id, first_seen, last_seen, ip, user_agent, landing_url)', 9),
+    event: new TableBuffer('INSERT INTO events (site_id, session_id, profile_id, visitor_id, type, ts, body, received_at)', 8),
+    conversion: new TableBuffer('INSERT INTO conversions (id, site_id, session_id, profile_id, revenue, currency, line_items, created_at)', 8),
+    score: new TableBuffer('INSERT INTO scores (site_id, session_id, profile_id, visitor_id, score, body, received_at)', 7),
   };
+  const all = Object.values(tables);
   return {
-    ...inserts,
-    flush: () => {
-      for (const b of Object.values(inserts)) b.flush();
+    ...tables,
+    hasFull: () => all.some((b) => b.hasFull),
+    writeFull: async (sql: Sql) => {
+      for (const b of all) if (b.hasFull) await b.writeFull(sql);
     },
-    profilesInDb: db.prepare<[], { n: number }>('SELECT count(*) AS n FROM profiles'),
+    writeRest: async (sql: Sql) => {
+      for (const b of all) await b.writeRest(sql);
+    },
+    clear: () => {
+      for (const b of all) b.clear();
+    },
   };
 }
 
 /**
- * Seeds `o.profiles` profiles into a site. The caller has checked that the
- * site exists. Committed batch by batch: an interrupted seed leaves whole
- * profiles (with all their rows) of the batches committed so far. SQLite only:
- * it works on the raw connection and opens its own transactions, so nothing
- * else may write through that connection until it resolves.
+ * Seeds `o.profiles` profiles into a site, on SQLite or PostgreSQL. The caller
+ * has checked that the site exists. One write operation per batch: an
+ * interrupted seed leaves whole profiles (with all their rows) of the batches
+ * committed so far. On SQLite the store's connection runs with synchronous=OFF
+ * and a large page cache until it resolves (restored afterwards), so the
+ * caller should not count on the durability of other writes meanwhile.
  */
-export async function seedSite(db: Db, o: SeedOptions): Promise<SeedResult> {
+export async function seedSite(store: Store, o: SeedOptions): Promise<SeedResult> {
   const started = performance.now();
+  const db = store.db;
+  if (db === null) return seedWith(store, o, started);
   const restore = { synchronous: db.pragma('synchronous', { simple: true }) as number, cache_size: db.pragma('cache_size', { simple: true }) as number };
   db.pragma('synchronous = OFF');
   db.pragma(`cache_size = ${-SEED_CACHE_KIB}`);
   try {
-    return await seedWith(db, o, started);
+    return await seedWith(store, o, started);
   } finally {
     db.pragma(`synchronous = ${restore.synchronous}`);
     db.pragma(`cache_size = ${restore.cache_size}`);
   }
 }
 
-async function seedWith(db: Db, o: SeedOptions, started: number): Promise<SeedResult> {
-  const q = prepare(db);
-  const copurchase = new CopurchaseRepo(new SqliteSql(db));
+async function seedWith(store: Store, o: SeedOptions, started: number): Promise<SeedResult> {
+  const q = buffers();
   /** The sku lists of the batch's orders, in order: counted (CopurchaseRepo.record) before the batch commits. */
   let orders: string[][] = [];
   // Emails, phones and external ids are numbered from the database's profile count, and the
   // generator is keyed by it too: seeding twice (or two sites) never collides, and one seed
   // into a database without profiles always gives the same rows.
-  const base = q.profilesInDb.get()!.n;
+  const base = Number((await store.sql.get<{ n: number }>('SELECT count(*) AS n FROM profiles'))?.n ?? 0);
   const seed = o.seed ?? randomBytes(4).readUInt32LE(0);
   const rnd = new Random(`svc-seed:${seed}:${base}`);
   const site = o.siteId;
@@ -381,31 +483,37 @@ async function seedWith(db: Db, o: SeedOptions, started: number): Promise<SeedRe
       counts.known++;
       q.identity.add(site, 'email', email!, profileId, created);
       q.identity.add(site, 'external_id', externalId!, profileId, created);
-      q.hash.add(site, 'email_sha256', sha256Hex(email!), profileId, created);
+      q.hash.addHash(site, 'email_sha256', sha256Hex(email!), profileId, created);
       counts.identities += 2;
       counts.identity_hashes++;
       if (phone !== undefined) {
-        q.hash.add(site, 'phone_sha256', sha256Hex(normalizePhoneDigits(phone)), profileId, created);
+        q.hash.addHash(site, 'phone_sha256', sha256Hex(normalizePhoneDigits(phone)), profileId, created);
         counts.identity_hashes++;
       }
     }
   };
 
-  // One transaction per batch. The rows are built and written synchronously; the co-purchase counts
-  // go through the (asynchronous) repository afterwards, in the same transaction and order.
+  // One write operation (transaction) per batch: it builds the rows synchronously, profile by profile,
+  // writes each table's chunks as they fill and the rest at the end, then the co-purchase counts in
+  // the order of the orders. It starts from the generator state and counts the batch started with, so
+  // an operation run again (a retried PostgreSQL transaction, SQLite's isolated re-run) builds and
+  // writes the very same rows.
   const runBatch = async (from: number, to: number) => {
-    db.exec('BEGIN IMMEDIATE');
-    try {
-      for (let i = from; i < to; i++) one(i);
-      q.flush();
-      for (const skus of orders) await copurchase.record(site, skus);
-      db.exec('COMMIT');
-    } catch (err) {
-      if (db.inTransaction) db.exec('ROLLBACK');
-      throw err;
-    } finally {
+    const rndAt = rnd.state();
+    const countsAt = { ...counts };
+    await store.write(async (tx) => {
+      rnd.restore(rndAt);
+      Object.assign(counts, countsAt);
+      q.clear();
       orders = [];
-    }
+      for (let i = from; i < to; i++) {
+        one(i);
+        if (q.hasFull()) await q.writeFull(tx.sql);
+      }
+      await q.writeRest(tx.sql);
+      for (const skus of orders) await tx.copurchase.record(site, skus);
+    });
+    orders = [];
   };
   for (let from = 0; from < o.profiles; from += o.batch) {
     await runBatch(from, Math.min(o.profiles, from + o.batch));

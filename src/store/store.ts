@@ -23,7 +23,7 @@ export interface WriteRunner {
  * The data of one svc installation: the repositories (reads go straight to
  * them), `write` for everything that changes data, and the secrets of the
  * data directory. `db` is the SQLite connection for SQLite-only maintenance
- * (checkpoints, bulk seeding); it is null on PostgreSQL.
+ * (checkpoints, seeding pragmas); it is null on PostgreSQL.
  */
 export class Store extends Repos {
   readonly secrets: SecretBox;

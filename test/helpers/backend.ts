@@ -38,7 +38,11 @@ export function backendEnv(dataDir: string | undefined): Record<string, string> 
 
 /** Runs SQL on PostgreSQL synchronously (in a child process) and returns the rows. */
 export function pgSync<T>(url: string, sql: string, params: unknown[] = []): T[] {
-  const r = spawnSync(process.execPath, [SYNC_SCRIPT, url, sql, JSON.stringify(params)], { encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync(process.execPath, [SYNC_SCRIPT, url, sql, JSON.stringify(params)], {
+    encoding: 'utf8',
+    timeout: 30_000,
+    maxBuffer: 256 * 1024 * 1024,
+  });
   if (r.status !== 0) throw new Error(`PostgreSQL query failed: ${r.stderr}\n${sql}`);
   return JSON.parse(r.stdout) as T[];
 }

@@ -99,7 +99,7 @@ describe('svc seed', () => {
     expect(seeded.identity_hashes).toBe(seeded.known + phones);
     expect(count('SELECT count(*) AS n FROM outbox')).toBe(0);
     expect(count('SELECT count(*) AS n FROM segment_members')).toBe(0);
-    expect(count('SELECT count(*) AS n FROM events e LEFT JOIN sessions s ON s.id = e.session_id WHERE s.profile_id IS NOT e.profile_id')).toBe(0);
+    expect(count('SELECT count(*) AS n FROM events e LEFT JOIN sessions s ON s.id = e.session_id WHERE s.profile_id IS DISTINCT FROM e.profile_id')).toBe(0);
 
     const profiles = query<{ id: string; known: number; traits: string; created_at: number }>(dataDir, 'SELECT id, known, traits, created_at FROM profiles');
     const plans = new Map<string, number>();
