@@ -2,8 +2,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
-import { afterAll, describe, expect, it } from 'vitest';
-import { openDatabase, type Db } from '../../src/store/db.js';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/store/db.js';
+import { SqliteSql, type Sql } from '../../src/store/sql.js';
+import { PgSql } from '../../src/store/pg/sql.js';
+import { migratePg, pgClientConfig } from '../../src/store/pg/store.js';
+import { databaseUrlFor, PG_BASE_URL } from '../helpers/backend.js';
 import { profileMatchesSql, profilesMatchingSql } from '../../src/store/rule-sql.js';
 import { evaluateRule, type ProfileFacts } from '../../src/domain/segments/evaluate.js';
 import { parseRule, type Rule } from '../../src/domain/segments/rules.js';
@@ -11,13 +16,32 @@ import { parseRule, type Rule } from '../../src/domain/segments/rules.js';
 /**
  * The SQL compiler and the in-memory evaluator are two implementations of one
  * language: for random rules over random profiles they must give the same
- * answer, profile by profile and for the site-wide keyset query.
+ * answer, profile by profile and for the site-wide keyset query. Run on the
+ * store of the test project: SQLite, or PostgreSQL (the jsonb form of the
+ * compiler) in a schema of its own.
  */
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'svc-rules-'));
-const db: Db = openDatabase({ dataDir: dir, synchronous: 'normal' });
-afterAll(() => {
-  db.close();
+let x: Sql;
+let close: () => Promise<void>;
+beforeAll(async () => {
+  if (PG_BASE_URL === undefined) {
+    const db = openDatabase({ dataDir: dir, synchronous: 'normal' });
+    x = new SqliteSql(db);
+    close = async () => void db.close();
+    return;
+  }
+  const { schema, ...config } = pgClientConfig({ url: databaseUrlFor(dir), poolSize: 2 });
+  const pool = new pg.Pool(config);
+  await migratePg(pool, schema);
+  x = new PgSql(pool);
+  close = async () => {
+    await pool.query(`DROP SCHEMA "${schema}" CASCADE`);
+    await pool.end();
+  };
+});
+afterAll(async () => {
+  await close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -112,52 +136,55 @@ const { rule: ruleArb } = fc.letrec<{ rule: unknown }>((tie) => ({
 }));
 
 let seq = 0;
-function insertProfile(site: string, facts: ProfileFacts): string {
+async function insertProfile(site: string, facts: ProfileFacts): Promise<string> {
   const id = `prf_${String(++seq).padStart(8, '0')}`;
-  db.prepare('INSERT INTO profiles (id, site_id, traits, created_at, updated_at) VALUES (?, ?, ?, ?, ?)').run(id, site, JSON.stringify(facts.traits), NOW, NOW);
+  await x.run('INSERT INTO profiles (id, site_id, traits, created_at, updated_at) VALUES (?, ?, ?, ?, ?)', [id, site, JSON.stringify(facts.traits), NOW, NOW]);
   for (const e of facts.events) {
-    db.prepare('INSERT INTO events (site_id, session_id, profile_id, type, ts, body, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+    await x.run('INSERT INTO events (site_id, session_id, profile_id, type, ts, body, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)', [
       site, 's', id, e.type, e.ts, JSON.stringify({ type: e.type, session_id: 's', ...e.body }), NOW,
-    );
+    ]);
   }
   for (const c of facts.conversions) {
-    db.prepare("INSERT INTO conversions (id, site_id, session_id, profile_id, revenue, currency, line_items, created_at) VALUES (?, ?, 's', ?, ?, 'USD', '[]', ?)").run(
+    await x.run("INSERT INTO conversions (id, site_id, session_id, profile_id, revenue, currency, line_items, created_at) VALUES (?, ?, 's', ?, ?, 'USD', '[]', ?)", [
       `cnv_${id}_${Math.random()}`, site, id, c.revenue, c.created_at,
-    );
+    ]);
   }
   for (const s of facts.scores) {
-    db.prepare("INSERT INTO scores (site_id, session_id, profile_id, score, body, received_at) VALUES (?, 's', ?, ?, '{}', ?)").run(site, id, s.score, s.received_at);
+    await x.run("INSERT INTO scores (site_id, session_id, profile_id, score, body, received_at) VALUES (?, 's', ?, ?, '{}', ?)", [site, id, s.score, s.received_at]);
   }
-  for (const s of facts.segments) db.prepare('INSERT INTO segment_members (segment_id, profile_id, site_id, since) VALUES (?, ?, ?, ?)').run(s, id, site, NOW);
+  for (const s of facts.segments) await x.run('INSERT INTO segment_members (segment_id, profile_id, site_id, since) VALUES (?, ?, ?, ?)', [s, id, site, NOW]);
   return id;
 }
 
 describe('rule language: SQL and in-memory evaluation agree', () => {
-  it('on random rules over random profiles', () => {
+  it('on random rules over random profiles', async () => {
     let matched = 0;
     let checked = 0;
-    fc.assert(
-      fc.property(ruleArb, fc.array(factsArb, { minLength: 1, maxLength: 5 }), (input, profiles) => {
+    await fc.assert(
+      fc.asyncProperty(ruleArb, fc.array(factsArb, { minLength: 1, maxLength: 5 }), async (input, profiles) => {
         const parsed = parseRule(input);
         expect(parsed.ok, JSON.stringify(parsed)).toBe(true);
         const rule = (parsed as { rule: Rule }).rule;
         const site = `site_p${seq}`;
-        const ids = profiles.map((f) => insertProfile(site, f));
+        const ids: string[] = [];
+        for (const f of profiles) ids.push(await insertProfile(site, f));
         const expected: string[] = [];
-        profiles.forEach((facts, i) => {
-          const { sql, params } = profileMatchesSql(rule, { profileId: ids[i]!, now: NOW });
-          const m = (db.prepare(sql).get(...params) as { m: number }).m;
+        for (const [i, facts] of profiles.entries()) {
+          const { sql, params } = profileMatchesSql(rule, { profileId: ids[i]!, now: NOW, dialect: x.dialect });
+          // 0/1 on SQLite, a boolean on PostgreSQL
+          const m = Number((await x.get<{ m: number | boolean }>(sql, params))!.m);
           const mem = evaluateRule(rule, facts, NOW);
           expect(m === 1, `${JSON.stringify(rule)} on ${JSON.stringify({ ...facts, segments: [...facts.segments] })}`).toBe(mem);
           expect([0, 1]).toContain(m);
           if (mem) expected.push(ids[i]!);
           checked += 1;
-        });
+        }
         matched += expected.length;
-        const page = profilesMatchingSql(rule, { siteId: site, now: NOW, afterId: '', limit: 100 });
-        expect((db.prepare(page.sql).all(...page.params) as { id: string }[]).map((r) => r.id)).toEqual(expected);
+        const page = profilesMatchingSql(rule, { siteId: site, now: NOW, afterId: '', limit: 100, dialect: x.dialect });
+        expect((await x.all<{ id: string }>(page.sql, page.params)).map((r) => r.id)).toEqual(expected);
       }),
-      { numRuns: 1000, seed: Number(process.env.FC_SEED ?? Date.now() % 2 ** 31) },
+      // Fewer runs on PostgreSQL: every insert is a round trip.
+      { numRuns: x.dialect === 'pg' ? 300 : 1000, seed: Number(process.env.FC_SEED ?? Date.now() % 2 ** 31) },
     );
     // the generators must produce both outcomes, or the agreement proves little
     expect(matched).toBeGreaterThan(checked * 0.1);
