@@ -2,6 +2,7 @@
  * Ingestion benchmark (never part of the pass/fail suite):
  *
  *   npm run bench:ingest [-- --seconds 10 --connections 32 --warmup 2 --sync normal]
+ *   npm run bench:ingest -- --database-url postgres://user@127.0.0.1:5432/db
  *
  * Drives POST /api/events of svc with a realistic ~300-byte pageview over
  * keep-alive connections and, in the same run and with the same load, a bare
@@ -13,20 +14,38 @@
  *
  * Targets (see lib/targets.ts): bare, svc-raw (node:http fast path),
  * svc-express (same handler through express, to measure what the framework
- * costs) and with --sync normal also svc-raw-normal.
+ * costs) and with --sync normal also svc-raw-normal, all on SQLite. With
+ * --database-url also, in the same run, svc-pg (svc on PostgreSQL, one
+ * instance) and svc-pg-2x (two `svc serve` on the same schema and data
+ * directory; the generator assigns its connections to the two round-robin,
+ * as a load balancer would, and reports the share each answered). Each
+ * PostgreSQL target gets a fresh schema bench_<pid>_<target> through svc's
+ * `schema` URL parameter (any schema the URL names is replaced), dropped with
+ * DROP SCHEMA ... CASCADE once its events are counted (kept with --keep).
+ * The stored == acknowledged check holds for every target (svc stats --json
+ * on the target's own storage). Server CPU is the sum over the target's svc
+ * processes; for a PostgreSQL server on this host, pg CPU is what the
+ * backends serving svc's connections used (found by their client ports), and
+ * the host's busy share of all cores is printed for every target. Without
+ * --database-url the targets are the SQLite ones only, as before.
  *
  * The load generator runs in its own process (lib/load.ts). Exit status: 0
  * whatever the figures; 1 when a server fails to start, a load run fails, or
- * the stored count differs from the acknowledged count.
+ * the stored count differs from the acknowledged count (also when
+ * PostgreSQL is unreachable at start).
  */
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { ChildRegistry, processCpuMs } from './lib/child.js';
+import { ChildRegistry, GroupCpu, hostCpuPercent, hostCpuTicks, processCpuMs } from './lib/child.js';
 import { runLoadInChild, type LoadResult } from './lib/load.js';
+import { BenchSchemas, databaseUrlError, redact } from './lib/pg.js';
+import { localPgPort, pgBackendPids } from './lib/sockets.js';
 import { ingestTargets, removeTree, type StartedTarget, type Target } from './lib/targets.js';
 import { UsageError, intFlag } from './lib/args.js';
+
+const PG_TARGETS = ['svc-pg', 'svc-pg-2x'];
 
 const HELP = `usage: npm run bench:ingest -- [options]
   --seconds N        measured window per target (default 10, max 600)
@@ -35,14 +54,22 @@ const HELP = `usage: npm run bench:ingest -- [options]
   --max-requests N   stop a target's run after N requests (default 2000000)
   --sessions N       distinct session_ids the events rotate through (default 10000)
   --sync normal      also run svc with SVC_SQLITE_SYNCHRONOUS=normal
-  --only a,b         run only these targets (bare, svc-raw, svc-express, svc-raw-normal)
-  --keep             keep the temporary data directories
-  -h, --help         this text`;
+  --database-url URL also run svc on PostgreSQL (postgres://user@host:5432/db): svc-pg, one instance,
+                     and svc-pg-2x, two instances on one database with the connections split between
+                     them round-robin; each target on a fresh schema bench_<pid>_<target>, dropped
+                     at the end (SVC_DATABASE_URL is not read: give the flag)
+  --only a,b         run only these targets (bare, svc-raw, svc-express, svc-raw-normal,
+                     and with --database-url svc-pg, svc-pg-2x)
+  --keep             keep the temporary data directories (and the PostgreSQL schemas)
+  -h, --help         this text
+SVC_DATABASE_POOL_SIZE (PostgreSQL connections per svc instance) is passed on to svc when set.`;
 
 interface Row {
   target: Target;
   result?: LoadResult;
   serverCpuPercent?: number | null;
+  pgCpuPercent?: number | null;
+  hostCpuPercent?: number | null;
   stored?: number;
   acknowledged?: number;
   failure?: string;
@@ -59,6 +86,7 @@ function parse(argv: string[]) {
       'max-requests': { type: 'string' },
       sessions: { type: 'string' },
       sync: { type: 'string' },
+      'database-url': { type: 'string' },
       only: { type: 'string' },
       keep: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
@@ -69,6 +97,11 @@ function parse(argv: string[]) {
   if (values.sync !== undefined && values.sync !== 'normal' && values.sync !== 'full') {
     throw new UsageError(`--sync must be normal or full, got ${JSON.stringify(values.sync)}`);
   }
+  const databaseUrl = values['database-url'];
+  if (databaseUrl !== undefined) {
+    const bad = databaseUrlError(databaseUrl);
+    if (bad) throw new UsageError(bad);
+  }
   return {
     help: values.help,
     seconds: intFlag('seconds', values.seconds, 10, 1, 600),
@@ -77,6 +110,7 @@ function parse(argv: string[]) {
     maxRequests: intFlag('max-requests', values['max-requests'], 2_000_000, 1, 100_000_000),
     sessions: intFlag('sessions', values.sessions, 10_000, 1, 1_000_000),
     sync: (values.sync ?? 'full') as 'full' | 'normal',
+    databaseUrl,
     only: values.only?.split(',').map((s) => s.trim()).filter(Boolean),
     keep: values.keep,
   };
@@ -108,6 +142,25 @@ async function main(): Promise<number> {
     return 0;
   }
 
+  const schemas = opts.databaseUrl !== undefined ? new BenchSchemas(opts.databaseUrl, opts.keep) : null;
+  const pgOption = schemas && opts.databaseUrl !== undefined ? { databaseUrl: opts.databaseUrl, schemas } : undefined;
+  let targets = ingestTargets({ sync: opts.sync, pg: pgOption });
+  if (opts.only) {
+    const known = ingestTargets({ sync: 'normal', pg: pgOption }).map((t) => t.name);
+    const unknown = opts.only.filter((n) => !known.includes(n));
+    if (unknown.length) {
+      const needUrl = unknown.filter((n) => PG_TARGETS.includes(n));
+      process.stderr.write(
+        needUrl.length === unknown.length
+          ? `bench:ingest: ${needUrl.join(', ')} ${needUrl.length > 1 ? 'need' : 'needs'} --database-url\n`
+          : `bench:ingest: unknown target(s) ${unknown.join(', ')}; known: ${known.join(', ')}${pgOption ? '' : `, and with --database-url ${PG_TARGETS.join(', ')}`}\n`,
+      );
+      return 2;
+    }
+    if (opts.only.includes('svc-raw-normal')) targets = ingestTargets({ sync: 'normal', pg: pgOption });
+    targets = targets.filter((t) => opts.only!.includes(t.name));
+  }
+
   const registry = new ChildRegistry();
   const tmpRoot = mkdtempSync(path.join(os.tmpdir(), 'svc-bench-ingest-'));
   const cleanup = () => {
@@ -115,23 +168,23 @@ async function main(): Promise<number> {
     if (!opts.keep) removeTree(tmpRoot);
   };
   process.once('exit', cleanup);
+  let stopping = false;
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.once(sig, () => {
       process.stderr.write(`\nbench:ingest: ${sig}, stopping every child process\n`);
-      process.exit(130);
+      stopping = true;
+      registry.killAll('SIGKILL');
+      if (!schemas || schemas.remaining.length === 0) process.exit(130);
+      // The schemas of this run go too (bounded: the process exits after 15 s whatever happens).
+      setTimeout(() => process.exit(130), 15_000).unref();
+      void schemas.dropAll().then(
+        (notes) => {
+          for (const n of notes) process.stderr.write(`bench:ingest: ${n}\n`);
+          process.exit(130);
+        },
+        () => process.exit(130),
+      );
     });
-  }
-
-  let targets = ingestTargets({ sync: opts.sync });
-  if (opts.only) {
-    const known = new Set(targets.map((t) => t.name));
-    const unknown = opts.only.filter((n) => !known.has(n) && !(n === 'svc-raw-normal'));
-    if (unknown.length) {
-      process.stderr.write(`bench:ingest: unknown target(s) ${unknown.join(', ')}; known: ${[...known].join(', ')}, svc-raw-normal\n`);
-      return 2;
-    }
-    if (opts.only.includes('svc-raw-normal')) targets = ingestTargets({ sync: 'normal' });
-    targets = targets.filter((t) => opts.only!.includes(t.name));
   }
 
   const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -143,9 +196,22 @@ async function main(): Promise<number> {
       `max ${fmt.int(opts.maxRequests)} requests, ${fmt.int(opts.sessions)} sessions; generator in its own process`,
   );
   log(`data: ${tmpRoot}${opts.keep ? ' (kept)' : ' (removed at exit)'}`);
+  if (schemas && opts.databaseUrl !== undefined) {
+    try {
+      const version = await schemas.check();
+      log(
+        `postgres: ${version} at ${redact(opts.databaseUrl)}; one schema per target (${schemas.namePrefix}_<target>), ` +
+          `${opts.keep ? 'kept (--keep)' : 'dropped once the target is done'}${schemas.urlHadSchema ? '; the URL\'s own schema parameter is replaced' : ''}`,
+      );
+    } catch (err) {
+      log(`bench:ingest: PostgreSQL at ${redact(opts.databaseUrl)} is not reachable: ${(err as Error).message}`);
+      return 1;
+    }
+  }
 
   const rows: Row[] = [];
   for (const target of targets) {
+    if (stopping) break;
     const row: Row = { target, notes: [] };
     rows.push(row);
     log(`\n[${target.name}] ${target.description} (host load average ${os.loadavg()[0]!.toFixed(2)})`);
@@ -157,13 +223,27 @@ async function main(): Promise<number> {
       log(`  ${row.failure}`);
       continue;
     }
+    // CPU of the target: the sum over its processes, in % of one core.
+    const serverCpuMs = () => {
+      let total = 0;
+      for (const pid of started.pids) {
+        const ms = processCpuMs(pid);
+        if (ms === null) return null;
+        total += ms;
+      }
+      return started.pids.length ? total : null;
+    };
+    // PostgreSQL backends serving this target's connections (a server on this host only).
+    const pgPort = PG_TARGETS.includes(target.name) && opts.databaseUrl !== undefined ? localPgPort(opts.databaseUrl) : null;
+    const pgCpu = pgPort !== null ? new GroupCpu(() => pgBackendPids(started.pids, pgPort)) : null;
     let cpuAtStart: number | null = null;
+    let hostAtStart: ReturnType<typeof hostCpuTicks> = null;
     let cpuWindowStart = 0;
     try {
       row.result = await runLoadInChild(
         registry,
         {
-          origin: started.url,
+          origins: started.origins,
           path: started.path,
           siteId: started.siteId,
           connections: opts.connections,
@@ -176,11 +256,15 @@ async function main(): Promise<number> {
         (phase) => {
           const now = performance.now();
           if (phase === 'measure') {
-            cpuAtStart = processCpuMs(started.pid);
+            cpuAtStart = serverCpuMs();
+            hostAtStart = hostCpuTicks();
+            pgCpu?.start();
             cpuWindowStart = now;
           } else {
-            const cpu = processCpuMs(started.pid);
+            const cpu = serverCpuMs();
             row.serverCpuPercent = cpu !== null && cpuAtStart !== null ? ((cpu - cpuAtStart) / (now - cpuWindowStart)) * 100 : null;
+            row.hostCpuPercent = hostCpuPercent(hostAtStart, hostCpuTicks());
+            if (pgCpu) row.pgCpuPercent = pgCpu.end();
           }
         },
       );
@@ -189,9 +273,12 @@ async function main(): Promise<number> {
     }
     const stopNote = await started.stop();
     if (stopNote) row.notes.push(`server ${stopNote}`);
-    if (started.stderr && started.stderr.errorLines > 0) {
-      row.notes.push(`server logged ${started.stderr.errorLines} error line(s); last: ${started.stderr.lastLines(3)}`);
-    }
+    started.stderr.forEach((tail, i) => {
+      if (tail.errorLines > 0) {
+        const who = started.stderr.length > 1 ? `instance #${i + 1}` : 'server';
+        row.notes.push(`${who} logged ${tail.errorLines} error line(s); last: ${tail.lastLines(3)}`);
+      }
+    });
     const r = row.result;
     if (r) {
       const statuses = Object.entries(r.statuses)
@@ -205,8 +292,21 @@ async function main(): Promise<number> {
       log(
         `  latency ms: min ${fmt.ms(r.latency.minUs)} p50 ${fmt.ms(r.latency.p50Us)} p90 ${fmt.ms(r.latency.p90Us)} ` +
           `p99 ${fmt.ms(r.latency.p99Us)} p99.9 ${fmt.ms(r.latency.p999Us)} max ${fmt.ms(r.latency.maxUs)}; ` +
-          `CPU: server ${fmt.pct(row.serverCpuPercent)}, generator ${fmt.pct(r.generatorCpuPercent)} of one core`,
+          `CPU: server ${fmt.pct(row.serverCpuPercent)}${started.pids.length > 1 ? ` (sum of ${started.pids.length} processes)` : ''}, ` +
+          `${pgCpu ? `PostgreSQL backends ${fmt.pct(row.pgCpuPercent)}, ` : ''}` +
+          `generator ${fmt.pct(r.generatorCpuPercent)} of one core; host ${fmt.pct(row.hostCpuPercent)} of all ${os.cpus().length} cores busy`,
       );
+      if (r.perOrigin.length > 1) {
+        log(
+          `  load spread (connections round-robin): ` +
+            r.perOrigin
+              .map(
+                (o, i) =>
+                  `#${i + 1} ${o.connections} conns, ${fmt.int(o.measuredRequests)} requests (${r.measuredRequests ? Math.round((o.measuredRequests / r.measuredRequests) * 100) : 0}%)`,
+              )
+              .join('; '),
+        );
+      }
       if (r.firstError) row.notes.push(`first error: ${r.firstError}`);
       if (r.firstNon2xx) row.notes.push(`first non-2xx: ${r.firstNon2xx}`);
       if (started.countStored && !row.failure) {
@@ -224,21 +324,27 @@ async function main(): Promise<number> {
         }
       }
     }
+    const disposeNote = await started.dispose?.();
+    if (disposeNote) row.notes.push(disposeNote);
     for (const n of row.notes) log(`  note: ${n}`);
     if (row.failure) log(`  FAILED: ${row.failure}`);
   }
+  if (schemas && !opts.keep) {
+    for (const n of await schemas.dropAll()) log(`note: ${n}`);
+  }
 
   const bare = rows.find((r) => r.target.name === 'bare')?.result;
-  const header = ['target', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'ratio vs bare', 'server CPU', 'gen CPU', 'stored/acked'];
+  const header = ['target', 'inst', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'ratio vs bare', 'server CPU', 'pg CPU', 'gen CPU', 'host CPU', 'stored/acked'];
   const lines: string[][] = [header];
   for (const row of rows) {
     const r = row.result;
     if (!r) {
-      lines.push([row.target.name, 'FAILED', '-', '-', '-', '-', '-', '-', '-', '-']);
+      lines.push([row.target.name, String(row.target.instances), 'FAILED', ...header.slice(3).map(() => '-')]);
       continue;
     }
     lines.push([
       row.target.name,
+      String(row.target.instances),
       fmt.int(r.rps),
       fmt.ms(r.latency.p50Us),
       fmt.ms(r.latency.p99Us),
@@ -246,20 +352,37 @@ async function main(): Promise<number> {
       String(r.non2xx),
       bare && bare.rps > 0 ? (r.rps / bare.rps).toFixed(2) : '-',
       fmt.pct(row.serverCpuPercent),
+      fmt.pct(row.pgCpuPercent),
       fmt.pct(r.generatorCpuPercent),
+      fmt.pct(row.hostCpuPercent),
       row.stored !== undefined ? `${row.stored}/${row.acknowledged}` : '-',
     ]);
   }
   log('');
-  log(table(lines, [false, true, true, true, true, true, true, true, true, true]));
+  log(table(lines, header.map((_, i) => i > 0)));
+  log(
+    `server CPU: svc processes (summed), % of one core; pg CPU: the PostgreSQL backends serving them, % of one core; ` +
+      `host CPU: all ${os.cpus().length} cores, every process of the host (other work included)`,
+  );
 
-  const raw = rows.find((r) => r.target.name === 'svc-raw')?.result;
-  const viaExpress = rows.find((r) => r.target.name === 'svc-express')?.result;
-  if (raw && viaExpress && raw.rps > 0) {
-    log(`\nsvc-express / svc-raw throughput: ${(viaExpress.rps / raw.rps).toFixed(2)} (what express in front of the same ingestion handler costs)`);
+  const rps = (name: string) => rows.find((r) => r.target.name === name)?.result?.rps;
+  const raw = rps('svc-raw');
+  const viaExpress = rps('svc-express');
+  if (raw && viaExpress) {
+    log(`\nsvc-express / svc-raw throughput: ${(viaExpress / raw).toFixed(2)} (what express in front of the same ingestion handler costs)`);
   }
   if (raw && bare && bare.rps > 0) {
-    log(`target svc-raw >= 0.50 x bare: ${(raw.rps / bare.rps).toFixed(2)} (${raw.rps / bare.rps >= 0.5 ? 'met' : 'NOT met'}; informational, never fails the run)`);
+    log(`target svc-raw >= 0.50 x bare: ${(raw / bare.rps).toFixed(2)} (${raw / bare.rps >= 0.5 ? 'met' : 'NOT met'}; informational, never fails the run)`);
+  }
+  const onPg = rps('svc-pg');
+  const onPg2 = rps('svc-pg-2x');
+  if (onPg && raw) log(`svc-pg / svc-raw (PostgreSQL / SQLite, one instance each): ${(onPg / raw).toFixed(2)}`);
+  if (onPg2 && raw) log(`svc-pg-2x / svc-raw (two instances on PostgreSQL / one on SQLite): ${(onPg2 / raw).toFixed(2)}`);
+  if (onPg2 && onPg) {
+    log(
+      `svc-pg-2x / svc-pg (two instances on one database / one): ${(onPg2 / onPg).toFixed(2)} ` +
+        `(the instances, the generator and PostgreSQL share this host's ${os.cpus().length} core(s): see host CPU)`,
+    );
   }
 
   const failed = rows.filter((r) => r.failure);

@@ -214,3 +214,61 @@ export function processCpuMs(pid: number | undefined): number | null {
     return null;
   }
 }
+
+/** Host-wide CPU time so far, from /proc/stat (busy and total jiffies over all cores); null where /proc is unavailable. */
+export function hostCpuTicks(): { busy: number; total: number } | null {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!;
+    const f = line.trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal (guest time is already inside user/nice)
+    const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = f;
+    const busy = user + nice + system + irq + softirq + steal;
+    return { busy, total: busy + idle + iowait };
+  } catch {
+    return null;
+  }
+}
+
+/** Busy share of all cores between two hostCpuTicks() readings, in % of the whole host (100% = every core busy). */
+export function hostCpuPercent(a: { busy: number; total: number } | null, b: { busy: number; total: number } | null): number | null {
+  if (!a || !b || b.total <= a.total) return null;
+  return ((b.busy - a.busy) / (b.total - a.total)) * 100;
+}
+
+/**
+ * CPU of a changing set of processes over a window: `start()` reads the CPU of
+ * the processes `list()` names, `end()` reads them again and adds up what each
+ * used in between (one that appeared meanwhile counts whole, one that ended
+ * meanwhile is lost). Resolves null when `list()` named nothing.
+ */
+export class GroupCpu {
+  private before = new Map<number, number>();
+  private startedAt = 0;
+
+  constructor(private readonly list: () => number[]) {}
+
+  start(): this {
+    this.startedAt = performance.now();
+    this.before = new Map();
+    for (const pid of this.list()) {
+      const ms = processCpuMs(pid);
+      if (ms !== null) this.before.set(pid, ms);
+    }
+    return this;
+  }
+
+  /** CPU used since start(), in % of one core; null when there was nothing to measure. */
+  end(): number | null {
+    const elapsed = performance.now() - this.startedAt;
+    const pids = new Set([...this.before.keys(), ...this.list()]);
+    let used = 0;
+    let seen = 0;
+    for (const pid of pids) {
+      const ms = processCpuMs(pid);
+      if (ms === null) continue;
+      seen++;
+      used += ms - (this.before.get(pid) ?? 0);
+    }
+    return seen > 0 && elapsed > 0 ? (used / elapsed) * 100 : null;
+  }
+}

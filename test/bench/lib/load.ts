@@ -5,9 +5,13 @@
  * options, gets `phase` messages as the run moves from warm-up to the
  * measured window to the drain, and one `result` (or `error`) message.
  *
- * Requests go through one undici Pool: N keep-alive connections, pipelining 1,
- * one request in flight per connection. The run is bounded in time (warm-up +
- * measured window + a bounded drain) and in requests (--max-requests).
+ * Requests go through undici Pools: N keep-alive connections, pipelining 1,
+ * one request in flight per connection. With several origins (several svc
+ * instances on one database) the connections are assigned to them
+ * round-robin, as a load balancer would: connection i goes to origin
+ * i mod (number of origins), one Pool per origin. The run is bounded in time
+ * (warm-up + measured window + a bounded drain) and in requests
+ * (--max-requests).
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -19,8 +23,8 @@ import { buildEventBodies } from './event.js';
 import type { ChildRegistry } from './child.js';
 
 export interface LoadOptions {
-  /** Origin of the server, e.g. http://127.0.0.1:8787. */
-  origin: string;
+  /** Origins of the server's instances, e.g. [http://127.0.0.1:8787]; connections are assigned to them round-robin. */
+  origins: string[];
   path: string;
   siteId: string;
   connections: number;
@@ -54,6 +58,8 @@ export interface LoadResult {
   firstNon2xx: string | null;
   /** CPU the generator used during the measured window, in % of one core. */
   generatorCpuPercent: number;
+  /** Per origin (same order as `origins`): its connections and the responses it completed inside the measured window. */
+  perOrigin: { origin: string; connections: number; measuredRequests: number }[];
 }
 
 type ToChild = { type: 'start'; options: LoadOptions };
@@ -78,15 +84,23 @@ async function raceTimer<T, U>(ms: number, value: T, other: Promise<U>): Promise
 /** Runs the load in this process. */
 export async function runLoad(opts: LoadOptions, onPhase: (phase: 'measure' | 'drain') => void = () => {}): Promise<LoadResult> {
   const { bodies, bytes } = buildEventBodies(opts.siteId, opts.sessions);
-  const pool = new Pool(opts.origin, {
-    connections: opts.connections,
-    pipelining: 1,
-    keepAliveTimeout: 60_000,
-    keepAliveMaxTimeout: 60_000,
-    headersTimeout: 30_000,
-    bodyTimeout: 30_000,
-    connectTimeout: 10_000,
-  });
+  if (opts.origins.length === 0) throw new Error('no origin to send the load to');
+  // Connection i goes to origin i mod n; each origin gets a Pool with exactly its share of connections.
+  const share = (k: number) => Math.floor(opts.connections / opts.origins.length) + (k < opts.connections % opts.origins.length ? 1 : 0);
+  const pools = opts.origins.map((origin, k) =>
+    share(k) === 0
+      ? null
+      : new Pool(origin, {
+          connections: share(k),
+          pipelining: 1,
+          keepAliveTimeout: 60_000,
+          keepAliveMaxTimeout: 60_000,
+          headersTimeout: 30_000,
+          bodyTimeout: 30_000,
+          connectTimeout: 10_000,
+        }),
+  );
+  const perOrigin = opts.origins.map((origin, k) => ({ origin, connections: share(k), measuredRequests: 0 }));
   const headers = {
     'content-type': 'application/json',
     'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) svc-bench/1.0',
@@ -105,7 +119,9 @@ export async function runLoad(opts: LoadOptions, onPhase: (phase: 'measure' | 'd
   let measureStart = 0;
   let measuredRequests = 0;
 
-  const worker = async () => {
+  const worker = async (k: number) => {
+    const pool = pools[k]!;
+    const counts = perOrigin[k]!;
     while (!stopped && sent < opts.maxRequests) {
       const body = bodies[sent % bodies.length]!;
       sent++;
@@ -126,6 +142,7 @@ export async function runLoad(opts: LoadOptions, onPhase: (phase: 'measure' | 'd
         if (measuring && t0 >= measureStart) {
           hist.record((t1 - t0) * 1000);
           measuredRequests++;
+          counts.measuredRequests++;
         }
       } catch (err) {
         errors++;
@@ -138,7 +155,7 @@ export async function runLoad(opts: LoadOptions, onPhase: (phase: 'measure' | 'd
     }
   };
 
-  const workers = Array.from({ length: opts.connections }, () => worker());
+  const workers = Array.from({ length: opts.connections }, (_, i) => worker(i % opts.origins.length));
   const allDone = Promise.all(workers).then(() => 'done' as const);
 
   const warmup = await raceTimer(opts.warmupSeconds * 1000, 'time' as const, allDone);
@@ -158,8 +175,9 @@ export async function runLoad(opts: LoadOptions, onPhase: (phase: 'measure' | 'd
 
   const drained = (await raceTimer(opts.drainSeconds * 1000, 'timeout' as const, allDone)) === 'done';
   const unfinished = drained ? 0 : inFlight;
-  if (drained) await pool.close();
-  else await pool.destroy();
+  const live = pools.filter((p): p is Pool => p !== null);
+  if (drained) await Promise.all(live.map((p) => p.close()));
+  else await Promise.all(live.map((p) => p.destroy()));
 
   const measuredSeconds = (measureEnd - measureStart) / 1000;
   return {
@@ -179,6 +197,7 @@ export async function runLoad(opts: LoadOptions, onPhase: (phase: 'measure' | 'd
     firstError,
     firstNon2xx,
     generatorCpuPercent: measuredSeconds > 0 ? ((cpu.user + cpu.system) / 1000 / (measureEnd - measureStart)) * 100 : 0,
+    perOrigin,
   };
 }
 

@@ -9,7 +9,9 @@
  *   HMAC and no abort timer: the transport alone).
  * - `ingest`: POST /api/events pageviews to svc, each with a unique sequence
  *   number, over `connections` keep-alive connections; closed loop (as fast
- *   as svc answers) or paced at `rate` events/s. It records when each event
+ *   as svc answers) or paced at `rate` events/s. With several origins
+ *   (several svc instances on one database) connection i goes to origin
+ *   i mod (number of origins), one Pool per origin, as a load balancer would. It records when each event
  *   was acknowledged (201), as epoch ms, so the orchestrator can match it
  *   with its arrival at the receiver.
  *
@@ -39,8 +41,8 @@ export interface PostJob {
 
 export interface IngestJob {
   type: 'ingest';
-  /** Origin of svc, e.g. http://127.0.0.1:8787. */
-  origin: string;
+  /** Origins of svc's instances, e.g. [http://127.0.0.1:8787]; connections are assigned to them round-robin. */
+  origins: string[];
   siteId: string;
   connections: number;
   /** Events per second; 0 = closed loop (next request as soon as one is answered). */
@@ -100,12 +102,13 @@ export async function runJob(job: PostJob | IngestJob): Promise<JobResult> {
   const workers = isPost ? job.concurrency : job.connections;
   const warmupSeconds = isPost ? job.warmupSeconds : 0;
   const rate = isPost ? 0 : job.rate;
-  let dispatcher: Dispatcher;
-  let send: (seq: number) => Promise<Dispatcher.ResponseData>;
+  let send: (seq: number, worker: number) => Promise<Dispatcher.ResponseData>;
+  let dispatchers: Dispatcher[];
   let bodyBytes = 0;
   if (job.type === 'post') {
     const url = new URL(job.url);
-    dispatcher = new Agent({ connections: job.connections, connect: { timeout: 5_000 }, keepAliveTimeout: 60_000 });
+    const agent = new Agent({ connections: job.connections, connect: { timeout: 5_000 }, keepAliveTimeout: 60_000 });
+    dispatchers = [agent];
     // The headers svc's sender sets, with values of the same sizes.
     const baseHeaders = {
       'content-type': 'application/json',
@@ -118,27 +121,35 @@ export async function runJob(job: PostJob | IngestJob): Promise<JobResult> {
       bodyBytes ||= body.length;
       return request(url, {
         method: 'POST',
-        dispatcher,
+        dispatcher: agent,
         headers: { ...baseHeaders, 'x-svc-delivery': `dlv_bench${String(seq).padStart(20, '0')}` },
         body,
       });
     };
   } else {
-    const pool = new Pool(job.origin, {
-      connections: job.connections,
-      pipelining: 1,
-      keepAliveTimeout: 60_000,
-      keepAliveMaxTimeout: 60_000,
-      headersTimeout: 30_000,
-      bodyTimeout: 30_000,
-      connectTimeout: 10_000,
-    });
-    dispatcher = pool;
+    if (job.origins.length === 0) throw new Error('no origin to send the load to');
+    const n = job.origins.length;
+    // Worker (connection) i goes to origin i mod n; each origin's Pool has exactly its share of connections.
+    const share = (k: number) => Math.floor(job.connections / n) + (k < job.connections % n ? 1 : 0);
+    const pools = job.origins.map((origin, k) =>
+      share(k) === 0
+        ? null
+        : new Pool(origin, {
+            connections: share(k),
+            pipelining: 1,
+            keepAliveTimeout: 60_000,
+            keepAliveMaxTimeout: 60_000,
+            headersTimeout: 30_000,
+            bodyTimeout: 30_000,
+            connectTimeout: 10_000,
+          }),
+    );
+    dispatchers = pools.filter((p): p is Pool => p !== null);
     const headers = { 'content-type': 'application/json', 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) svc-bench/1.0' };
-    send = (seq) => {
+    send = (seq, worker) => {
       const body = pageviewBody(job.siteId, seq, job.sessions);
       bodyBytes ||= body.length;
-      return pool.request({ method: 'POST', path: '/api/events', headers, body });
+      return pools[worker % n]!.request({ method: 'POST', path: '/api/events', headers, body });
     };
   }
 
@@ -159,7 +170,7 @@ export async function runJob(job: PostJob | IngestJob): Promise<JobResult> {
   let measured = 0;
   const t0 = performance.now();
 
-  const worker = async () => {
+  const worker = async (w: number) => {
     while (!stopped && sent < job.maxRequests) {
       if (rate > 0) {
         // Paced: wait for the due time of the next event, then look again (another worker may have taken it).
@@ -176,7 +187,7 @@ export async function runJob(job: PostJob | IngestJob): Promise<JobResult> {
       const started = performance.now();
       let good = false;
       try {
-        const res = await send(seq);
+        const res = await send(seq, w);
         const answered = performance.now();
         if (res.statusCode >= 200 && res.statusCode < 300) {
           good = true;
@@ -206,7 +217,7 @@ export async function runJob(job: PostJob | IngestJob): Promise<JobResult> {
     }
   };
 
-  const all = Promise.all(Array.from({ length: workers }, () => worker())).then(() => 'done' as const);
+  const all = Promise.all(Array.from({ length: workers }, (_, w) => worker(w))).then(() => 'done' as const);
   const warm = warmupSeconds > 0 ? await raceTimer(warmupSeconds * 1000, 'time' as const, all) : ('time' as const);
   measuring = true;
   measureStart = performance.now();
@@ -220,8 +231,8 @@ export async function runJob(job: PostJob | IngestJob): Promise<JobResult> {
   const cpu = process.cpuUsage(cpu0);
   const drained = (await raceTimer(job.drainSeconds * 1000, 'timeout' as const, all)) === 'done';
   const unfinished = drained ? 0 : inFlight;
-  if (drained) await dispatcher.close();
-  else await dispatcher.destroy();
+  if (drained) await Promise.all(dispatchers.map((d) => d.close()));
+  else await Promise.all(dispatchers.map((d) => d.destroy()));
   const measuredSeconds = (measureEnd - measureStart) / 1000;
   return {
     bodyBytes,

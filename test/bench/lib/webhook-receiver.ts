@@ -11,14 +11,19 @@
  * Requests are counted per tracked range of sequence numbers (one range per
  * benchmark phase): requests, distinct delivery ids, distinct events, the
  * first arrival of every event, bytes. One in `verifyEvery` signatures is
- * checked against the destination secret.
+ * checked against the destination secret. A range may be limited to one
+ * request path (`path`, e.g. /hook/2): with several destinations, each posting
+ * to a path of its own, one range per destination over the same sequence
+ * numbers counts each destination's deliveries apart.
  *
  * Requests (see ReceiverStats for the answers):
  *   { type: 'listen' }                               -> { url }
- *   { type: 'track', name, from, to, secret? }      -> null
+ *   { type: 'track', name, from, to, secret?, path? } -> null
  *   { type: 'mode', mode: 'ok' | 'hold', holdMs? }   -> { released }  (switching to ok answers held requests now)
  *   { type: 'stats', name }                          -> RangeStats
  *   { type: 'arrivals', name }                       -> number[] (first arrival per seq from `from`, -1 when none)
+ *   { type: 'peers', name }                          -> [remotePort, requests][] (which connection, hence which
+ *                                                       sender process, the requests of the range came over)
  */
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
@@ -57,6 +62,8 @@ interface Range {
   name: string;
   from: number;
   to: number;
+  /** Only requests to this path (without query) count here; null: any path. */
+  path: string | null;
   secret: string | null;
   requests: number;
   deliveries: Map<string, number>;
@@ -70,6 +77,8 @@ interface Range {
   lastAt: number | null;
   checked: number;
   bad: number;
+  /** Requests per remote port of the sender's connection. */
+  peers: Map<number, number>;
 }
 
 const MAX_RANGE = 20_000_000;
@@ -96,11 +105,11 @@ function startReceiver() {
     }
   };
 
-  const record = (body: Buffer, deliveryId: string | undefined, signature: string | undefined, at: number) => {
+  const record = (body: Buffer, reqPath: string, peerPort: number, deliveryId: string | undefined, signature: string | undefined, at: number) => {
     const seq = seqOf(body);
     let range: Range | undefined;
     for (const r of ranges) {
-      if (seq >= r.from && seq < r.to) {
+      if (seq >= r.from && seq < r.to && (r.path === null || r.path === reqPath)) {
         range = r;
         break;
       }
@@ -111,6 +120,7 @@ function startReceiver() {
     }
     range.requests++;
     range.bytes += body.length;
+    range.peers.set(peerPort, (range.peers.get(peerPort) ?? 0) + 1);
     range.firstAt ??= at;
     range.lastAt = at;
     const i = seq - range.from;
@@ -142,7 +152,8 @@ function startReceiver() {
       const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
       const id = req.headers['x-svc-delivery'];
       const sig = req.headers['x-svc-signature'];
-      record(body, typeof id === 'string' ? id : undefined, typeof sig === 'string' ? sig : undefined, at);
+      const reqPath = (req.url ?? '/').split('?', 1)[0]!;
+      record(body, reqPath, req.socket.remotePort ?? 0, typeof id === 'string' ? id : undefined, typeof sig === 'string' ? sig : undefined, at);
       if (mode === 'hold') held.set(res, setTimeout(() => answer(res), holdMs));
       else answer(res);
     });
@@ -194,11 +205,15 @@ function startReceiver() {
         const from = Number(m.from);
         const to = Number(m.to);
         if (!Number.isInteger(from) || !Number.isInteger(to) || to <= from || to - from > MAX_RANGE) throw new Error(`bad range ${from}..${to}`);
-        if (ranges.some((r) => r.name === m.name || (from < r.to && r.from < to))) throw new Error(`range ${String(m.name)} overlaps another`);
+        const path = typeof m.path === 'string' ? m.path : null;
+        // Ranges over the same sequence numbers must be told apart by their paths.
+        const clash = (r: Range) => from < r.to && r.from < to && (r.path === null || path === null || r.path === path);
+        if (ranges.some((r) => r.name === m.name || clash(r))) throw new Error(`range ${String(m.name)} overlaps another`);
         ranges.push({
           name: String(m.name),
           from,
           to,
+          path,
           secret: typeof m.secret === 'string' ? m.secret : null,
           requests: 0,
           deliveries: new Map(),
@@ -212,6 +227,7 @@ function startReceiver() {
           lastAt: null,
           checked: 0,
           bad: 0,
+          peers: new Map(),
         });
         if (typeof m.verifyEvery === 'number' && m.verifyEvery >= 1) verifyEvery = m.verifyEvery;
         return null;
@@ -235,6 +251,11 @@ function startReceiver() {
         if (!r) throw new Error(`no tracked range ${String(m.name)}`);
         const upTo = typeof m.count === 'number' ? Math.min(m.count, r.firstArrival.length) : r.firstArrival.length;
         return Array.from(r.firstArrival.subarray(0, upTo), (t) => (t === 0 ? -1 : t));
+      }
+      case 'peers': {
+        const r = ranges.find((x) => x.name === m.name);
+        if (!r) throw new Error(`no tracked range ${String(m.name)}`);
+        return [...r.peers];
       }
       default:
         throw new Error(`unknown request ${m.type}`);
