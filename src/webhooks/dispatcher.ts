@@ -99,6 +99,9 @@ export class WebhookDispatcher {
         new Promise<void>((r) => setTimeout(r, graceMs).unref()),
       ]);
     }
+    // A fan-out transaction under way finishes before the store is closed.
+    const until = Date.now() + graceMs;
+    while (this.fanningOut && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
     if (this.totalInFlight() === 0) await Promise.all([...this.lanes.values()].map((l) => l.lease.release()));
     if (!this.opts.httpDispatcher) await this.http.close().catch(() => undefined);
   }
@@ -162,6 +165,7 @@ export class WebhookDispatcher {
     this.fanningOut = true;
     try {
       for (;;) {
+        if (!this.running) break; // stopping: the store closes next
         this.fanoutAgain = false;
         this.lastEnqueued = this.store.shared.enqueued.outbox;
         const n = await this.store.write(async (tx) => {

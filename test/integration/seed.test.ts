@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanup, cli, cliJson, createSite, startSvc, stats, tempDir, type Svc } from '../helpers/svc.js';
 import { query } from '../helpers/db.js';
+import { PG_BASE_URL } from '../helpers/backend.js';
 
 interface SeedOut {
   site_id: string;
@@ -158,7 +159,7 @@ describe('svc seed', () => {
     const firstIds = new Set(query<{ id: string }>(dataDir, 'SELECT id FROM profiles').map((x) => x.id));
     const added = query<{ id: string }>(other, 'SELECT id FROM profiles').filter((x) => !firstIds.has(x.id));
     expect(added).toHaveLength(N + 50);
-  });
+  }, PG_BASE_URL === undefined ? 60_000 : 180_000); // PostgreSQL: three seeds and full-table reads, each a round trip
 
   it('documents its trade-offs in --help', () => {
     const r = cli(['seed', '--help']);

@@ -51,6 +51,25 @@ export function toPgPlaceholders(sql: string): string {
 
 type Queryable = pg.Pool | pg.PoolClient;
 
+/**
+ * Named (server-side prepared) statements: each connection parses and plans a
+ * repository statement once instead of on every call. The repositories use a
+ * fixed set of SQL texts; texts built at run time (compiled segment rules, seed
+ * chunks) beyond the first MAX_NAMED stay unnamed so a connection's statement
+ * cache stays bounded.
+ */
+const MAX_NAMED = 500;
+const names = new Map<string, string>();
+
+function statementName(sql: string): string | undefined {
+  let name = names.get(sql);
+  if (name === undefined && names.size < MAX_NAMED) {
+    name = `svc_${names.size + 1}`;
+    names.set(sql, name);
+  }
+  return name;
+}
+
 /** PostgreSQL executor over the pool (each call on any free connection) or over one transaction's connection. */
 export class PgSql implements Sql {
   readonly dialect = 'pg' as const;
@@ -58,7 +77,11 @@ export class PgSql implements Sql {
   constructor(private readonly q: Queryable) {}
 
   private query<T extends pg.QueryResultRow>(sql: string, params: Params): Promise<pg.QueryResult<T>> {
-    return this.q.query<T>(toPgPlaceholders(sql), params as unknown[]);
+    const name = statementName(sql);
+    const text = toPgPlaceholders(sql);
+    return name === undefined
+      ? this.q.query<T>(text, params as unknown[])
+      : this.q.query<T>({ name, text, values: params as unknown[] });
   }
 
   async get<T>(sql: string, params: Params = []): Promise<T | undefined> {
