@@ -45,6 +45,15 @@ export class LeasesRepo {
     await this.x.run('DELETE FROM lane_leases WHERE lane = ? AND holder = ?', [lane, holder]);
   }
 
+  /** How many leases whose lane starts with `prefix` have not run out (live instances, by their heartbeat lanes). */
+  async countLive(prefix: string): Promise<number> {
+    const like = `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    const now = this.x.dialect === 'pg' ? PG_NOW : '?';
+    const params = this.x.dialect === 'pg' ? [like] : [like, Date.now()];
+    const row = await this.x.get<{ n: number }>(`SELECT count(*) AS n FROM lane_leases WHERE lane LIKE ? ESCAPE '\\' AND locked_until >= ${now}`, params);
+    return Number(row?.n ?? 0);
+  }
+
   /** The current holder of a lane, if its lease has not run out (for status and tests). */
   async holder(lane: string): Promise<string | null> {
     const now = this.x.dialect === 'pg' ? PG_NOW : '?';

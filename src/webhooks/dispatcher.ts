@@ -5,7 +5,7 @@ import type { Repos, WriteOp } from '../store/repos.js';
 import type { DeliveryRow, DestinationRow } from '../store/webhooks.js';
 import { createGuardedDispatcher } from './guard.js';
 import { ATTEMPT_TIMEOUT_MS, sendSigned, type AttemptResult } from './sender.js';
-import { LaneLease } from '../workers/lane-lease.js';
+import { INSTANCE_ID, LaneLease } from '../workers/lane-lease.js';
 import { nextAttemptAt, type RetryPolicy } from './schedule.js';
 import { subscribes, signingKey } from './destinations.js';
 
@@ -39,6 +39,8 @@ interface Lane {
   mayHaveMore: boolean;
   /** Only the instance holding the destination's lease sends its deliveries (ordering and the cap hold across instances). */
   lease: LaneLease;
+  /** Handing the destination to another instance: start nothing new, release the lease once idle. */
+  yielding: boolean;
 }
 
 const FANOUT_BATCH = 1000;
@@ -73,6 +75,10 @@ export class WebhookDispatcher {
   private outcomes: (() => void)[] = [];
   private outcomeTimer: NodeJS.Timeout | null = null;
   readonly counters = { delivered: 0, failedAttempts: 0, fannedOut: 0 };
+  /** This instance's heartbeat (lane `instance:<id>`): other instances count live ones to share destinations out. */
+  private heartbeat: LaneLease | null = null;
+  /** Destinations this instance may hold at once: its fair share among the live instances. */
+  private share = Number.MAX_SAFE_INTEGER;
 
   constructor(
     private readonly store: Store,
@@ -103,6 +109,7 @@ export class WebhookDispatcher {
     const until = Date.now() + graceMs;
     while (this.fanningOut && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
     if (this.totalInFlight() === 0) await Promise.all([...this.lanes.values()].map((l) => l.lease.release()));
+    await this.heartbeat?.release();
     if (!this.opts.httpDispatcher) await this.http.close().catch(() => undefined);
   }
 
@@ -203,12 +210,54 @@ export class WebhookDispatcher {
     }
   }
 
+  private heldLanes(): number {
+    let n = 0;
+    for (const lane of this.lanes.values()) if (lane.lease.held()) n++;
+    return n;
+  }
+
+  /**
+   * Shares destinations out among the instances on one database: each holds at
+   * most ceil(destinations / live instances), and gives up idle ones beyond
+   * that so another instance can take them. One instance (SQLite) holds all.
+   */
+  private async rebalance(destinations: number): Promise<void> {
+    try {
+      this.heartbeat ??= new LaneLease(this.store, `instance:${INSTANCE_ID}`, { ttlMs: this.opts.leaseMs, workMs: 0 });
+      await this.heartbeat.ensure();
+      const live = Math.max(1, await this.store.leases.countLive('instance:'));
+      this.share = Math.max(1, Math.ceil(destinations / live));
+    } catch {
+      return; // the database is busy or away: keep the current share
+    }
+    for (const lane of this.lanes.values()) if (!lane.lease.held()) lane.yielding = false;
+    // Surplus destinations stop taking new work and are released once their exchanges are recorded
+    // (a busy destination would otherwise never be handed over).
+    let surplus = this.heldLanes() - this.share;
+    const held = [...this.lanes.values()].filter((l) => l.lease.held()).sort((a, b) => Number(b.yielding) - Number(a.yielding));
+    for (const lane of held) {
+      if (surplus <= 0) {
+        lane.yielding = false;
+        continue;
+      }
+      surplus--;
+      lane.yielding = true;
+      if (lane.inFlight + lane.recording > 0) continue;
+      for (const q of lane.queue) lane.known.delete(q.id);
+      lane.queue.length = 0;
+      lane.mayHaveMore = true;
+      lane.yielding = false;
+      await lane.lease.release();
+    }
+  }
+
   /** Keeps one lane per enabled destination; re-reads destinations at most once a second unless forced. */
   private async refreshLanes(force = false): Promise<void> {
     const now = Date.now();
     if (!force && now - this.lanesLoadedAt < 1000) return;
     this.lanesLoadedAt = now;
     const dests = await this.store.webhooks.enabledDestinations();
+    await this.rebalance(dests.length);
     const seen = new Set<string>();
     for (const d of dests) {
       seen.add(d.id);
@@ -231,6 +280,7 @@ export class WebhookDispatcher {
           refilling: false,
           mayHaveMore: true,
           lease: new LaneLease(this.store, `webhook:${d.id}`, { ttlMs: this.opts.leaseMs, workMs: ATTEMPT_TIMEOUT_MS }),
+          yielding: false,
         });
       }
     }
@@ -253,10 +303,13 @@ export class WebhookDispatcher {
       this.running &&
       this.lanes.has(lane.dest.id) &&
       lane.dest.enabled === 1 &&
+      !lane.yielding &&
       lane.inFlight < this.opts.concurrency &&
       lane.recording < this.opts.concurrency * 4
     ) {
-      const leased = lane.lease.ensure();
+      // A destination not held yet is taken only while this instance holds less than its share.
+      const mayTake = lane.lease.held() || this.heldLanes() < this.share;
+      const leased = mayTake ? lane.lease.ensure() : false;
       if (leased !== true && !(await leased)) {
         // Another instance drains this destination: what was buffered here is theirs to send.
         for (const q of lane.queue) lane.known.delete(q.id);

@@ -41,6 +41,11 @@ export class LaneLease {
     return this.until - now;
   }
 
+  /** This instance holds the lease (it may be too close to its end to start work). */
+  held(now = Date.now()): boolean {
+    return this.until > now;
+  }
+
   /** Work may start now: it will end before the lease could pass to another instance. */
   usable(now = Date.now()): boolean {
     return this.until - now >= this.timing.workMs + SLACK_MS;

@@ -86,6 +86,34 @@ describe.skipIf(PG_BASE_URL === undefined)('two instances on one PostgreSQL data
     expect(live).toBe(15);
   });
 
+  it('shares destinations out between the instances, each delivering every event once', async () => {
+    const paths = ['/d0', '/d1', '/d2', '/d3'];
+    for (const p of paths) {
+      const r = cli(['webhooks', 'add', '--site', site, '--url', `${rx.url}${p}`, '--events', 'add_to_cart', '--data', dataDir, '--allow-private-destinations']);
+      expect(r.code, r.stderr).toBe(0);
+    }
+    for (let i = 0; i < 100; i++) {
+      const via = i % 2 === 0 ? a : b!;
+      expect((await post(`${via.url}/api/events`, { site_id: site, session_id: `cart-${i % 10}`, type: 'add_to_cart', sku: `sku-${i}` })).status).toBe(201);
+    }
+    const deadline = Date.now() + 30_000;
+    const got = () => rx.received.filter((r) => paths.includes(r.path));
+    while (got().length < 400 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    for (const p of paths) {
+      const ids = got().filter((r) => r.path === p).map((r) => String(r.headers['x-svc-delivery']));
+      expect(new Set(ids).size).toBe(100);
+    }
+    // Five destinations, two live instances: each holds at most three, so both are sending.
+    let holders = 0;
+    while (Date.now() < deadline) {
+      holders = query<{ n: number }>(dataDir, "SELECT count(DISTINCT holder) AS n FROM lane_leases WHERE lane LIKE 'webhook:%'")[0]!.n;
+      if (holders === 2) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(holders).toBe(2);
+    expect(overlapping).toBe(0);
+  });
+
   it('delivers every event once per delivery id while the draining instance is killed', async () => {
     const before = rx.received.length;
     const N = 600;
