@@ -18,7 +18,7 @@ export const PG_TYPES: pg.CustomTypesConfig = {
 const converted = new Map<string, string>();
 
 /**
- * `?` placeholders to `$1, $2, …`, outside quoted strings and identifiers.
+ * `?` parameter marks to `$1, $2, …`, outside quoted strings and identifiers.
  * Repositories write `?` for both dialects; PostgreSQL SQL in svc never uses
  * the jsonb `?` operator (it uses jsonb_exists or `->` instead).
  */
