@@ -17,7 +17,8 @@ import { fork } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { realpathSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
-import { Pool } from 'undici';
+import type { Pool } from 'undici';
+import { originPools } from './origin-pools.js';
 import { Histogram, type HistogramSummary } from './histogram.js';
 import { buildEventBodies } from './event.js';
 import type { ChildRegistry } from './child.js';
@@ -84,22 +85,7 @@ async function raceTimer<T, U>(ms: number, value: T, other: Promise<U>): Promise
 /** Runs the load in this process. */
 export async function runLoad(opts: LoadOptions, onPhase: (phase: 'measure' | 'drain') => void = () => {}): Promise<LoadResult> {
   const { bodies, bytes } = buildEventBodies(opts.siteId, opts.sessions);
-  if (opts.origins.length === 0) throw new Error('no origin to send the load to');
-  // Connection i goes to origin i mod n; each origin gets a Pool with exactly its share of connections.
-  const share = (k: number) => Math.floor(opts.connections / opts.origins.length) + (k < opts.connections % opts.origins.length ? 1 : 0);
-  const pools = opts.origins.map((origin, k) =>
-    share(k) === 0
-      ? null
-      : new Pool(origin, {
-          connections: share(k),
-          pipelining: 1,
-          keepAliveTimeout: 60_000,
-          keepAliveMaxTimeout: 60_000,
-          headersTimeout: 30_000,
-          bodyTimeout: 30_000,
-          connectTimeout: 10_000,
-        }),
-  );
+  const { pools, share } = originPools(opts.origins, opts.connections);
   const perOrigin = opts.origins.map((origin, k) => ({ origin, connections: share(k), measuredRequests: 0 }));
   const headers = {
     'content-type': 'application/json',

@@ -18,7 +18,8 @@
  * Both are bounded in time (warm-up + window + bounded drain) and in requests.
  */
 import { performance } from 'node:perf_hooks';
-import { Agent, Pool, request, type Dispatcher } from 'undici';
+import { Agent, request, type Dispatcher, type Pool } from 'undici';
+import { originPools } from './origin-pools.js';
 import { Histogram, type HistogramSummary } from './histogram.js';
 import { isEntryPoint, serveRequests } from './ipc.js';
 import { deliveryLikeBody, pageviewBody } from './webhook-event.js';
@@ -127,23 +128,9 @@ export async function runJob(job: PostJob | IngestJob): Promise<JobResult> {
       });
     };
   } else {
-    if (job.origins.length === 0) throw new Error('no origin to send the load to');
     const n = job.origins.length;
-    // Worker (connection) i goes to origin i mod n; each origin's Pool has exactly its share of connections.
-    const share = (k: number) => Math.floor(job.connections / n) + (k < job.connections % n ? 1 : 0);
-    const pools = job.origins.map((origin, k) =>
-      share(k) === 0
-        ? null
-        : new Pool(origin, {
-            connections: share(k),
-            pipelining: 1,
-            keepAliveTimeout: 60_000,
-            keepAliveMaxTimeout: 60_000,
-            headersTimeout: 30_000,
-            bodyTimeout: 30_000,
-            connectTimeout: 10_000,
-          }),
-    );
+    // Worker (connection) i goes to origin i mod n.
+    const { pools } = originPools(job.origins, job.connections);
     dispatchers = pools.filter((p): p is Pool => p !== null);
     const headers = { 'content-type': 'application/json', 'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) svc-bench/1.0' };
     send = (seq, worker) => {
