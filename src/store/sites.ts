@@ -7,6 +7,10 @@ export interface SiteRow {
   name: string;
   domain: string | null;
   currency: string;
+  /** IANA time zone of the site (quiet hours, callback dates, ISO weeks). */
+  timezone: string;
+  /** Share of visitors (0..1) held out of personalization: they always see zone defaults. */
+  holdout_share: number;
   created_at: number;
 }
 
@@ -47,16 +51,16 @@ export class SitesRepo {
   }
 
   /** Changes a site's settings; returns the updated site, or undefined when there is none. */
-  async update(id: string, patch: { domain?: string | null; currency?: string }): Promise<SiteRow | undefined> {
+  async update(
+    id: string,
+    patch: { domain?: string | null | undefined; currency?: string | undefined; timezone?: string | undefined; holdout_share?: number | undefined },
+  ): Promise<SiteRow | undefined> {
     const sets: string[] = [];
     const params: unknown[] = [];
-    if (patch.domain !== undefined) {
-      sets.push('domain = ?');
-      params.push(patch.domain);
-    }
-    if (patch.currency !== undefined) {
-      sets.push('currency = ?');
-      params.push(patch.currency);
+    for (const key of ['domain', 'currency', 'timezone', 'holdout_share'] as const) {
+      if (patch[key] === undefined) continue;
+      sets.push(`${key} = ?`);
+      params.push(patch[key]);
     }
     this.cache.delete(id);
     if (sets.length > 0) await this.x.run(`UPDATE sites SET ${sets.join(', ')} WHERE id = ?`, [...params, id]);
@@ -99,6 +103,8 @@ export class SitesRepo {
       name: input.name,
       domain: input.domain ?? null,
       currency: input.currency ?? 'USD',
+      timezone: 'UTC',
+      holdout_share: 0,
       created_at: Date.now(),
     };
     await this.x.run('INSERT INTO sites (id, account_id, name, domain, currency, created_at) VALUES (?, ?, ?, ?, ?, ?)', [

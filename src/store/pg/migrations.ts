@@ -333,4 +333,162 @@ CREATE TABLE rate_buckets (
 );
 `,
   },
+  {
+    version: 2,
+    name: 'web experience core: pages, zones, content, variants, placements, experiments, overrides, exposures; site time zone and holdout',
+    sql: `
+-- Site settings the product areas read: the IANA time zone (quiet hours, callbacks, ISO weeks) and the
+-- holdout share (0..1) of visitors who always see zone defaults, for measuring lift.
+ALTER TABLE sites ADD COLUMN timezone TEXT NOT NULL DEFAULT 'UTC';
+ALTER TABLE sites ADD COLUMN holdout_share DOUBLE PRECISION NOT NULL DEFAULT 0;
+-- A page: a URL pattern of a site. match_type exact (whole URL path + query as given), prefix (path starts
+-- with pattern), glob (* = any run of characters but '/', ** = any run including '/').
+CREATE TABLE pages (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  match_type TEXT NOT NULL CHECK (match_type IN ('exact','prefix','glob')),
+  pattern TEXT NOT NULL,
+  source TEXT NOT NULL DEFAULT 'manual' CHECK (source IN ('manual','crawl')),
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  UNIQUE (site_id, match_type, pattern)
+);
+-- Reusable content: sanitized HTML or JSON.
+CREATE TABLE content_blocks (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('html','json')),
+  body TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+CREATE INDEX content_blocks_site ON content_blocks (site_id, name);
+-- A zone: a named region (CSS selector) of a page, with the content it shows by default.
+CREATE TABLE zones (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  page_id TEXT NOT NULL REFERENCES pages(id),
+  name TEXT NOT NULL,
+  selector TEXT NOT NULL,
+  default_content_id TEXT REFERENCES content_blocks(id),
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  UNIQUE (page_id, name)
+);
+CREATE INDEX zones_site ON zones (site_id);
+-- A variant: the content a zone shows to a segment (segment_id NULL: anyone), with its lifecycle.
+CREATE TABLE variants (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  zone_id TEXT NOT NULL REFERENCES zones(id),
+  content_id TEXT NOT NULL REFERENCES content_blocks(id),
+  segment_id TEXT,
+  name TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('draft','approved','published','disabled','archived')),
+  created_by TEXT NOT NULL,
+  approved_by TEXT,
+  approved_at BIGINT,
+  published_by TEXT,
+  published_at BIGINT,
+  disabled_at BIGINT,
+  disabled_reason TEXT,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+CREATE INDEX variants_zone ON variants (zone_id, status);
+CREATE INDEX variants_site ON variants (site_id, status);
+-- A placement wires a published variant to a zone for a segment (NULL: everyone) with a priority
+-- (higher wins).
+CREATE TABLE placements (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  zone_id TEXT NOT NULL REFERENCES zones(id),
+  variant_id TEXT NOT NULL REFERENCES variants(id),
+  segment_id TEXT,
+  priority INTEGER NOT NULL DEFAULT 0,
+  enabled INTEGER NOT NULL DEFAULT 1,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+CREATE INDEX placements_zone ON placements (zone_id, priority);
+CREATE INDEX placements_site ON placements (site_id);
+-- A layout test on a zone (or on a page: every zone of it). Arms in experiment_arms.
+CREATE TABLE experiments (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  page_id TEXT REFERENCES pages(id),
+  zone_id TEXT REFERENCES zones(id),
+  status TEXT NOT NULL CHECK (status IN ('draft','running','paused','ended','shipped')),
+  seed TEXT NOT NULL,
+  primary_metric TEXT NOT NULL CHECK (primary_metric IN ('conversion','revenue_per_visitor','custom_event')),
+  metric_event TEXT,
+  guardrail_metrics TEXT NOT NULL DEFAULT '[]',
+  stop_early INTEGER NOT NULL DEFAULT 0,
+  scheduled_end_at BIGINT,
+  started_at BIGINT,
+  paused_at BIGINT,
+  ended_at BIGINT,
+  end_reason TEXT,
+  winning_arm_id TEXT,
+  shipped_arm_id TEXT,
+  shipped_at BIGINT,
+  created_by TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+CREATE INDEX experiments_site ON experiments (site_id, status);
+-- An arm: the control (variant_id NULL: the zone's default content) or a variant, with its weight.
+CREATE TABLE experiment_arms (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  experiment_id TEXT NOT NULL REFERENCES experiments(id),
+  label TEXT NOT NULL,
+  is_control INTEGER NOT NULL DEFAULT 0,
+  variant_id TEXT REFERENCES variants(id),
+  weight DOUBLE PRECISION NOT NULL,
+  position INTEGER NOT NULL
+);
+CREATE INDEX experiment_arms_experiment ON experiment_arms (experiment_id, position);
+-- Site overrides: personalization_off (page_id), pin_zone (zone_id + variant_id, for everyone),
+-- force_arm (experiment_id + arm_id + visitor_id, for QA). Lifted overrides stay as history.
+CREATE TABLE overrides (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('personalization_off','pin_zone','force_arm')),
+  page_id TEXT,
+  zone_id TEXT,
+  variant_id TEXT,
+  experiment_id TEXT,
+  arm_id TEXT,
+  visitor_id TEXT,
+  note TEXT,
+  set_by TEXT NOT NULL,
+  set_at BIGINT NOT NULL,
+  lifted_by TEXT,
+  lifted_at BIGINT
+);
+CREATE INDEX overrides_site ON overrides (site_id, lifted_at);
+-- What a decision showed: one row per visitor, zone and decision (variant NULL: the zone default;
+-- holdout 1: the visitor is in the site's holdout and saw defaults).
+CREATE TABLE exposures (
+  id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  visitor_id TEXT NOT NULL,
+  profile_id TEXT,
+  zone_id TEXT NOT NULL,
+  variant_id TEXT,
+  experiment_id TEXT,
+  arm_id TEXT,
+  holdout INTEGER NOT NULL DEFAULT 0,
+  url TEXT NOT NULL,
+  created_at BIGINT NOT NULL
+);
+CREATE INDEX exposures_experiment ON exposures (experiment_id, arm_id, visitor_id);
+CREATE INDEX exposures_site ON exposures (site_id, created_at);
+CREATE INDEX exposures_visitor ON exposures (site_id, visitor_id, created_at);
+`,
+  },
 ];
