@@ -66,14 +66,36 @@ const RETRYABLE = new Set([
 ]);
 const MAX_ATTEMPTS = 4;
 
+interface QueuedOp {
+  fn: WriteOp<unknown>;
+  resolve: (v: unknown) => void;
+  reject: (e: unknown) => void;
+}
+
+/** The most operations one group transaction carries. */
+const MAX_GROUP = 256;
+
 /**
- * Write operations on PostgreSQL: each runs in its own transaction on a pooled
- * connection (PostgreSQL groups the WAL flushes of concurrent commits itself).
- * An operation that loses a race (unique violation, deadlock, serialization
- * failure) is run again from the start, so it sees the winner's rows.
+ * Write operations on PostgreSQL, with group commit. Operations queue; up to
+ * `lanes` group transactions run at once, each on one pooled connection, and
+ * each takes every operation queued when it starts (up to MAX_GROUP), running
+ * them one after another inside a single `BEGIN … COMMIT`. Under light load a
+ * group is one operation (no added latency); under load the groups grow, so the
+ * transaction boundaries, WAL flushes and worker wake-ups are paid per group,
+ * not per request. Every promise settles only after the commit that holds its
+ * writes: an acknowledgement means durably stored (`synchronous_commit` on).
+ *
+ * Optimistic, like SQLite's writer: a group runs without savepoints. When an
+ * operation fails (bad input found late, a lost race with another instance:
+ * unique violation, deadlock, serialization failure, WriteConflict), the group
+ * is rolled back and each of its operations is run again alone, in its own
+ * transaction, where a lost race is retried from the start (it then sees the
+ * winner's rows) and a real error reaches only its own caller.
  */
 class PgWriteRunner implements WriteRunner {
-  readonly counters = { batches: 0, ops: 0, stalled: 0 };
+  readonly counters = { batches: 0, ops: 0, stalled: 0, regrouped: 0 };
+  private readonly queue: QueuedOp[] = [];
+  private activeLanes = 0;
   private inFlight = 0;
   private closed = false;
   private readonly listeners: (() => void)[] = [];
@@ -82,6 +104,7 @@ class PgWriteRunner implements WriteRunner {
   constructor(
     private readonly pool: pg.Pool,
     private readonly shared: RepoShared,
+    private readonly lanes: number,
   ) {}
 
   get pending(): number {
@@ -97,44 +120,139 @@ class PgWriteRunner implements WriteRunner {
     for (const fn of this.listeners) fn();
   }
 
-  async run<T>(fn: WriteOp<T>): Promise<T> {
-    if (this.closed) throw new Error('store is closed');
+  run<T>(fn: WriteOp<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new Error('store is closed'));
     this.inFlight++;
-    try {
-      for (let attempt = 1; ; attempt++) {
-        const client = await this.pool.connect();
-        // A connection that breaks between two statements reports on the client, not on a query:
-        // without a listener that would be an unhandled 'error' event. The next statement fails anyway.
-        let broken: Error | undefined;
-        const onError = (err: Error) => (broken = err);
-        client.on('error', onError);
-        const release = () => {
-          client.off('error', onError);
-          client.release(broken);
-        };
-        const before = this.shared.enqueued.outbox + this.shared.enqueued.adJobs;
-        let value: T;
-        try {
-          await client.query('BEGIN');
-          value = await fn(new Repos(new PgSql(client), this.shared));
-          await client.query('COMMIT');
-        } catch (err) {
-          if (broken === undefined) await client.query('ROLLBACK').catch(() => undefined);
-          release();
-          const code = (err as { code?: unknown }).code;
-          if (attempt < MAX_ATTEMPTS && typeof code === 'string' && RETRYABLE.has(code)) continue;
-          throw err;
-        }
-        release();
-        this.counters.batches++;
-        this.counters.ops++;
-        for (const l of this.listeners) l();
-        if (this.shared.enqueued.outbox + this.shared.enqueued.adJobs !== before) this.notifyOthers();
-        return value;
-      }
-    } finally {
-      this.inFlight--;
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({
+        fn,
+        resolve: (v) => {
+          this.inFlight--;
+          resolve(v as T);
+        },
+        reject: (e) => {
+          this.inFlight--;
+          reject(e);
+        },
+      });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.activeLanes < this.lanes && this.queue.length > 0) {
+      const group = this.queue.splice(0, MAX_GROUP);
+      this.activeLanes++;
+      void this.runGroup(group).finally(() => {
+        this.activeLanes--;
+        this.pump();
+      });
     }
+  }
+
+  /** A pooled connection for one transaction, with an 'error' listener (a connection that breaks between statements reports there). */
+  private async connect(): Promise<{ client: pg.PoolClient; release: () => void; broken: () => boolean }> {
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    const onError = (err: Error) => (broken = err);
+    client.on('error', onError);
+    return {
+      client,
+      broken: () => broken !== undefined,
+      release: () => {
+        client.off('error', onError);
+        client.release(broken);
+      },
+    };
+  }
+
+  private async runGroup(group: QueuedOp[]): Promise<void> {
+    if (group.length === 1) {
+      const op = group[0]!;
+      await this.runAlone(op.fn).then(op.resolve, op.reject);
+      return;
+    }
+    let conn: Awaited<ReturnType<PgWriteRunner['connect']>>;
+    try {
+      conn = await this.connect();
+    } catch (err) {
+      for (const op of group) op.reject(err);
+      return;
+    }
+    const before = this.enqueuedCount();
+    const values: unknown[] = new Array(group.length);
+    let failed = false;
+    try {
+      await conn.client.query('BEGIN');
+      const tx = new Repos(new PgSql(conn.client), this.shared);
+      for (let i = 0; i < group.length; i++) {
+        try {
+          values[i] = await group[i]!.fn(tx);
+        } catch {
+          failed = true;
+          break;
+        }
+      }
+      if (failed) {
+        if (!conn.broken()) await conn.client.query('ROLLBACK');
+      } else {
+        await conn.client.query('COMMIT');
+      }
+    } catch (err) {
+      if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
+      conn.release();
+      // BEGIN or COMMIT itself failed. A lost race at commit (serialization) is worth re-running
+      // alone; a connection that died at COMMIT leaves the outcome unknown, so the callers hear it.
+      if (isRetryable(err)) await this.regroup(group);
+      else for (const op of group) op.reject(err);
+      return;
+    }
+    conn.release();
+    if (failed) {
+      await this.regroup(group);
+      return;
+    }
+    this.committed(group.length, before);
+    for (let i = 0; i < group.length; i++) group[i]!.resolve(values[i]);
+  }
+
+  /** Re-runs every operation of a failed group alone (each settles with its own outcome). */
+  private async regroup(group: QueuedOp[]): Promise<void> {
+    this.counters.regrouped++;
+    await Promise.all(group.map((op) => this.runAlone(op.fn).then(op.resolve, op.reject)));
+  }
+
+  /** One operation in its own transaction, run again from the start after a lost race. */
+  private async runAlone<T>(fn: WriteOp<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const conn = await this.connect();
+      const before = this.enqueuedCount();
+      let value: T;
+      try {
+        await conn.client.query('BEGIN');
+        value = await fn(new Repos(new PgSql(conn.client), this.shared));
+        await conn.client.query('COMMIT');
+      } catch (err) {
+        if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
+        conn.release();
+        if (attempt < MAX_ATTEMPTS && isRetryable(err)) continue;
+        throw err;
+      }
+      conn.release();
+      this.committed(1, before);
+      return value;
+    }
+  }
+
+  private enqueuedCount(): number {
+    return this.shared.enqueued.outbox + this.shared.enqueued.adJobs;
+  }
+
+  private committed(ops: number, enqueuedBefore: number): void {
+    this.counters.batches++;
+    this.counters.ops += ops;
+    for (const l of this.listeners) l();
+    if (this.enqueuedCount() !== enqueuedBefore) this.notifyOthers();
   }
 
   /** One NOTIFY per few milliseconds at most, outside the data transactions (a NOTIFY in each would serialize commits). */
@@ -151,6 +269,20 @@ class PgWriteRunner implements WriteRunner {
     this.closed = true;
     while (this.inFlight > 0) await new Promise((r) => setTimeout(r, 2));
   }
+}
+
+function isRetryable(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && RETRYABLE.has(code);
+}
+
+/**
+ * Group transactions in flight at once: enough to keep the database busy while
+ * one group waits for its commit, leaving pool connections for reads (the API,
+ * the workers).
+ */
+export function writeLanes(poolSize: number): number {
+  return Math.max(1, Math.min(4, poolSize - 2));
 }
 
 /** Applies the PostgreSQL migrations not yet applied, under an advisory lock; returns the versions it ran. */
@@ -289,7 +421,7 @@ export async function openPgStore(
   mkdirSync(s.dataDir, { recursive: true });
   let listener: PgListener | null = null;
   const shared = newRepoShared();
-  const writer = new PgWriteRunner(pool, shared);
+  const writer = new PgWriteRunner(pool, shared, writeLanes(s.poolSize ?? 10));
   const store = new Store(new PgSql(pool), shared, writer, s.dataDir, null, async () => {
     await listener?.stop();
     await pool.end().catch(() => undefined);
