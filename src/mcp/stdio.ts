@@ -184,7 +184,7 @@ export async function runStdio(target: StdioLocal | StdioProxy, logger: Logger):
       return server;
     };
     finish = async () => undefined;
-    logger.info({ site: grant.siteId, scope: grant.scope, token: grant.tokenId }, 'svc plugin run: serving local tools over stdio');
+    logger.info({ site: grant.siteId, scope: grant.scope, token_id: grant.tokenId }, 'svc plugin run: serving local tools over stdio');
   } else {
     const { Client, StreamableHTTPClientTransport } = await import('@modelcontextprotocol/client');
     const endpoint = mcpEndpoint(target.url);

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -226,5 +226,36 @@ describe('svc plugin run --url (proxy to a running svc serve)', () => {
     expect(r.code).not.toBe(0);
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(/could not open an MCP session/);
+  });
+});
+
+describe('svc plugin validate and svc mcp config', () => {
+  it('validate exits 1 with one clear line per problem', () => {
+    const root = tempDir('svc-plugin-root-');
+    try {
+      for (const p of ['package.json', 'skills', 'plugin', '.claude-plugin']) cpSync(path.join(ROOT, p), path.join(root, p), { recursive: true });
+      const mf = path.join(root, 'plugin/.claude-plugin/plugin.json');
+      writeFileSync(mf, JSON.stringify({ ...JSON.parse(readFileSync(mf, 'utf8')), name: 'other' }));
+      const r = cli(['plugin', 'validate', '--root', root]);
+      expect(r.code).toBe(1);
+      expect(r.stdout.split('\n')).toContain('error: plugin/.claude-plugin/plugin.json: name must be "svc-seller-skills" (the skills\' allowed-tools use it)');
+      const j = cli(['plugin', 'validate', '--root', root, '--json']);
+      expect(j.code).toBe(1);
+      expect(JSON.parse(j.stdout)).toMatchObject({ ok: false, skills: [...SELLER_SKILLS] });
+    } finally {
+      cleanup(root);
+    }
+  });
+
+  it('mcp config prints a ready entry', () => {
+    const r = cli(['mcp', 'config', '--client', 'claude-code', '--url', 'https://svc.example.com/', '--token', 'mcpt_t']);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ mcpServers: { svc: { type: 'http', url: 'https://svc.example.com/api/mcp', headers: { Authorization: 'Bearer mcpt_t' } } } });
+    const d = cli(['mcp', 'config', '--client', 'claude-desktop', '--stdio', '--token', 'mcpt_t', '--data', dataDir]);
+    const version = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version;
+    expect(JSON.parse(d.stdout).mcpServers.svc).toEqual({ command: 'npx', args: ['-y', `svc@${version}`, 'plugin', 'run', '--data', path.resolve(dataDir)], env: { SVC_MCP_TOKEN: 'mcpt_t' } });
+    const bad = cli(['mcp', 'config', '--client', 'vscode']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/not one of claude-desktop, claude-code, cursor/);
   });
 });
