@@ -26,7 +26,7 @@ function childEnv(extra: Record<string, string> = {}): Record<string, string> {
   return { ...env, SVC_LOG_LEVEL: 'warn', ...backendEnv(dataDir), ...extra };
 }
 
-async function stdioClient(args: string[], token: string): Promise<{ client: Client; stderr: () => string }> {
+async function stdioClient(args: string[], token: string, mode: 'legacy' | 'auto' = 'legacy'): Promise<{ client: Client; stderr: () => string }> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [BIN, 'plugin', 'run', ...args],
@@ -36,7 +36,7 @@ async function stdioClient(args: string[], token: string): Promise<{ client: Cli
   });
   let err = '';
   transport.stderr!.on('data', (c: Buffer) => (err += c.toString()));
-  const client = new Client({ name: 'svc-plugin-test', version: '1.0.0' }, { versionNegotiation: { mode: 'legacy' } });
+  const client = new Client({ name: 'svc-plugin-test', version: '1.0.0' }, { versionNegotiation: { mode } });
   await client.connect(transport);
   clients.push(client);
   return { client, stderr: () => err };
@@ -219,6 +219,16 @@ describe('svc plugin run --url (proxy to a running svc serve)', () => {
     expect(refused.structuredContent.error.code).toBe('insufficient_scope');
     const { prompts } = await client.listPrompts();
     expect(prompts.map((p) => p.name)).toEqual([...SELLER_SKILLS]);
+  });
+
+  it('serves a client of the 2026-07-28 revision too, locally and as a proxy', async () => {
+    for (const args of [['--data', dataDir], ['--url', svc.url]]) {
+      const { client } = await stdioClient(args, tok.readRO, 'auto');
+      expect(client.getNegotiatedProtocolVersion(), args[0]).toBe('2026-07-28');
+      const me = (await client.callTool({ name: 'whoami', arguments: {} })) as any;
+      expect(me.structuredContent, args[0]).toMatchObject({ site_id: site, scope: 'read' });
+      expect((await client.listPrompts()).prompts.map((p) => p.name), args[0]).toEqual([...SELLER_SKILLS]);
+    }
   });
 
   it('refuses to start when the remote server refuses the token', () => {
