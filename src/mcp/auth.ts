@@ -30,6 +30,14 @@ function presented(req: Request): string | null {
 export async function authenticateToken(store: Store, req: Request, now = Date.now()): Promise<Grant> {
   const token = presented(req);
   if (token === null) throw unauthorized(`missing token: send Authorization: Bearer ${MCP_TOKEN_PREFIX}... or ?api_key=`, false);
+  return grantForToken(store, token, now);
+}
+
+/**
+ * The grant of a plaintext token, checked as every MCP request checks it
+ * (also by `svc plugin run`, which has the token from its flag or environment).
+ */
+export async function grantForToken(store: Store, token: string, now = Date.now()): Promise<Grant> {
   if (!token.startsWith(MCP_TOKEN_PREFIX)) throw unauthorized(`a token starts with ${MCP_TOKEN_PREFIX}`, true);
   const hash = credentialHash(token);
   const row = await store.tokens.byHash(hash);
