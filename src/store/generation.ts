@@ -176,12 +176,18 @@ export class GenerationRepo {
     return this.x.all<GenZoneRow>('SELECT id, name, selector FROM zones WHERE site_id = ? AND page_id = ? ORDER BY name, id', [siteId, pageId]);
   }
 
-  /** The site's content blocks (the generator's material), by name then id; at most `limit`. */
+  /** The site's content blocks that generation did not write (the generator's material), by name then id; at most `limit`. */
   blocks(siteId: string, limit: number): Promise<GenBlockRow[]> {
-    return this.x.all<GenBlockRow>('SELECT id, name, kind, body FROM content_blocks WHERE site_id = ? ORDER BY name, id LIMIT ?', [siteId, limit]);
+    return this.x.all<GenBlockRow>(
+      `SELECT id, name, kind, body FROM content_blocks c WHERE site_id = ?
+         AND NOT EXISTS (SELECT 1 FROM generated_blocks g WHERE g.content_id = c.id)
+       ORDER BY name, id LIMIT ?`,
+      [siteId, limit],
+    );
   }
 
-  async insertBlock(b: { siteId: string; name: string; body: string; now: number }): Promise<string> {
+  /** A content block holding a generated section (remembered as generated). */
+  async insertBlock(b: { siteId: string; generationId: string; name: string; body: string; now: number }): Promise<string> {
     const id = newId('cnt');
     await this.x.run("INSERT INTO content_blocks (id, site_id, name, kind, body, created_at, updated_at) VALUES (?, ?, ?, 'html', ?, ?, ?)", [
       id,
@@ -191,6 +197,7 @@ export class GenerationRepo {
       b.now,
       b.now,
     ]);
+    await this.x.run('INSERT INTO generated_blocks (content_id, site_id, generation_id) VALUES (?, ?, ?)', [id, b.siteId, b.generationId]);
     return id;
   }
 

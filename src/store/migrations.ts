@@ -628,6 +628,13 @@ CREATE TABLE page_revisions (
   UNIQUE (page_id, segment_key, number)
 );
 CREATE INDEX page_revisions_site ON page_revisions (site_id, page_id);
+-- Content blocks written by generation: not material for later generations (a generator would feed on its own output).
+CREATE TABLE generated_blocks (
+  content_id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  generation_id TEXT NOT NULL
+);
+CREATE INDEX generated_blocks_site ON generated_blocks (site_id);
 -- Sitemap crawls and the URL state they keep per site (the newest crawl that listed a URL owns its row).
 CREATE TABLE crawls (
   id TEXT PRIMARY KEY,

@@ -93,7 +93,8 @@ describe('page generation through MCP', () => {
       page_id: 'page_pricing',
       segment_id: segmentId,
       seed: 'a',
-      template: { sections: { hero: '<h1 onclick="steal()">{{headline}}</h1>\n<script>alert(1)</script>{{content.Gold offer}}' }, headline: 'Gold, for you' },
+      // Only the hero template changes (a headline would change every zone's default section).
+      template: { sections: { hero: '<h1 onclick="steal()">Gold, for you</h1>\n<script>alert(1)</script>{{content.Gold offer}}' } },
     });
     const s = await finished(job.generation_id);
     expect(s).toMatchObject({ state: 'finished', sections_generated: 1, sections_unchanged: 1 });

@@ -9,7 +9,7 @@ import { MAX_HTML_CHARS, sanitizeContentHtml } from '../content/sanitize.js';
 import { builtinGenerator, GENERATORS, type GenerationInput, type GeneratedSection } from './generator.js';
 import { DEFAULT_SECTION, placeholdersOf, templateSchema, traitsOfRule, type Template } from './template.js';
 
-/** Content blocks a generator sees at most (by name). */
+/** Content blocks a generator sees at most (by name; blocks generation wrote are never material). */
 export const MAX_BLOCKS = 500;
 
 /** A section as a revision stores it: the zone, its HTML, and the content block and variant holding it. */
@@ -162,7 +162,7 @@ export async function land(
     }
     generated++;
     const label = `${r.pageName} / ${s.zone_name} r${number} (${r.audience})`;
-    const contentId = await tx.generation.insertBlock({ siteId: job.site_id, name: `Generated: ${label}`.slice(0, 200), body: s.body, now: r.now });
+    const contentId = await tx.generation.insertBlock({ siteId: job.site_id, generationId: job.id, name: `Generated: ${label}`.slice(0, 200), body: s.body, now: r.now });
     const variantId = await tx.generation.insertDraftVariant({
       siteId: job.site_id,
       zoneId: s.zone_id,
