@@ -47,7 +47,7 @@ export interface CrawlUrlRow {
   state: UrlState;
   lastmod: string | null;
   content_hash: string | null;
-  fetch: FetchOutcome;
+  fetch_outcome: FetchOutcome;
   http_status: number | null;
   fetch_error: string | null;
   first_crawl_id: string;
@@ -179,12 +179,12 @@ export class CrawlRepo {
 
   async upsertUrl(r: Omit<CrawlUrlRow, 'gone_at'>): Promise<void> {
     await this.x.run(
-      `INSERT INTO crawl_urls (site_id, url, page_id, state, lastmod, content_hash, fetch, http_status, fetch_error, first_crawl_id, last_crawl_id, first_seen_at, last_seen_at, gone_at)
+      `INSERT INTO crawl_urls (site_id, url, page_id, state, lastmod, content_hash, fetch_outcome, http_status, fetch_error, first_crawl_id, last_crawl_id, first_seen_at, last_seen_at, gone_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)
        ON CONFLICT (site_id, url) DO UPDATE SET page_id = excluded.page_id, state = excluded.state, lastmod = excluded.lastmod,
-         content_hash = excluded.content_hash, fetch = excluded.fetch, http_status = excluded.http_status, fetch_error = excluded.fetch_error,
+         content_hash = excluded.content_hash, fetch_outcome = excluded.fetch_outcome, http_status = excluded.http_status, fetch_error = excluded.fetch_error,
          last_crawl_id = excluded.last_crawl_id, last_seen_at = excluded.last_seen_at, gone_at = NULL`,
-      [r.site_id, r.url, r.page_id, r.state, r.lastmod, r.content_hash, r.fetch, r.http_status, r.fetch_error, r.first_crawl_id, r.last_crawl_id, r.first_seen_at, r.last_seen_at],
+      [r.site_id, r.url, r.page_id, r.state, r.lastmod, r.content_hash, r.fetch_outcome, r.http_status, r.fetch_error, r.first_crawl_id, r.last_crawl_id, r.first_seen_at, r.last_seen_at],
     );
   }
 
@@ -199,8 +199,8 @@ export class CrawlRepo {
 
   /** Counts of the URLs this crawl owns, by state and fetch outcome. */
   async counts(siteId: string, crawlId: string): Promise<CrawlCounts> {
-    const rows = await this.x.all<{ state: UrlState; fetch: FetchOutcome; n: number }>(
-      'SELECT state, fetch, count(*) AS n FROM crawl_urls WHERE site_id = ? AND last_crawl_id = ? GROUP BY state, fetch',
+    const rows = await this.x.all<{ state: UrlState; fetch_outcome: FetchOutcome; n: number }>(
+      'SELECT state, fetch_outcome, count(*) AS n FROM crawl_urls WHERE site_id = ? AND last_crawl_id = ? GROUP BY state, fetch_outcome',
       [siteId, crawlId],
     );
     const c: CrawlCounts = { urls_found: 0, urls_crawled: 0, urls_failed: 0, urls_disallowed: 0, urls_new: 0, urls_changed: 0, urls_unchanged: 0, urls_removed: 0 };
@@ -214,9 +214,9 @@ export class CrawlRepo {
       if (r.state === 'new') c.urls_new += n;
       else if (r.state === 'changed') c.urls_changed += n;
       else c.urls_unchanged += n;
-      if (r.fetch === 'ok') c.urls_crawled += n;
-      else if (r.fetch === 'failed') c.urls_failed += n;
-      else if (r.fetch === 'disallowed') c.urls_disallowed += n;
+      if (r.fetch_outcome === 'ok') c.urls_crawled += n;
+      else if (r.fetch_outcome === 'failed') c.urls_failed += n;
+      else if (r.fetch_outcome === 'disallowed') c.urls_disallowed += n;
     }
     return c;
   }

@@ -677,7 +677,7 @@ CREATE TABLE crawl_urls (
   state TEXT NOT NULL CHECK (state IN ('new','changed','unchanged','gone')),
   lastmod TEXT,
   content_hash TEXT,
-  fetch TEXT NOT NULL CHECK (fetch IN ('ok','failed','disallowed','skipped')),
+  fetch_outcome TEXT NOT NULL CHECK (fetch_outcome IN ('ok','failed','disallowed','skipped')),
   http_status INTEGER,
   fetch_error TEXT,
   first_crawl_id TEXT NOT NULL,

@@ -110,7 +110,7 @@ async function writeUrls(store: Store, crawl: CrawlRow, urls: readonly CrawledUr
           state,
           lastmod: u.lastmod,
           content_hash: hash,
-          fetch: u.fetch,
+          fetch_outcome: u.fetch,
           http_status: u.http_status,
           fetch_error: u.fetch_error,
           first_crawl_id: old?.first_crawl_id ?? crawl.id,

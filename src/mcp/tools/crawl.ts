@@ -148,7 +148,7 @@ function urlView(u: CrawlUrlRow): z.input<typeof urlSchema> {
     page_id: u.page_id,
     state: u.state,
     lastmod: u.lastmod,
-    fetch: u.fetch,
+    fetch: u.fetch_outcome,
     http_status: u.http_status,
     fetch_error: u.fetch_error,
     content_hash: u.content_hash,
