@@ -101,12 +101,9 @@ export class CrawlRepo {
     return this.x.get<CrawlRow>('SELECT * FROM crawls WHERE site_id = ? ORDER BY created_at DESC, id DESC LIMIT 1', [siteId]);
   }
 
-  /** The newest finished crawl of a site other than `exceptId`. */
-  previousFinished(siteId: string, exceptId: string): Promise<CrawlRow | undefined> {
-    return this.x.get<CrawlRow>(
-      "SELECT * FROM crawls WHERE site_id = ? AND id <> ? AND state = 'finished' ORDER BY created_at DESC, id DESC LIMIT 1",
-      [siteId, exceptId],
-    );
+  /** A crawl of the site that is queued or running, if any. */
+  active(siteId: string): Promise<CrawlRow | undefined> {
+    return this.x.get<CrawlRow>("SELECT * FROM crawls WHERE site_id = ? AND state IN ('queued','running') ORDER BY created_at LIMIT 1", [siteId]);
   }
 
   /** Takes the oldest queued crawl, or one whose runner stopped renewing its lease, and marks it running. */

@@ -11,7 +11,7 @@ import { validatePayload } from '../../src/webhooks/catalogue.js';
 
 /** A small web site on loopback whose files a test can change. */
 async function startSite() {
-  const files = new Map<string, { status?: number; body: string | Buffer; type?: string }>();
+  const files = new Map<string, { status?: number; body: string | Buffer; type?: string; location?: string; delayMs?: number }>();
   const hits: string[] = [];
   const server = http.createServer((req, res) => {
     hits.push(`${req.headers['user-agent'] ?? ''} ${req.url ?? ''}`);
@@ -20,7 +20,9 @@ async function startSite() {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
       return;
     }
-    res.writeHead(f.status ?? 200, { 'content-type': f.type ?? 'text/html' }).end(f.body);
+    const headers: Record<string, string> = { 'content-type': f.type ?? 'text/html' };
+    if (f.location) headers.location = f.location;
+    setTimeout(() => res.writeHead(f.status ?? 200, headers).end(f.body), f.delayMs ?? 0);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -162,6 +164,20 @@ describe('sitemap crawl through MCP', () => {
     expect(s).toMatchObject({ state: 'finished', truncated: true, complete: false });
     expect(s.counts).toMatchObject({ found: 2, crawled: 0, failed: 0, removed: 0 });
     expect((await callOk(client, 'crawl_pages', { crawl_id: started.crawl_id })).pages.map((p: any) => p.fetch)).toEqual(['skipped', 'skipped']);
+  });
+
+  it('follows a redirect to the sitemap (each hop guarded) and runs one crawl per site at a time', async () => {
+    // Slow, so the crawl is surely still running when the second crawl_start comes.
+    web.files.set('/moved.xml', { status: 301, body: '', location: '/sitemap_index.xml', delayMs: 500 });
+    const started = await callOk(client, 'crawl_start', { sitemap_url: `${web.origin}/moved.xml` });
+    const busy = await callErr(client, 'crawl_start', { sitemap_url: `${web.origin}/moved.xml` });
+    expect(busy.code).toBe('conflict');
+    expect(busy.details.crawl_id).toBe(started.crawl_id);
+    const s = await finished(started.crawl_id);
+    expect(s).toMatchObject({ state: 'finished', sitemap_url: `${web.origin}/moved.xml`, sitemaps_fetched: 3, complete: true });
+    // /p/3 was already gone: nothing new is removed, nothing changed since the last complete crawl.
+    expect(s.counts).toMatchObject({ found: 7, new: 0, changed: 0, unchanged: 7, removed: 0 });
+    expect(web.hits.filter((h) => h.endsWith(' /moved.xml'))).toHaveLength(1);
   });
 
   it('fails a crawl whose sitemap cannot be read, with the reason', async () => {

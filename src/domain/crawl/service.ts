@@ -52,7 +52,7 @@ export interface StartCrawl {
  * Validates a crawl request and queues it: the sitemap URL (or the site's
  * domain) must pass the destination guard now, so a private address is
  * refused at once with destination_refused. Every fetch of the crawl is
- * checked again when it happens.
+ * checked again when it happens. A site has one crawl queued or running at a time.
  */
 export async function queueCrawl(store: Store, req: StartCrawl): Promise<CrawlRow> {
   for (const [field, value] of [['site_url', req.siteUrl], ['sitemap_url', req.sitemapUrl]] as const) {
@@ -76,8 +76,11 @@ export async function queueCrawl(store: Store, req: StartCrawl): Promise<CrawlRo
     const check = await checkDestinationUrl(url, { allowPrivate: req.allowPrivate });
     if (!check.ok) throw new AppError('destination_refused', `crawl refused: ${check.reason}`, { field, reason: check.reason });
   }
-  return store.write((tx) =>
-    tx.crawl.insert({
+  return store.write(async (tx) => {
+    // One crawl per site at a time: two would race to mark each other's URLs gone.
+    const busy = await tx.crawl.active(req.siteId);
+    if (busy) throw new AppError('conflict', `crawl ${busy.id} of this site is ${busy.state}; wait for it to finish`, { crawl_id: busy.id, state: busy.state });
+    return tx.crawl.insert({
       siteId: req.siteId,
       requestedSitemapUrl: req.sitemapUrl,
       origin,
@@ -87,8 +90,8 @@ export async function queueCrawl(store: Store, req: StartCrawl): Promise<CrawlRo
       allowPrivate: req.allowPrivate,
       requestedBy: req.actor,
       now: Date.now(),
-    }),
-  );
+    });
+  });
 }
 
 async function writeUrls(store: Store, crawl: CrawlRow, urls: readonly CrawledUrl[]): Promise<void> {
