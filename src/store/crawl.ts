@@ -106,6 +106,11 @@ export class CrawlRepo {
     return this.x.get<CrawlRow>("SELECT * FROM crawls WHERE site_id = ? AND state IN ('queued','running') ORDER BY created_at LIMIT 1", [siteId]);
   }
 
+  /** Whether a crawl waits to be taken (a read, so an idle poll writes nothing). */
+  async hasClaimable(now: number): Promise<boolean> {
+    return (await this.x.get(`SELECT 1 AS x FROM crawls WHERE ${CLAIMABLE} LIMIT 1`, [now])) !== undefined;
+  }
+
   /** Takes the oldest queued crawl, or one whose runner stopped renewing its lease, and marks it running. */
   claim(now: number, leaseMs: number): Promise<CrawlRow | undefined> {
     return this.x.get<CrawlRow>(

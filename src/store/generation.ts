@@ -105,6 +105,11 @@ export class GenerationRepo {
     return this.x.get<GenerationJobRow>('SELECT * FROM generation_jobs WHERE id = ? AND site_id = ?', [id, siteId]);
   }
 
+  /** Whether a job waits to be taken (a read, so an idle poll writes nothing). */
+  async hasClaimable(now: number): Promise<boolean> {
+    return (await this.x.get(`SELECT 1 AS x FROM generation_jobs WHERE ${CLAIMABLE} LIMIT 1`, [now])) !== undefined;
+  }
+
   /** Takes the oldest queued job, or one whose runner stopped renewing its lease, and marks it running. */
   async claim(now: number, leaseMs: number): Promise<GenerationJobRow | undefined> {
     return this.x.get<GenerationJobRow>(

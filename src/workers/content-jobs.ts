@@ -12,13 +12,14 @@ const POLL_MS = 10_000;
 /** Claims of one job before it is failed for good (a job that crashes its process every time). */
 export const MAX_ATTEMPTS = 3;
 
-interface Lane<J extends { id: string; attempts: number }> {
+/** One kind of job, as the runner sees it. */
+interface Lane {
   name: string;
-  claim: (now: number) => Promise<J | undefined>;
+  waiting: (now: number) => Promise<boolean>;
+  claim: (now: number) => Promise<{ id: string; attempts: number; run: (signal: AbortSignal) => Promise<void> } | undefined>;
   renew: (id: string, until: number) => Promise<void>;
   release: (id: string) => Promise<void>;
   fail: (id: string, error: string) => Promise<void>;
-  run: (job: J, signal: AbortSignal) => Promise<void>;
 }
 
 /**
@@ -30,7 +31,7 @@ interface Lane<J extends { id: string; attempts: number }> {
  * Stopping gives running jobs back at once.
  */
 export class ContentJobs {
-  private readonly lanes: Lane<{ id: string; attempts: number }>[];
+  private readonly lanes: Lane[];
   private readonly draining = new Map<string, Promise<void>>();
   private readonly again = new Set<string>();
   private readonly abort = new AbortController();
@@ -38,27 +39,32 @@ export class ContentJobs {
   private readonly http: Agent;
 
   constructor(
-    private readonly store: Store,
+    s: Store,
     private readonly opts: { allowPrivate: boolean; logger: Logger },
   ) {
     this.http = createGuardedDispatcher({ allowPrivate: opts.allowPrivate, connections: 16 });
-    const s = store;
     this.lanes = [
       {
         name: 'generation',
-        claim: (now) => s.write((tx) => tx.generation.claim(now, JOB_LEASE_MS)),
+        waiting: (now) => s.generation.hasClaimable(now),
+        claim: async (now) => {
+          const job = await s.write((tx) => tx.generation.claim(now, JOB_LEASE_MS));
+          return job && { id: job.id, attempts: job.attempts, run: (signal) => runGenerationJob(s, job, signal) };
+        },
         renew: (id, until) => s.write((tx) => tx.generation.renew(id, until)),
         release: (id) => s.write((tx) => tx.generation.release(id)),
         fail: (id, error) => s.write((tx) => tx.generation.fail(id, error, Date.now())),
-        run: (job, signal) => runGenerationJob(s, job as never, signal),
       },
       {
         name: 'crawl',
-        claim: (now) => s.write((tx) => tx.crawl.claim(now, JOB_LEASE_MS)),
+        waiting: (now) => s.crawl.hasClaimable(now),
+        claim: async (now) => {
+          const crawl = await s.write((tx) => tx.crawl.claim(now, JOB_LEASE_MS));
+          return crawl && { id: crawl.id, attempts: crawl.attempts, run: (signal) => runCrawlJob(s, crawl, { dispatcher: this.http, allowPrivate: opts.allowPrivate, signal }) };
+        },
         renew: (id, until) => s.write((tx) => tx.crawl.renew(id, until)),
         release: (id) => s.write((tx) => tx.crawl.release(id)),
         fail: (id, error) => s.write((tx) => tx.crawl.fail(id, error, Date.now())),
-        run: (job, signal) => runCrawlJob(s, job as never, { dispatcher: this.http, allowPrivate: opts.allowPrivate, signal }),
       },
     ];
   }
@@ -88,9 +94,10 @@ export class ContentJobs {
     }
   }
 
-  private async drain(lane: Lane<{ id: string; attempts: number }>): Promise<void> {
+  private async drain(lane: Lane): Promise<void> {
     for (;;) {
       if (this.abort.signal.aborted) return;
+      if (!(await lane.waiting(Date.now()))) return;
       const job = await lane.claim(Date.now());
       if (!job) return;
       if (job.attempts > MAX_ATTEMPTS) {
@@ -102,7 +109,7 @@ export class ContentJobs {
       }, JOB_LEASE_MS / 3);
       renew.unref();
       try {
-        await lane.run(job, this.abort.signal);
+        await job.run(this.abort.signal);
         if (this.abort.signal.aborted) await lane.release(job.id);
       } catch (err) {
         if (this.abort.signal.aborted) await lane.release(job.id);
