@@ -160,6 +160,16 @@ describe('page generation through MCP', () => {
     expect(query(dataDir, 'SELECT count(*) AS n FROM generation_jobs')).toEqual(before);
   });
 
+  it('fails a job whose section is over the size cap, with the reason, landing nothing', async () => {
+    execute(dataDir, "INSERT INTO content_blocks (id, site_id, name, kind, body, created_at, updated_at) VALUES ('cnt_big', ?, 'big', 'html', ?, 1, 1)", siteId, `<p>${'x'.repeat(30_000)}</p>`);
+    const revisionsBefore = query(dataDir, 'SELECT count(*) AS n FROM page_revisions');
+    const job = await callOk(client, 'generation_start', { page_id: 'page_pricing', template: { sections: { hero: '{{content.big}}{{content.big}}{{content.big}}{{content.big}}' }, zones: ['hero'] } });
+    const s = await finished(job.generation_id);
+    expect(s).toMatchObject({ state: 'failed', revision_id: null });
+    expect(s.error).toMatch(/section hero is \d+ characters, over the 100000 cap/);
+    expect(query(dataDir, 'SELECT count(*) AS n FROM page_revisions')).toEqual(revisionsBefore);
+  });
+
   it('picks up a job left running by a crash when svc starts again', async () => {
     await client.close();
     await svc.kill();

@@ -105,7 +105,8 @@ async function writeUrls(store: Store, crawl: CrawlRow, urls: readonly CrawledUr
         // A page that was not fetched this time keeps the hash it had, so a later fetch compares against it.
         const hash = u.content_hash ?? old?.content_hash ?? null;
         const state = urlState(old, { lastmod: u.lastmod, content_hash: u.content_hash }, crawl.id);
-        const pageId = old?.page_id ?? (await tx.crawl.ensurePage(crawl.site_id, u.pattern, now));
+        // Looked up every time: a page someone deleted since is made again while the sitemap lists it.
+        const pageId = await tx.crawl.ensurePage(crawl.site_id, u.pattern, now);
         await tx.crawl.upsertUrl({
           site_id: crawl.site_id,
           url: u.url,
