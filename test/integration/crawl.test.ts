@@ -187,6 +187,21 @@ describe('sitemap crawl through MCP', () => {
     expect(s.error).toContain('nope.xml answered HTTP 404');
   });
 
+  it('gives a running crawl back on shutdown and finishes it after a restart', async () => {
+    web.files.set('/p/2', { body: '<html><body>/p/2</body></html>', delayMs: 4000 });
+    const started = await callOk(client, 'crawl_start', { site_url: web.origin });
+    await until(async () => web.hits.some((h) => h.endsWith(' /p/2')), Boolean);
+    await client.close();
+    expect(await svc.stop()).toBe(0);
+    expect(query(dataDir, 'SELECT state, lease_until, attempts FROM crawls WHERE id = ?', started.crawl_id)).toEqual([{ state: 'running', lease_until: 0, attempts: 0 }]);
+    web.files.set('/p/2', { body: '<html><body>/p/2</body></html>' });
+    svc = await startSvc({ dataDir, args: PRIVATE, env: { SVC_WEBHOOK_POLL_MS: '50' } });
+    client = await mcpClient(svc.url, mintToken(dataDir, siteId, ['--scope', 'write']));
+    const s = await finished(started.crawl_id);
+    expect(s).toMatchObject({ state: 'finished', attempts: 1 });
+    expect(s.counts).toMatchObject({ found: 7, crawled: 5, removed: 0 });
+  });
+
   it('refuses bad input with tool errors and stores nothing', async () => {
     const before = query(dataDir, 'SELECT count(*) AS n FROM crawls');
     expect((await callErr(client, 'crawl_start', { sitemap_url: 'ftp://x/sitemap.xml' })).code).toBe('validation_failed');
