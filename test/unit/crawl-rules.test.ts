@@ -36,6 +36,14 @@ describe('robots.txt', () => {
     expect(r.allows('http://shop.example/public')).toBe(true);
   });
 
+  it('reads the Crawl-delay of the svc-crawler group, capped at 10 s', () => {
+    expect(robotsRules(ROBOTS, 200, txt).crawlDelayMs).toBeNull();
+    expect(robotsRules(ROBOTS, 200, 'User-agent: svc-crawler\nCrawl-delay: 0.5\n').crawlDelayMs).toBe(500);
+    expect(robotsRules(ROBOTS, 200, 'User-agent: *\nCrawl-delay: 2\n').crawlDelayMs).toBe(2000);
+    expect(robotsRules(ROBOTS, 200, 'User-agent: *\nCrawl-delay: 3600\n').crawlDelayMs).toBe(10_000);
+    expect(robotsRules(ROBOTS, 404, 'User-agent: *\nCrawl-delay: 2\n').crawlDelayMs).toBeNull();
+  });
+
   it('lists Sitemap lines as absolute URLs, once each', () => {
     expect(robotsRules(ROBOTS, 200, txt).sitemaps).toEqual(['http://shop.example/sitemap_index.xml', 'http://shop.example/news.xml']);
   });

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { setTimeout as sleepTimer } from 'node:timers/promises';
 import type { FetchOutcome } from '../../store/crawl.js';
 import { FetchError, guardedGet, gunzipCapped, isGzip, type GuardedFetch } from './fetch.js';
 import { robotsRules, ROBOTS_MAX_BYTES, type RobotsRules } from './robots.js';
@@ -42,6 +43,15 @@ export interface CrawlOutcome {
   urls: CrawledUrl[];
 }
 
+/** Waits `ms`, or throws when the crawl is stopped first. */
+async function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  try {
+    await sleepTimer(ms, undefined, { signal });
+  } catch {
+    throw new FetchError('the crawl was stopped', 'timeout');
+  }
+}
+
 async function loadRobots(origin: string, f: GuardedFetch): Promise<RobotsRules> {
   const url = `${origin}/robots.txt`;
   try {
@@ -80,7 +90,7 @@ async function fetchPage(u: ListedUrl, robots: RobotsRules, f: GuardedFetch): Pr
  * sitemaps), then the sitemaps (the requested one, else those robots.txt
  * lists, else <origin>/sitemap.xml), following indexes breadth first up to
  * MAX_SITEMAP_DEPTH, gzip or plain; then, when asked, each listed page the
- * rules allow (PAGE_CONCURRENCY at a time). Every request goes through the
+ * rules allow (PAGE_CONCURRENCY at a time, or one at a time with the site's Crawl-delay). Every request goes through the
  * destination guard. Fails when no root sitemap could be read; a child
  * sitemap that fails is a warning and makes the crawl incomplete.
  */
@@ -137,14 +147,17 @@ export async function crawlSite(plan: CrawlPlan, f: GuardedFetch): Promise<Crawl
   const listed = collector.urls;
   const urls: CrawledUrl[] = new Array<CrawledUrl>(listed.length);
   if (plan.fetchPages) {
+    // A Crawl-delay means one page at a time with that pause between them; else PAGE_CONCURRENCY at once.
+    const delay = robots.crawlDelayMs;
     let i = 0;
     const worker = async () => {
       while (i < listed.length) {
         const k = i++;
+        if (delay !== null && k > 0) await sleep(delay, f.signal);
         urls[k] = await fetchPage(listed[k]!, robots, f);
       }
     };
-    await Promise.all(Array.from({ length: Math.min(PAGE_CONCURRENCY, listed.length) }, worker));
+    await Promise.all(Array.from({ length: Math.min(delay !== null ? 1 : PAGE_CONCURRENCY, listed.length) }, worker));
   } else {
     listed.forEach((u, k) => (urls[k] = { ...u, fetch: robots.allows(u.url) ? 'skipped' : 'disallowed', http_status: null, fetch_error: null, content_hash: null }));
   }
