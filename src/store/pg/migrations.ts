@@ -491,4 +491,110 @@ CREATE INDEX exposures_site ON exposures (site_id, created_at);
 CREATE INDEX exposures_visitor ON exposures (site_id, visitor_id, created_at);
 `,
   },
+  {
+    version: 5,
+    name: 'page generation jobs and revisions; sitemap crawls and crawled URL state',
+    sql: `
+-- Page generation: a job (generate, or restore of an old revision) and the revisions it lands.
+-- segment_key is the segment id, or '' for everyone (so revision numbers are unique per page and audience).
+CREATE TABLE generation_jobs (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  page_id TEXT NOT NULL REFERENCES pages(id),
+  segment_id TEXT,
+  kind TEXT NOT NULL CHECK (kind IN ('generate','restore')),
+  generator TEXT NOT NULL,
+  template TEXT NOT NULL DEFAULT '{}',
+  seed TEXT NOT NULL DEFAULT '',
+  restore_revision_id TEXT,
+  state TEXT NOT NULL CHECK (state IN ('queued','running','finished','failed')),
+  error TEXT,
+  revision_id TEXT,
+  sections_generated INTEGER NOT NULL DEFAULT 0,
+  sections_unchanged INTEGER NOT NULL DEFAULT 0,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  lease_until BIGINT NOT NULL DEFAULT 0,
+  requested_by TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  started_at BIGINT,
+  finished_at BIGINT
+);
+CREATE INDEX generation_jobs_site ON generation_jobs (site_id, created_at);
+CREATE INDEX generation_jobs_state ON generation_jobs (state, lease_until);
+CREATE TABLE page_revisions (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  page_id TEXT NOT NULL REFERENCES pages(id),
+  segment_id TEXT,
+  segment_key TEXT NOT NULL,
+  number INTEGER NOT NULL,
+  generation_id TEXT NOT NULL,
+  restored_from TEXT,
+  sections TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  UNIQUE (page_id, segment_key, number)
+);
+CREATE INDEX page_revisions_site ON page_revisions (site_id, page_id);
+-- Content blocks written by generation: not material for later generations (a generator would feed on its own output).
+CREATE TABLE generated_blocks (
+  content_id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  generation_id TEXT NOT NULL
+);
+CREATE INDEX generated_blocks_site ON generated_blocks (site_id);
+-- Sitemap crawls and the URL state they keep per site (the newest crawl that listed a URL owns its row).
+CREATE TABLE crawls (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  requested_sitemap_url TEXT,
+  origin TEXT NOT NULL,
+  sitemap_url TEXT,
+  max_urls INTEGER NOT NULL,
+  fetch_pages INTEGER NOT NULL DEFAULT 1,
+  timeout_ms BIGINT NOT NULL,
+  allow_private INTEGER NOT NULL DEFAULT 0,
+  state TEXT NOT NULL CHECK (state IN ('queued','running','finished','failed')),
+  error TEXT,
+  truncated INTEGER NOT NULL DEFAULT 0,
+  complete INTEGER NOT NULL DEFAULT 0,
+  warnings TEXT NOT NULL DEFAULT '[]',
+  sitemaps_fetched INTEGER NOT NULL DEFAULT 0,
+  urls_found INTEGER NOT NULL DEFAULT 0,
+  urls_crawled INTEGER NOT NULL DEFAULT 0,
+  urls_failed INTEGER NOT NULL DEFAULT 0,
+  urls_disallowed INTEGER NOT NULL DEFAULT 0,
+  urls_skipped INTEGER NOT NULL DEFAULT 0,
+  urls_new INTEGER NOT NULL DEFAULT 0,
+  urls_changed INTEGER NOT NULL DEFAULT 0,
+  urls_unchanged INTEGER NOT NULL DEFAULT 0,
+  urls_removed INTEGER NOT NULL DEFAULT 0,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  lease_until BIGINT NOT NULL DEFAULT 0,
+  requested_by TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  started_at BIGINT,
+  finished_at BIGINT
+);
+CREATE INDEX crawls_site ON crawls (site_id, created_at);
+CREATE INDEX crawls_state ON crawls (state, lease_until);
+CREATE TABLE crawl_urls (
+  site_id TEXT NOT NULL,
+  url TEXT NOT NULL,
+  page_id TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('new','changed','unchanged','gone')),
+  lastmod TEXT,
+  content_hash TEXT,
+  fetch_outcome TEXT NOT NULL CHECK (fetch_outcome IN ('ok','failed','disallowed','skipped')),
+  http_status INTEGER,
+  fetch_error TEXT,
+  first_crawl_id TEXT NOT NULL,
+  last_crawl_id TEXT NOT NULL,
+  first_seen_at BIGINT NOT NULL,
+  last_seen_at BIGINT NOT NULL,
+  gone_at BIGINT,
+  PRIMARY KEY (site_id, url)
+);
+CREATE INDEX crawl_urls_crawl ON crawl_urls (site_id, last_crawl_id, state);
+`,
+  },
 ];
