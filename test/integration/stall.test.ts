@@ -59,7 +59,7 @@ beforeAll(async () => {
   site = createSite(dataDir);
   execute(dataDir, 'UPDATE sites SET timezone = ? WHERE id = ?', TZ, site);
   const weeks = [4, 3, 2, 1, 0].map((back) => isoWeekAt(Date.parse(AS_OF), TZ, back).start);
-  for (const s of seedStatements(stallSeed(site, weeks), 1000)) execute(dataDir, s.sql, ...s.params);
+  for (const s of seedStatements(stallSeed(site, weeks), 150)) execute(dataDir, s.sql, ...s.params);
   tok.write = mint(['--scope', 'write']);
   tok.proposeOnly = mint(['--scope', 'write', '--propose-only']);
   tok.read = mint(['--scope', 'read']);
