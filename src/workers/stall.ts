@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Store } from '../store/store.js';
 import { runStallPass } from '../domain/stall/pass.js';
-import { isoWeekAt } from '../domain/stall/week.js';
+import { isoWeekAt, isTimeZone } from '../domain/stall/week.js';
 import { LaneLease } from './lane-lease.js';
 
 export interface StallWorkerOptions {
@@ -57,6 +57,10 @@ export class StallWorker {
     let filed = 0;
     for (const site of await this.store.sites.list()) {
       if (this.stopped) break;
+      if (!isTimeZone(site.timezone)) {
+        this.opts.logger.warn({ site: site.id }, 'stall pass skipped: the site time zone is not a known IANA zone');
+        continue;
+      }
       const week = isoWeekAt(now, site.timezone, 1);
       if (await this.store.stall.ranWeek(site.id, week.label)) continue;
       if (!(await this.lease.ensure())) break;

@@ -4,6 +4,8 @@ import type { Store } from '../../src/store/store.js';
 import { createFunnel, funnelReport, resolveCohort } from '../../src/domain/funnels/service.js';
 import { runStallPass } from '../../src/domain/stall/pass.js';
 import { isoWeekAt } from '../../src/domain/stall/week.js';
+import { StallWorker } from '../../src/workers/stall.js';
+import pino from 'pino';
 import { validatePayload } from '../../src/webhooks/catalogue.js';
 import { databaseUrlFor, PG_BASE_URL } from '../helpers/backend.js';
 import { cleanup, tempDir } from '../helpers/svc.js';
@@ -113,5 +115,19 @@ describe('the stall pass on the store', () => {
     expect(short.tested).toBe(4);
     expect(short.significant).toHaveLength(2);
     expect(short.filed).toHaveLength(0);
+  });
+
+  it('the weekly worker analyses the last completed week of each site once', async () => {
+    const worker = new StallWorker(store, { intervalMs: 3_600_000, leaseMs: 30_000, logger: pino({ level: 'silent' }) });
+    // The Monday after W47: the last completed week is W47, already analysed on demand (nothing new to file).
+    const monday = isoWeekAt(AS_OF, TZ).end + 60_000;
+    expect(await worker.pass(monday)).toBe(0);
+    const runs = await store.sql.all<{ iso_week: string; findings: number }>('SELECT iso_week, findings FROM stall_runs WHERE site_id = ?', [siteId]);
+    expect(runs).toEqual([{ iso_week: '2026-W47', findings: 0 }]);
+    // Clear W47's findings: a second pass in the same week does not run again (the run is recorded).
+    await store.write((tx) => tx.sql.run('DELETE FROM stall_findings WHERE site_id = ?', [siteId]));
+    expect(await worker.pass(monday + 3_600_000)).toBe(0);
+    expect(await store.sql.all('SELECT 1 FROM stall_findings WHERE site_id = ?', [siteId])).toHaveLength(0);
+    await worker.stop();
   });
 });

@@ -7,7 +7,7 @@ import { funnelOf, HIGH_INTENT_KEY, HIGH_INTENT_LABEL, HIGH_INTENT_SCORE, type F
 import type { FunnelStep } from '../funnels/schema.js';
 import { scanFunnels } from '../funnels/scan.js';
 import { benjaminiHochberg, enoughSamples, twoProportionLower } from './stats.js';
-import { isoWeekAt, type IsoWeek } from './week.js';
+import { isoWeekAt, isTimeZone, type IsoWeek } from './week.js';
 
 /** Prior ISO weeks that form the baseline a week is compared with. */
 export const BASELINE_WEEKS = 4;
@@ -80,6 +80,7 @@ export async function runStallPass(store: Store, siteId: string, opts: StallPass
   const baselineWeeks = opts.baselineWeeks ?? BASELINE_WEEKS;
   const threshold = opts.highIntentScore ?? HIGH_INTENT_SCORE;
   const tz = site.timezone;
+  if (!isTimeZone(tz)) throw new AppError('conflict', `the site's time zone ${JSON.stringify(tz)} is not an IANA time zone this server knows`, { field: 'timezone' });
   const week = isoWeekAt(opts.asOf, tz);
   // bounds: the baseline weeks oldest first, then this week.
   const bounds: number[] = [];
