@@ -19,7 +19,7 @@
  * (--database-url, a schema of its own, dropped at the end unless --keep; on SQLite --keep keeps the data directory)
  * multi-row INSERTs in write operations of the store.
  *
- * Printed: seeding time, the pass's wall time, sessions scanned, comparisons
+ * Printed: seeding time, the pass's wall time and this process's CPU time, sessions scanned, comparisons
  * tested and findings filed, and memory during the pass: peak RSS and peak
  * heapUsed (process.memoryUsage(), sampled every 25 ms) against their values
  * just before it. The pass streams sessions in keyset pages, so its memory
@@ -219,14 +219,16 @@ async function main(argv: string[]): Promise<number> {
         if (m.heapUsed > peakHeap) peakHeap = m.heapUsed;
       }, 25);
       const t0 = performance.now();
+      const cpu0 = process.cpuUsage();
       const r = await runStallPass(store, site.id, { asOf: AS_OF, pageSize });
       const passMs = performance.now() - t0;
+      const cpu = process.cpuUsage(cpu0);
       clearInterval(sampler);
       const after = process.memoryUsage();
       peakRss = Math.max(peakRss, after.rss);
       peakHeap = Math.max(peakHeap, after.heapUsed);
       const mb = (b: number) => `${(b / 1048576).toFixed(0)} MB`;
-      console.log(`  stall pass ${r.isoWeek.label}: ${(passMs / 1000).toFixed(1)} s, ${r.sessionsScanned} sessions scanned (${Math.round(r.sessionsScanned / (passMs / 1000))}/s), page size ${pageSize}`);
+      console.log(`  stall pass ${r.isoWeek.label}: ${(passMs / 1000).toFixed(1)} s, ${r.sessionsScanned} sessions scanned (${Math.round(r.sessionsScanned / (passMs / 1000))}/s), page size ${pageSize}; this process's CPU ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s`);
       console.log(`  tested ${r.tested} cohort-step comparisons, ${r.significant.length} significant after Benjamini-Hochberg, ${r.filed.length} filed:`);
       for (const f of r.filed) {
         console.log(`    ${f.cohort_key.padEnd(28)} step ${f.step_position} ${f.step_key}: ${(f.pass_rate * 100).toFixed(1)}% vs ${(f.baseline_pass_rate * 100).toFixed(1)}% (n=${f.sessions}, p=${f.p_value.toExponential(2)})`);
