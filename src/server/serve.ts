@@ -22,6 +22,7 @@ import { AdFanout } from '../adplatforms/worker.js';
 import { adRetryPolicy } from '../adplatforms/policy.js';
 import { Janitor } from '../workers/janitor.js';
 import { startContentJobs } from '../workers/content-jobs.js';
+import { StallWorker } from '../workers/stall.js';
 
 export interface RunningServer {
   url: string;
@@ -158,6 +159,8 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   });
   janitor.start();
   const contentJobs = startContentJobs(store, { allowPrivate: config.allowPrivateDestinations, logger });
+  const stallWorker = new StallWorker(store, { intervalMs: 3_600_000, leaseMs: config.laneLeaseMs, logger });
+  stallWorker.start();
 
   // Windowed segment rules ("in the last 7 days") change with the clock, not only with new data.
   const segments = new SegmentsService(store, membership);
@@ -189,7 +192,13 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       server.closeAllConnections();
       clearInterval(refreshTimer);
       await refreshing;
-      await Promise.all([dispatcher.stop(), adFanout.stop(), janitor.stop(), contentJobs.stop()]);
+      await Promise.all([
+        dispatcher.stop(),
+        adFanout.stop(),
+        janitor.stop(),
+        contentJobs.stop(),
+        stallWorker.stop(),
+      ]);
       await checkpointer.stop();
       await store.close();
       logger.info('stopped');

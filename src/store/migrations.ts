@@ -690,4 +690,88 @@ CREATE TABLE crawl_urls (
 CREATE INDEX crawl_urls_crawl ON crawl_urls (site_id, last_crawl_id, state);
 `,
   },
+  {
+    version: 18,
+    name: 'funnels, the weekly stall pass (findings, runs) and the inbox of experiment proposals',
+    sql: `
+-- A funnel: an ordered list of 2..10 steps (JSON: key, label, kind page|event, match + pattern or event_type).
+CREATE TABLE funnels (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  steps TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  UNIQUE (site_id, name)
+);
+-- One finding per site, funnel step, cohort and ISO week: the unique key makes the pass idempotent
+-- (a second run, or a second instance, inserts nothing and so files nothing).
+CREATE TABLE stall_findings (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  funnel_id TEXT NOT NULL,
+  step_position INTEGER NOT NULL,
+  step_key TEXT NOT NULL,
+  cohort_key TEXT NOT NULL,
+  cohort_label TEXT NOT NULL,
+  iso_week TEXT NOT NULL,
+  week_start INTEGER NOT NULL,
+  baseline_weeks INTEGER NOT NULL,
+  pass_rate REAL NOT NULL,
+  baseline_pass_rate REAL NOT NULL,
+  sessions INTEGER NOT NULL,
+  stalled INTEGER NOT NULL,
+  baseline_sessions INTEGER NOT NULL,
+  baseline_stalled INTEGER NOT NULL,
+  z REAL NOT NULL,
+  p_value REAL NOT NULL,
+  value_per_week REAL,
+  currency TEXT NOT NULL,
+  proposed_action TEXT NOT NULL,
+  inbox_item_id TEXT NOT NULL,
+  proposal_id TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  UNIQUE (site_id, funnel_id, step_position, cohort_key, iso_week)
+);
+CREATE INDEX stall_findings_site ON stall_findings (site_id, created_at);
+-- A proposed layout test (what inbox_approve turns into a draft experiment).
+CREATE TABLE experiment_proposals (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  finding_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  page_match_type TEXT CHECK (page_match_type IN ('exact','prefix','glob')),
+  page_pattern TEXT,
+  hypothesis TEXT NOT NULL,
+  primary_metric TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+-- Proposals awaiting a human: pending until approved (experiment_id: the draft created) or dismissed (with a reason).
+CREATE TABLE inbox_items (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('stall')),
+  title TEXT NOT NULL,
+  proposed_action TEXT NOT NULL,
+  finding_id TEXT NOT NULL,
+  proposal_id TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('pending','approved','dismissed')),
+  decided_by TEXT,
+  decided_at INTEGER,
+  dismiss_reason TEXT,
+  experiment_id TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE INDEX inbox_items_site ON inbox_items (site_id, status, created_at);
+-- Weeks the scheduled pass has completed per site (the worker runs each site once per ISO week).
+CREATE TABLE stall_runs (
+  site_id TEXT NOT NULL,
+  iso_week TEXT NOT NULL,
+  findings INTEGER NOT NULL,
+  ran_at INTEGER NOT NULL,
+  PRIMARY KEY (site_id, iso_week)
+);
+`,
+  },
 ];

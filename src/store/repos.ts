@@ -18,6 +18,7 @@ import { LeasesRepo } from './leases.js';
 import { RetentionRepo } from './retention.js';
 import { GenerationRepo } from './generation.js';
 import { CrawlRepo } from './crawl.js';
+import { StallRepo } from './stall.js';
 
 /**
  * What the repositories of one store share whichever connection they run on:
@@ -59,6 +60,7 @@ export class Repos {
   readonly retention: RetentionRepo;
   readonly generation: GenerationRepo;
   readonly crawl: CrawlRepo;
+  readonly stall: StallRepo;
 
   constructor(
     readonly sql: Sql,
@@ -83,6 +85,7 @@ export class Repos {
     this.retention = new RetentionRepo(sql);
     this.generation = new GenerationRepo(sql);
     this.crawl = new CrawlRepo(sql);
+    this.stall = new StallRepo(sql);
   }
 }
 

@@ -11,9 +11,28 @@ import * as recommendations from './recommendations.js';
 import * as adplatforms from './adplatforms.js';
 import * as generation from './generation.js';
 import * as crawl from './crawl.js';
+import * as funnels from './funnels.js';
+import * as stall from './stall.js';
+import * as inbox from './inbox.js';
 
 /** One module per product area; every tool a module exports is collected. Adding an area is one file and one line here. */
-const AREA_MODULES: readonly Record<string, unknown>[] = [access, profiles, segments, leads, conversions, events, analytics, webhooks, recommendations, adplatforms, generation, crawl];
+const AREA_MODULES: readonly Record<string, unknown>[] = [
+  access,
+  profiles,
+  segments,
+  leads,
+  conversions,
+  events,
+  analytics,
+  webhooks,
+  recommendations,
+  adplatforms,
+  generation,
+  crawl,
+  funnels,
+  stall,
+  inbox,
+];
 
 function isTool(v: unknown): v is ToolDef {
   return typeof v === 'object' && v !== null && typeof (v as ToolDef).name === 'string' && typeof (v as ToolDef).handler === 'function';
