@@ -21,6 +21,7 @@ import { webhookPolicy } from '../webhooks/policy.js';
 import { AdFanout } from '../adplatforms/worker.js';
 import { adRetryPolicy } from '../adplatforms/policy.js';
 import { Janitor } from '../workers/janitor.js';
+import { TriggerFireWorker } from '../workers/trigger-fires.js';
 
 export interface RunningServer {
   url: string;
@@ -156,6 +157,15 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     logger,
   });
   janitor.start();
+  const triggerFires = new TriggerFireWorker(store, {
+    retry: policy.retry,
+    allowPrivate: config.allowPrivateDestinations,
+    pollMs: config.webhookPollMs,
+    leaseMs: config.laneLeaseMs,
+    concurrency: config.webhookConcurrency,
+    logger,
+  });
+  triggerFires.start();
 
   // Windowed segment rules ("in the last 7 days") change with the clock, not only with new data.
   const segments = new SegmentsService(store, membership);
@@ -187,7 +197,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       server.closeAllConnections();
       clearInterval(refreshTimer);
       await refreshing;
-      await Promise.all([dispatcher.stop(), adFanout.stop(), janitor.stop()]);
+      await Promise.all([dispatcher.stop(), adFanout.stop(), janitor.stop(), triggerFires.stop()]);
       await checkpointer.stop();
       await store.close();
       logger.info('stopped');

@@ -16,6 +16,8 @@ import { CopurchaseRepo } from './copurchase.js';
 import { StatsRepo } from './stats.js';
 import { LeasesRepo } from './leases.js';
 import { RetentionRepo } from './retention.js';
+import { LeadsRepo } from './leads.js';
+import { TriggersRepo } from './triggers.js';
 
 /**
  * What the repositories of one store share whichever connection they run on:
@@ -24,11 +26,11 @@ import { RetentionRepo } from './retention.js';
  */
 export interface RepoShared {
   sites: SiteCache;
-  enqueued: { outbox: number; adJobs: number };
+  enqueued: { outbox: number; adJobs: number; fires: number };
 }
 
 export function newRepoShared(): RepoShared {
-  return { sites: new Map(), enqueued: { outbox: 0, adJobs: 0 } };
+  return { sites: new Map(), enqueued: { outbox: 0, adJobs: 0, fires: 0 } };
 }
 
 /**
@@ -55,6 +57,8 @@ export class Repos {
   readonly counts: StatsRepo;
   readonly leases: LeasesRepo;
   readonly retention: RetentionRepo;
+  readonly leads: LeadsRepo;
+  readonly triggers: TriggersRepo;
 
   constructor(
     readonly sql: Sql,
@@ -77,6 +81,8 @@ export class Repos {
     this.counts = new StatsRepo(sql);
     this.leases = new LeasesRepo(sql);
     this.retention = new RetentionRepo(sql);
+    this.leads = new LeadsRepo(sql);
+    this.triggers = new TriggersRepo(sql, shared.enqueued);
   }
 }
 
