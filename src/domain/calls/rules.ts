@@ -37,7 +37,7 @@ function sentences(text: string): string[] {
     .filter(Boolean);
 }
 
-const HOUR_MS = 3_600_000;
+const MIN_AHEAD_MS = 60_000;
 
 /**
  * The instant a chrono result denotes, read in the site's time zone. chrono is
@@ -49,7 +49,7 @@ const HOUR_MS = 3_600_000;
  */
 function instantOf(r: chrono.ParsedResult, start: number, fakeRef: number, tz: string): number {
   const tags = r.start.tags();
-  if (tags.has('result/relativeDateAndTime')) return start + (r.start.date().getTime() - fakeRef);
+  if (tags.has('result/relativeDateAndTime') || tags.has('casualReference/now')) return start + (r.start.date().getTime() - fakeRef);
   if (r.start.isCertain('timezoneOffset')) return r.start.date().getTime();
   return zonedToUtc(
     {
@@ -82,8 +82,8 @@ export function parseCallback(input: { notes?: string | null; transcript?: strin
       if (!src.all && !CALLBACK_CUE.test(sentence)) continue;
       for (const r of chrono.parse(sentence, { instant: new Date(fakeRef), timezone: 0 }, { forwardDate: true })) {
         const at = instantOf(r, input.startedAt, fakeRef, input.tz);
-        // A callback is in the future of the call (a minute's slack for "call me now").
-        if (Number.isFinite(at) && at > input.startedAt + 60_000 - HOUR_MS / 60) return at;
+        // A callback lies ahead of the call (more than a minute: "now" is not a callback).
+        if (Number.isFinite(at) && at > input.startedAt + MIN_AHEAD_MS) return at;
       }
     }
   }
