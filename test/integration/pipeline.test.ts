@@ -333,4 +333,20 @@ describe('triggered messages', () => {
     expect(JSON.stringify(query(dataDir, 'SELECT * FROM mcp_audit'))).not.toContain(TRANSCRIPT_MARK);
     expect(JSON.stringify(query(dataDir, 'SELECT payload FROM outbox'))).not.toContain(TRANSCRIPT_MARK);
   });
+
+  it('erasing a person removes their calls (transcripts), notes, tasks and fires', async () => {
+    const a = await connect(tok.admin);
+    const leadA = query<{ id: string; profile_id: string }>(dataDir, "SELECT id, profile_id FROM leads WHERE email = ?", EMAIL)[0]!;
+    expect(query(dataDir, 'SELECT id FROM lead_calls WHERE lead_id = ?', leadA.id).length).toBeGreaterThan(0);
+    expect(query(dataDir, 'SELECT id FROM trigger_fires WHERE profile_id = ?', leadA.profile_id).length).toBeGreaterThan(0);
+    await ok(a, 'profiles_erase', { by: 'profile_id', value: leadA.profile_id });
+    for (const [table, col, v] of [
+      ['lead_calls', 'lead_id', leadA.id],
+      ['lead_notes', 'lead_id', leadA.id],
+      ['lead_tasks', 'lead_id', leadA.id],
+      ['trigger_fires', 'profile_id', leadA.profile_id],
+    ] as const) {
+      expect(query(dataDir, `SELECT * FROM ${table} WHERE ${col} = ?`, v), table).toHaveLength(0);
+    }
+  });
 });
