@@ -188,12 +188,15 @@ export class TriggersRepo {
     return r?.t === null || r?.t === undefined ? null : Number(r.t);
   }
 
-  /** Marks a pending fire delivered; false when it was no longer pending (cancelled or already recorded). */
+  /**
+   * Marks a fire delivered; false when it was already recorded. A fire cancelled while its POST was in
+   * flight was delivered all the same, so it is recorded as delivered too.
+   */
   async markDelivered(id: string, status: number, now: number): Promise<boolean> {
     return (
       (
         await this.x.run(
-          "UPDATE trigger_fires SET state = 'delivered', attempts = attempts + 1, last_status = ?, last_error = NULL, delivered_at = ? WHERE id = ? AND state = 'pending'",
+          "UPDATE trigger_fires SET state = 'delivered', attempts = attempts + 1, last_status = ?, last_error = NULL, delivered_at = ? WHERE id = ? AND state IN ('pending', 'cancelled')",
           [status, now, id],
         )
       ).changes > 0

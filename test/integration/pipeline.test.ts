@@ -78,10 +78,10 @@ afterAll(async () => {
 const inDays = (d: number) => new Date(Date.now() + d * 86_400_000).toISOString();
 
 describe('leads pipeline', () => {
-  const leads: Record<string, string> = {};
+  const leads = { a: '', b: '', c: '', d: '' };
 
   it('lists, filters, assigns, notes, tasks and appointments', async () => {
-    const cap = async (key: string, body: Record<string, unknown>) => {
+    const cap = async (key: keyof typeof leads, body: Record<string, unknown>) => {
       const r = await post(`${svc.url}/api/lead/capture`, { site_id: site, ...body });
       expect(r.status).toBe(201);
       leads[key] = r.body.lead_id as string;
@@ -207,7 +207,7 @@ describe('leads pipeline', () => {
 
 describe('triggered messages', () => {
   let profileId = '';
-  const trg: Record<string, string> = {};
+  const trg = { event: '', segment: '', score: '', quiet: '' };
 
   it('needs an endpoint; the admin sets it', async () => {
     const w = await connect(tok.write);
