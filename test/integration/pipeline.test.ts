@@ -313,6 +313,16 @@ describe('triggered messages', () => {
     expect(fired).toHaveLength(4);
     const after = (await ok(a, 'triggers_fires', { trigger_id: trg.event, state: 'delivered' })).fires.find((f: any) => f.id === fire.id);
     expect(after).toMatchObject({ attempts: 2, last_status: 200 });
+    const health = query<{ ok: number; status: number; kind: string; destination_id: string }>(
+      dataDir,
+      "SELECT ok, status, kind, destination_id FROM health_log WHERE integration = 'trigger' AND delivery_id = ? ORDER BY id",
+      fire.id,
+    );
+    expect(health).toEqual([
+      { ok: 0, status: 503, kind: 'attempt', destination_id: 'trigger:live' },
+      { ok: 1, status: 200, kind: 'attempt', destination_id: 'trigger:live' },
+    ]);
+    expect(query(dataDir, "SELECT id FROM health_log WHERE integration = 'trigger' AND kind = 'test' AND delivery_id = ?", test.fire.id)).toHaveLength(1);
   });
 
   it('no event carries a personal value or the transcript, and the transcript never reaches the log', async () => {
