@@ -142,6 +142,14 @@ export class TriggersRepo {
     );
   }
 
+  /**
+   * Serializes cap checks of one trigger and profile until the transaction ends: on PostgreSQL two
+   * instances could otherwise both count the same fires and both fire. SQLite has a single writer.
+   */
+  async lockCap(triggerId: string, profileId: string): Promise<void> {
+    if (this.x.dialect === 'pg') await this.x.get('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [`trigger-cap:${triggerId}:${profileId}`]);
+  }
+
   /** Live fires of a trigger for a profile created after `since` (not cancelled), for the frequency cap. */
   async firesSince(triggerId: string, profileId: string, since: number): Promise<number> {
     const r = await this.x.get<{ n: number }>(

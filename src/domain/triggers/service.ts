@@ -33,6 +33,7 @@ export async function createFire(
 ): Promise<FireRow | null> {
   if (reason !== 'manual') {
     const cap = { count: t.cap_count, windowMs: t.cap_window_ms };
+    await tx.triggers.lockCap(t.id, profileId);
     const recent = await tx.triggers.firesSince(t.id, profileId, capWindowStart(now, cap));
     if (!underCap(recent, cap)) {
       await tx.triggers.countCapped(t.id);
