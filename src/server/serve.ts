@@ -23,6 +23,7 @@ import { adRetryPolicy } from '../adplatforms/policy.js';
 import { Janitor } from '../workers/janitor.js';
 import { startContentJobs } from '../workers/content-jobs.js';
 import { StallWorker } from '../workers/stall.js';
+import { TriggerFireWorker } from '../workers/trigger-fires.js';
 
 export interface RunningServer {
   url: string;
@@ -161,6 +162,15 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   const contentJobs = startContentJobs(store, { allowPrivate: config.allowPrivateDestinations, logger });
   const stallWorker = new StallWorker(store, { intervalMs: 3_600_000, leaseMs: config.laneLeaseMs, logger });
   stallWorker.start();
+  const triggerFires = new TriggerFireWorker(store, {
+    retry: policy.retry,
+    allowPrivate: config.allowPrivateDestinations,
+    pollMs: config.webhookPollMs,
+    leaseMs: config.laneLeaseMs,
+    concurrency: config.webhookConcurrency,
+    logger,
+  });
+  triggerFires.start();
 
   // Windowed segment rules ("in the last 7 days") change with the clock, not only with new data.
   const segments = new SegmentsService(store, membership);
@@ -198,6 +208,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
         janitor.stop(),
         contentJobs.stop(),
         stallWorker.stop(),
+        triggerFires.stop(),
       ]);
       await checkpointer.stop();
       await store.close();

@@ -19,6 +19,8 @@ import { RetentionRepo } from './retention.js';
 import { GenerationRepo } from './generation.js';
 import { CrawlRepo } from './crawl.js';
 import { StallRepo } from './stall.js';
+import { LeadsRepo } from './leads.js';
+import { TriggersRepo } from './triggers.js';
 
 /**
  * What the repositories of one store share whichever connection they run on:
@@ -27,11 +29,11 @@ import { StallRepo } from './stall.js';
  */
 export interface RepoShared {
   sites: SiteCache;
-  enqueued: { outbox: number; adJobs: number };
+  enqueued: { outbox: number; adJobs: number; fires: number };
 }
 
 export function newRepoShared(): RepoShared {
-  return { sites: new Map(), enqueued: { outbox: 0, adJobs: 0 } };
+  return { sites: new Map(), enqueued: { outbox: 0, adJobs: 0, fires: 0 } };
 }
 
 /**
@@ -61,6 +63,8 @@ export class Repos {
   readonly generation: GenerationRepo;
   readonly crawl: CrawlRepo;
   readonly stall: StallRepo;
+  readonly leads: LeadsRepo;
+  readonly triggers: TriggersRepo;
 
   constructor(
     readonly sql: Sql,
@@ -86,6 +90,8 @@ export class Repos {
     this.generation = new GenerationRepo(sql);
     this.crawl = new CrawlRepo(sql);
     this.stall = new StallRepo(sql);
+    this.leads = new LeadsRepo(sql);
+    this.triggers = new TriggersRepo(sql, shared.enqueued);
   }
 }
 

@@ -85,6 +85,7 @@ describe('the tool registry', () => {
       'access',
       'adplatforms',
       'analytics',
+      'calls',
       'conversions',
       'crawl',
       'events',
@@ -96,6 +97,7 @@ describe('the tool registry', () => {
       'recommendations',
       'segments',
       'stall',
+      'triggers',
       'webhooks',
     ]);
     for (const t of TOOLS) {

@@ -10,6 +10,7 @@ import { normalizeEmail, normalizePhoneDigits, sha256Hex } from '../identity/nor
 import { planIdentify } from '../identity/plan.js';
 import { clickIdsFromUrl } from './click-ids.js';
 import { captureSignals } from '../../adplatforms/signals.js';
+import * as triggers from '../triggers/service.js';
 import {
   BEHAVIOURAL_WEBHOOK_TYPES,
   behaviouralPayload,
@@ -218,6 +219,7 @@ export class IngestionService {
         now,
       });
       const eventId = `evt_${rowId}`;
+      await triggers.onEvent(tx, req.site_id, s.profileId, req.type, now);
       if (BEHAVIOURAL_WEBHOOK_TYPES.has(req.type)) {
         const properties: Record<string, unknown> = {};
         for (const [k, v] of Object.entries(req)) if (!EVENT_KEYS.has(k)) properties[k] = v;
@@ -256,6 +258,7 @@ export class IngestionService {
         body: raw,
         now,
       });
+      await triggers.onScore(tx, req.site_id, s.profileId, rowId, req.score ?? null, now);
       await this.membership.recompute(tx, req.site_id, s.profileId, now);
       return { score_id: `scr_${rowId}`, profile_id: s.profileId };
     });

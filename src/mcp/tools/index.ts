@@ -14,6 +14,8 @@ import * as crawl from './crawl.js';
 import * as funnels from './funnels.js';
 import * as stall from './stall.js';
 import * as inbox from './inbox.js';
+import * as calls from './calls.js';
+import * as triggers from './triggers.js';
 
 /** One module per product area; every tool a module exports is collected. Adding an area is one file and one line here. */
 const AREA_MODULES: readonly Record<string, unknown>[] = [
@@ -32,6 +34,8 @@ const AREA_MODULES: readonly Record<string, unknown>[] = [
   funnels,
   stall,
   inbox,
+  calls,
+  triggers,
 ];
 
 function isTool(v: unknown): v is ToolDef {
