@@ -16,6 +16,8 @@ import { CopurchaseRepo } from './copurchase.js';
 import { StatsRepo } from './stats.js';
 import { LeasesRepo } from './leases.js';
 import { RetentionRepo } from './retention.js';
+import { CompaniesRepo } from './companies.js';
+import { LiftRepo } from './lift.js';
 
 /**
  * What the repositories of one store share whichever connection they run on:
@@ -55,6 +57,8 @@ export class Repos {
   readonly counts: StatsRepo;
   readonly leases: LeasesRepo;
   readonly retention: RetentionRepo;
+  readonly companies: CompaniesRepo;
+  readonly lift: LiftRepo;
 
   constructor(
     readonly sql: Sql,
@@ -77,6 +81,8 @@ export class Repos {
     this.counts = new StatsRepo(sql);
     this.leases = new LeasesRepo(sql);
     this.retention = new RetentionRepo(sql);
+    this.companies = new CompaniesRepo(sql);
+    this.lift = new LiftRepo(sql);
   }
 }
 

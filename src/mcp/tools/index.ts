@@ -1,3 +1,4 @@
+import { scopeNamedIn } from '../describe.js';
 import type { ToolDef } from '../tool.js';
 import * as access from './access.js';
 import * as profiles from './profiles.js';
@@ -9,9 +10,12 @@ import * as analytics from './analytics.js';
 import * as webhooks from './webhooks.js';
 import * as recommendations from './recommendations.js';
 import * as adplatforms from './adplatforms.js';
+import * as accounts from './accounts.js';
+import * as sites from './sites.js';
+import * as tools from './tools.js';
 
 /** One module per product area; every tool a module exports is collected. Adding an area is one file and one line here. */
-const AREA_MODULES: readonly Record<string, unknown>[] = [access, profiles, segments, leads, conversions, events, analytics, webhooks, recommendations, adplatforms];
+const AREA_MODULES: readonly Record<string, unknown>[] = [access, profiles, segments, leads, conversions, events, analytics, webhooks, recommendations, adplatforms, accounts, sites, tools];
 
 function isTool(v: unknown): v is ToolDef {
   return typeof v === 'object' && v !== null && typeof (v as ToolDef).name === 'string' && typeof (v as ToolDef).handler === 'function';
@@ -30,4 +34,6 @@ for (const t of TOOLS) {
   if (names.has(t.name)) throw new Error(`duplicate MCP tool name ${t.name}`);
   names.add(t.name);
   if (t.flags.changesData && t.scope === 'read') throw new Error(`MCP tool ${t.name} changes data but declares the read scope`);
+  const named = scopeNamedIn(t.description);
+  if (named !== null && named !== t.scope) throw new Error(`MCP tool ${t.name} says "Scope: ${named}." but requires the ${t.scope} scope`);
 }
