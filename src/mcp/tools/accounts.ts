@@ -270,7 +270,7 @@ export const accountsIpRangesLoad = defineTool({
   name: 'accounts_ip_ranges_load',
   title: 'Load IP ranges of companies',
   description:
-    'Replaces the site\'s IP-range-to-company table with an operator-supplied CSV (cidr,domain[,name] per line; optional header; # comments). Anonymous sessions whose IP falls in a range are attributed to its company in the signals (most specific range wins). Any bad line refuses the whole file and stores nothing.',
+    'Replaces the site\'s IP-range-to-company table with an operator-supplied CSV (cidr,domain[,name] per line; optional header; # comments). Anonymous sessions whose IP falls in a range are attributed to its company in the signals (most specific range wins). Any bad line refuses the whole file and stores nothing; a file with no ranges clears the table.',
   area,
   scope: 'admin',
   flags: { changesData: true, idempotent: true },
@@ -289,7 +289,6 @@ export const accountsIpRangesLoad = defineTool({
         errors: parsed.errors.slice(0, 20),
       });
     }
-    if (parsed.ranges.length === 0) throw new AppError('validation_failed', 'csv: no ranges in the file', { field: 'csv' });
     const replaced = await ctx.store.write((tx) => tx.companies.replaceRanges(ctx.grant.siteId, parsed.ranges, Date.now()));
     return { loaded: parsed.ranges.length, replaced, companies: new Set(parsed.ranges.map((r) => r.domain)).size };
   },
