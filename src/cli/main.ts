@@ -14,6 +14,7 @@ import { registerUser } from './user.js';
 import { registerAdplatform } from './adplatform.js';
 import { registerRecommend } from './recommend.js';
 import { registerMigrate } from './migrate.js';
+import { registerAccounts } from './accounts.js';
 
 /** Builds the svc command tree. Each command group registers itself from its own file. */
 export function buildProgram(): Command {
@@ -35,6 +36,7 @@ export function buildProgram(): Command {
   registerAdplatform(program);
   registerRecommend(program);
   registerMigrate(program);
+  registerAccounts(program);
   for (const cmd of program.commands) applyExitOverride(cmd);
   return program;
 }
