@@ -135,4 +135,41 @@ export class CompaniesRepo {
       [siteId, since, until],
     );
   }
+
+  /**
+   * The same four row sets for the sessions of some profiles only (the known
+   * contacts of one company), through the per-profile indexes: proportional to
+   * their activity, not to the site's. `ids` at most PROFILE_CHUNK.
+   */
+  async ofProfiles(siteId: string, ids: readonly string[], since: number, until: number) {
+    const marks = ids.map(() => '?').join(', ');
+    const p = [...ids, siteId, since, until];
+    // `+column` keeps SQLite on the per-profile index (it would pick the site's time index and scan the
+    // whole window once per chunk); PostgreSQL plans these by its statistics.
+    const u = this.x.dialect === 'sqlite' ? '+' : '';
+    return {
+      sessions: await this.x.all<SessionRef>(
+        `SELECT id AS session_id, profile_id, ip FROM sessions WHERE profile_id IN (${marks}) AND ${u}site_id = ? AND ${u}first_seen >= ? AND ${u}first_seen < ?`,
+        p,
+      ),
+      pageviews: await this.x.all<PageviewRow>(
+        `SELECT e.session_id, e.profile_id, NULL AS ip, ${URL_OF[this.x.dialect]} AS url FROM events e
+         WHERE e.profile_id IN (${marks}) AND ${u}e.site_id = ? AND e.ts >= ? AND e.ts < ? AND ${u}e.type = 'pageview'`,
+        p,
+      ),
+      scores: await this.x.all<ScoreRow>(
+        `SELECT session_id, profile_id, NULL AS ip, score, received_at AS at FROM scores
+         WHERE profile_id IN (${marks}) AND ${u}site_id = ? AND received_at >= ? AND received_at < ? AND score IS NOT NULL`,
+        p,
+      ),
+      conversions: await this.x.all<ConversionRefRow>(
+        `SELECT session_id, profile_id, NULL AS ip, revenue, currency FROM conversions
+         WHERE profile_id IN (${marks}) AND ${u}site_id = ? AND ${u}created_at >= ? AND ${u}created_at < ?`,
+        p,
+      ),
+    };
+  }
 }
+
+/** Most profile ids one ofProfiles call takes (bound parameters stay well under every limit). */
+export const PROFILE_CHUNK = 500;

@@ -225,6 +225,13 @@ describe('accounts and company signals', () => {
     expect(query(dataDir, 'SELECT count(*) AS n FROM company_ip_ranges WHERE site_id = ?', site)).toEqual([{ n: 1 }]);
     const list = await ok(await connect(tok.read), 'accounts_list', {});
     expect(list.accounts.map((a: any) => a.domain)).not.toContain('beta.co.uk');
+    // A file without ranges clears them: the anonymous session is nobody's again (signals read per contact).
+    expect(await ok(owner, 'accounts_ip_ranges_load', { csv: 'cidr,domain,name\n' })).toEqual({ loaded: 0, replaced: 1, companies: 0 });
+    const hot = await ok(await connect(tok.read), 'accounts_hot', { days: 7 });
+    expect(hot.accounts.map((a: any) => [a.domain, a.name])).toEqual([['acme.com', null]]);
+    expect(hot.accounts[0].current).toMatchObject({ sessions: 2, ip_attributed_sessions: 0, known_visitors: 2, page_views: 4, high_intent_page_views: 3, conversions: 1, revenue: 200 });
+    const s = await ok(await connect(tok.read), 'accounts_signals', { account: 'acme.com', days: 7 });
+    expect(s.current).toEqual(hot.accounts[0].current);
   });
 });
 

@@ -3,7 +3,7 @@ import { AppError } from '../../http/errors.js';
 import { resolveCompanyDomain } from '../../domain/accounts/domain.js';
 import { rankHot, HEAT_WEIGHTS } from '../../domain/accounts/hot.js';
 import { parseRangesCsv } from '../../domain/accounts/ip-ranges.js';
-import { listAccounts, signalsByCompany, type AccountSummary } from '../../domain/accounts/service.js';
+import { accountSignals, loadAccounts, windowSignals, type AccountsView, type AccountSummary } from '../../domain/accounts/service.js';
 import { emptySignals } from '../../domain/accounts/signals.js';
 import { defineTool, type ToolContext } from '../tool.js';
 import { iso, isoInput, limitInput } from './shared.js';
@@ -63,11 +63,12 @@ function domainOf(input: string, field: string): string {
   return r.domain;
 }
 
-async function requireAccount(ctx: ToolContext, input: string): Promise<AccountSummary> {
+async function requireAccount(ctx: ToolContext, input: string): Promise<{ account: AccountSummary; view: AccountsView }> {
   const domain = domainOf(input, 'account');
-  const found = (await listAccounts(ctx.store, ctx.grant.siteId)).find((a) => a.domain === domain);
-  if (!found) throw new AppError('not_found', `no account ${domain} in this site (no record, no known contact, no IP range)`, { field: 'account', domain });
-  return found;
+  const view = await loadAccounts(ctx.store, ctx.grant.siteId);
+  const account = view.accounts.find((a) => a.domain === domain);
+  if (!account) throw new AppError('not_found', `no account ${domain} in this site (no record, no known contact, no IP range)`, { field: 'account', domain });
+  return { account, view };
 }
 
 export const accountsResolveDomain = defineTool({
@@ -111,7 +112,7 @@ export const accountsList = defineTool({
   output: z.object({ accounts: z.array(accountView), next_after: z.string().nullable().describe('Pass as `after` for the next page; null on the last page.') }),
   handler: async (ctx, input) => {
     const q = input.query?.toLowerCase();
-    const all = (await listAccounts(ctx.store, ctx.grant.siteId)).filter(
+    const all = (await loadAccounts(ctx.store, ctx.grant.siteId)).accounts.filter(
       (a) =>
         (q === undefined || a.domain.includes(q) || (a.name ?? '').toLowerCase().includes(q)) &&
         (input.source === undefined || a.sources.includes(input.source)) &&
@@ -132,9 +133,9 @@ export const accountsGet = defineTool({
   input: z.object({ account: accountRef, days: daysInput(30) }),
   output: accountView.extend({ window: windowView, signals: signalsView }),
   handler: async (ctx, input) => {
-    const account = await requireAccount(ctx, input.account);
+    const { account, view } = await requireAccount(ctx, input.account);
     const w = windowOf(input.days, undefined);
-    const signals = (await signalsByCompany(ctx.store, ctx.grant.siteId, w.since, w.until, { threshold: 70, topPages: 10 })).get(account.domain) ?? emptySignals();
+    const signals = await accountSignals(ctx.store, ctx.grant.siteId, view, account, w.since, w.until, { threshold: 70, topPages: 10 });
     return { ...account, window: { since: iso(w.since)!, until: iso(w.until)! }, signals };
   },
 });
@@ -168,11 +169,11 @@ export const accountsSignals = defineTool({
     }),
   }),
   handler: async (ctx, input) => {
-    const account = await requireAccount(ctx, input.account);
+    const { account, view } = await requireAccount(ctx, input.account);
     const w = windowOf(input.days, input.until);
     const opts = { threshold: input.intent_threshold, topPages: input.top_pages };
-    const cur = (await signalsByCompany(ctx.store, ctx.grant.siteId, w.since, w.until, opts)).get(account.domain) ?? emptySignals();
-    const prev = (await signalsByCompany(ctx.store, ctx.grant.siteId, w.prevSince, w.since, opts)).get(account.domain) ?? emptySignals();
+    const cur = await accountSignals(ctx.store, ctx.grant.siteId, view, account, w.since, w.until, opts);
+    const prev = await accountSignals(ctx.store, ctx.grant.siteId, view, account, w.prevSince, w.since, opts);
     const change = cur.score_avg === null || prev.score_avg === null ? null : Math.round((cur.score_avg - prev.score_avg) * 100) / 100;
     return {
       domain: account.domain,
@@ -230,9 +231,10 @@ export const accountsHot = defineTool({
   handler: async (ctx, input) => {
     const w = windowOf(input.days, input.until);
     const opts = { threshold: input.intent_threshold, topPages: 5 };
-    const cur = await signalsByCompany(ctx.store, ctx.grant.siteId, w.since, w.until, opts);
-    const prev = await signalsByCompany(ctx.store, ctx.grant.siteId, w.prevSince, w.since, opts);
-    const names = new Map((await listAccounts(ctx.store, ctx.grant.siteId)).map((a) => [a.domain, a.name]));
+    const view = await loadAccounts(ctx.store, ctx.grant.siteId);
+    const cur = await windowSignals(ctx.store, ctx.grant.siteId, view, w.since, w.until, opts);
+    const prev = await windowSignals(ctx.store, ctx.grant.siteId, view, w.prevSince, w.since, opts);
+    const names = new Map(view.accounts.map((a) => [a.domain, a.name]));
     const ranked = rankHot(cur, prev, emptySignals, { minSessions: input.min_sessions, limit: input.limit });
     return {
       window: { since: iso(w.since)!, until: iso(w.until)! },
@@ -261,7 +263,7 @@ export const accountsUpsert = defineTool({
     const row = await ctx.store.write((tx) =>
       tx.companies.upsert({ siteId: ctx.grant.siteId, domain, name: input.name ?? null, website: input.website.trim(), by: `token:${ctx.grant.tokenId}`, now }),
     );
-    const account = (await listAccounts(ctx.store, ctx.grant.siteId)).find((a) => a.domain === domain)!;
+    const account = (await loadAccounts(ctx.store, ctx.grant.siteId)).accounts.find((a) => a.domain === domain)!;
     return { ...account, created_at: iso(row.created_at)!, updated_at: iso(row.updated_at)! };
   },
 });
