@@ -314,6 +314,13 @@ describe('site settings and lift', () => {
     expect(lift.conversion_rate_lift.significant).toBe(false);
     expect(lift.revenue_per_visitor_lift.relative).toBeCloseTo(2.75, 10);
     expect(await errorOf(await connect(tok.read), 'analytics_lift', { segment_id: 'seg_nope' })).toMatchObject({ code: 'not_found' });
+    // By segment: Jane (Gold) is found through her visitor identity, the exposure names no profile.
+    expose('va1', 0);
+    const gold = query<{ id: string }>(dataDir, "SELECT id FROM segments WHERE name = 'Gold'")[0]!.id;
+    const bySeg = await ok(await connect(tok.read), 'analytics_lift', { days: 1, segment_id: gold });
+    expect(bySeg.personalized).toEqual({ visitors: 1, converting_visitors: 1, conversion_rate: 1, revenue: 200, revenue_per_visitor: 200 });
+    expect(bySeg.holdout.visitors).toBe(0);
+    expect(bySeg.conversion_rate_lift).toEqual({ relative: null, ci_low: null, ci_high: null, significant: false });
   });
 
   it('reports sessions, conversion rate and revenue per visitor per segment', async () => {
