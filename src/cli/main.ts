@@ -15,6 +15,7 @@ import { registerAdplatform } from './adplatform.js';
 import { registerRecommend } from './recommend.js';
 import { registerMigrate } from './migrate.js';
 import { registerPlugin } from './plugin.js';
+import { registerAccounts } from './accounts.js';
 
 /** Builds the svc command tree. Each command group registers itself from its own file. */
 export function buildProgram(): Command {
@@ -37,6 +38,7 @@ export function buildProgram(): Command {
   registerRecommend(program);
   registerMigrate(program);
   registerPlugin(program);
+  registerAccounts(program);
   for (const cmd of program.commands) applyExitOverride(cmd);
   return program;
 }

@@ -7,10 +7,12 @@ import { AppError } from '../http/errors.js';
 import { createRateLimiter, describePolicy, type RatePolicy } from '../http/rate-limit.js';
 import { authenticateToken } from './auth.js';
 import type { Grant } from './grant.js';
+import { ALL_TOOLS, flagValue, intersectAreas, parseAreaList, type ListingFilter } from './listing.js';
 import { createMcpServer, type McpDeps } from './server.js';
+import { AREAS } from './tools/index.js';
 
 /** JSON-RPC error codes of the HTTP gate (implementation-defined server errors). */
-const RPC_CODES = { unauthorized: -32001, rate_limited: -32029 } as const;
+const RPC_CODES = { unauthorized: -32001, rate_limited: -32029, invalid_params: -32602 } as const;
 
 function rpcError(res: Response, e: AppError, rpcCode: number): void {
   // JSON-RPC 2.0: the id is null when the request could not be read.
@@ -70,6 +72,26 @@ async function sendWebResponse(r: globalThis.Response, req: Request, res: Respon
 }
 
 /**
+ * How this request narrows tools/list: `?areas=a,b` and the `X-SVC-Areas`
+ * header (both given: their intersection) and `?read_only=1`. An unknown area
+ * name is a 400, so a typo never silently lists nothing.
+ */
+export function listingOf(req: Request): ListingFilter {
+  const q = req.originalUrl.indexOf('?');
+  const query = new URLSearchParams(q === -1 ? '' : req.originalUrl.slice(q + 1));
+  const header = req.headers['x-svc-areas'];
+  const fromQuery = parseAreaList(query.get('areas'));
+  const fromHeader = parseAreaList(Array.isArray(header) ? header.join(',') : header);
+  const unknown = [...(fromQuery ?? []), ...(fromHeader ?? [])].filter((a) => !AREAS.includes(a));
+  if (unknown.length > 0) {
+    throw new AppError('validation_failed', `unknown tool area(s): ${unknown.join(', ')}; known: ${AREAS.join(', ')}`, { field: 'areas', unknown, known: AREAS });
+  }
+  const areas = intersectAreas(fromQuery, fromHeader);
+  const readOnly = flagValue(query.get('read_only'));
+  return areas === null && !readOnly ? ALL_TOOLS : { areas, readOnly };
+}
+
+/**
  * POST /api/mcp: stateless streamable HTTP served by the MCP SDK
  * (createMcpHandler; 2025-era clients get its stateless fallback). In front of
  * it: token authentication (401 with a JSON-RPC error body and
@@ -81,9 +103,9 @@ export function createMcpRouter(deps: McpDeps & { rateLimit: RatePolicy | null; 
   const limiter = deps.rateLimit ? createRateLimiter(deps.store, deps.rateLimit) : null;
   const handler = createMcpHandler(
     (ctx) => {
-      const grant = (ctx.authInfo?.extra as { grant?: Grant } | undefined)?.grant;
-      if (!grant) throw new Error('MCP request without a grant');
-      return createMcpServer(grant, deps);
+      const extra = ctx.authInfo?.extra as { grant?: Grant; listing?: ListingFilter } | undefined;
+      if (!extra?.grant) throw new Error('MCP request without a grant');
+      return createMcpServer(extra.grant, deps, extra.listing ?? ALL_TOOLS);
     },
     {
       maxRequestBodySize: 1024 * 1024,
@@ -96,6 +118,13 @@ export function createMcpRouter(deps: McpDeps & { rateLimit: RatePolicy | null; 
       grant = await authenticateToken(deps.store, req);
     } catch (err) {
       if (err instanceof AppError) return rpcError(res, err, RPC_CODES.unauthorized);
+      throw err;
+    }
+    let listing: ListingFilter;
+    try {
+      listing = listingOf(req);
+    } catch (err) {
+      if (err instanceof AppError) return rpcError(res, err, RPC_CODES.invalid_params);
       throw err;
     }
     if (limiter) {
@@ -121,7 +150,7 @@ export function createMcpRouter(deps: McpDeps & { rateLimit: RatePolicy | null; 
     });
     const body = req.method === 'GET' || req.method === 'HEAD' ? null : (Readable.toWeb(req) as ReadableStream<Uint8Array>);
     const response = await handler.fetch(toWebRequest(req, body, abort.signal), {
-      authInfo: { token: grant.tokenId, clientId: grant.tokenId, scopes: [grant.scope], extra: { grant } },
+      authInfo: { token: grant.tokenId, clientId: grant.tokenId, scopes: [grant.scope], extra: { grant, listing } },
     });
     await sendWebResponse(response, req, res, body);
   });

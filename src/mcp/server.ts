@@ -1,4 +1,4 @@
-import { McpServer, type ToolAnnotations } from '@modelcontextprotocol/server';
+import { McpServer, type ListToolsResult } from '@modelcontextprotocol/server';
 import type { Logger } from 'pino';
 import type { Store } from '../store/store.js';
 import type { SegmentMembership } from '../domain/segments/membership.js';
@@ -7,8 +7,11 @@ import { VERSION } from '../version.js';
 import type { Grant } from './grant.js';
 import { callTool } from './call.js';
 import { cachedOutput, deferredInput } from './schema.js';
-import type { ToolDef } from './tool.js';
+import { annotationsOf, describeTool } from './describe.js';
+import { ALL_TOOLS, isListed, type ListingFilter } from './listing.js';
 import { TOOLS } from './tools/index.js';
+
+export { annotationsOf, describeTool };
 
 export interface McpDeps {
   store: Store;
@@ -17,31 +20,18 @@ export interface McpDeps {
   logger: Logger;
 }
 
-/** tools/list annotations, derived from the tool's flags. */
-export function annotationsOf(tool: ToolDef): ToolAnnotations {
-  return {
-    title: tool.title,
-    readOnlyHint: !tool.flags.changesData,
-    destructiveHint: tool.flags.changesData && tool.flags.destructive === true,
-    idempotentHint: tool.flags.idempotent === true,
-    openWorldHint: tool.flags.openWorld === true,
-  };
-}
-
-/** The description shown in tools/list: what the tool does and what a token needs to call it. */
-export function describeTool(tool: ToolDef): string {
-  const needs = [`Requires the ${tool.scope} scope`];
-  if (tool.flags.changesData) needs.push('refused to read-only tokens');
-  if (tool.flags.destructive) needs.push('refused when destructive tools are blocked');
-  if (tool.flags.issuesCredentials) needs.push('only for tokens minted with credential issuance allowed');
-  if (tool.flags.approvesOrPublishes) needs.push('refused to propose-only tokens');
-  return `${tool.description} ${needs.join('; ')}. Area: ${tool.area}.`;
-}
-
 const schemas = new Map<string, { input: ReturnType<typeof deferredInput>; output: ReturnType<typeof cachedOutput> }>();
 
-/** A fresh MCP server for one request of one token: every tool of the registry, each behind the policy. */
-export function createMcpServer(grant: Grant, deps: McpDeps): McpServer {
+/** The protected handler accessor of the SDK's protocol class (read once, to wrap tools/list). */
+type HandlerAccess = { _getRequestHandler(method: string): ((request: unknown, ctx: unknown) => Promise<unknown>) | undefined };
+
+/**
+ * A fresh MCP server for one request of one token: every tool of the registry,
+ * each behind the policy. tools/list shows the tools `listing` and the token's
+ * own area and read-only restrictions leave (see isListed); every tool stays
+ * callable (tools_search finds the others), the policy alone decides a call.
+ */
+export function createMcpServer(grant: Grant, deps: McpDeps, listing: ListingFilter = ALL_TOOLS): McpServer {
   const server = new McpServer(
     { name: 'svc', version: VERSION },
     { instructions: 'svc tools: profiles, segments, leads, conversions, events, analytics, webhooks, recommendations, ad platforms and access of one site. Each tool states the scope it needs.' },
@@ -53,6 +43,7 @@ export function createMcpServer(grant: Grant, deps: McpDeps): McpServer {
     segments: new SegmentsService(deps.store, deps.membership),
     membership: deps.membership,
     allowPrivateDestinations: deps.allowPrivateDestinations,
+    tools: TOOLS,
   };
   for (const tool of TOOLS) {
     let s = schemas.get(tool.name);
@@ -65,6 +56,16 @@ export function createMcpServer(grant: Grant, deps: McpDeps): McpServer {
       { title: tool.title, description: describeTool(tool), inputSchema: s.input, outputSchema: s.output, annotations: annotationsOf(tool) },
       (args) => callTool(tool, ctx, args, deps.logger),
     );
+  }
+  const hidden = TOOLS.some((t) => !isListed(t, grant, listing));
+  if (hidden) {
+    const inner = (server.server as unknown as HandlerAccess)._getRequestHandler('tools/list');
+    if (!inner) throw new Error('the MCP SDK registered no tools/list handler');
+    server.server.setRequestHandler('tools/list', async (request, ctx) => {
+      const all = (await inner(request, ctx)) as ListToolsResult;
+      const listed = new Set(TOOLS.filter((t) => isListed(t, grant, listing)).map((t) => t.name));
+      return { ...all, tools: all.tools.filter((t) => listed.has(t.name)) };
+    });
   }
   return server;
 }

@@ -13,6 +13,8 @@ export interface ToolContext {
   segments: SegmentsService;
   membership: SegmentMembership;
   allowPrivateDestinations: boolean;
+  /** Every tool of the server (tools_search and tools_describe read it). */
+  tools: readonly ToolDef[];
 }
 
 export interface ToolFlags {

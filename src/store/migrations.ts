@@ -887,4 +887,34 @@ CREATE INDEX trigger_fires_site ON trigger_fires (site_id, created_at);
 CREATE INDEX trigger_fires_profile ON trigger_fires (profile_id);
 `,
   },
+  {
+    version: 17,
+    name: 'accounts: explicit company accounts and operator IP ranges',
+    sql: `
+-- Explicit company accounts of a site, keyed by the normalized company domain (registrable domain of
+-- the account website). Accounts also exist without a row here: derived from the corporate email
+-- domains of known profiles and from the domains of loaded IP ranges.
+CREATE TABLE company_accounts (
+  site_id TEXT NOT NULL,
+  domain TEXT NOT NULL,
+  name TEXT,
+  website TEXT,
+  created_by TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (site_id, domain)
+);
+-- Operator-supplied IP ranges (CIDR, normalized to the network address) of companies: anonymous sessions
+-- whose IP falls in one are attributed to its company. A load replaces the site's ranges.
+CREATE TABLE company_ip_ranges (
+  site_id TEXT NOT NULL,
+  cidr TEXT NOT NULL,
+  domain TEXT NOT NULL,
+  name TEXT,
+  loaded_at INTEGER NOT NULL,
+  PRIMARY KEY (site_id, cidr)
+);
+CREATE INDEX company_ip_ranges_domain ON company_ip_ranges (site_id, domain);
+`,
+  },
 ];

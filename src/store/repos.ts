@@ -21,6 +21,8 @@ import { CrawlRepo } from './crawl.js';
 import { StallRepo } from './stall.js';
 import { LeadsRepo } from './leads.js';
 import { TriggersRepo } from './triggers.js';
+import { CompaniesRepo } from './companies.js';
+import { LiftRepo } from './lift.js';
 
 /**
  * What the repositories of one store share whichever connection they run on:
@@ -65,6 +67,8 @@ export class Repos {
   readonly stall: StallRepo;
   readonly leads: LeadsRepo;
   readonly triggers: TriggersRepo;
+  readonly companies: CompaniesRepo;
+  readonly lift: LiftRepo;
 
   constructor(
     readonly sql: Sql,
@@ -92,6 +96,8 @@ export class Repos {
     this.stall = new StallRepo(sql);
     this.leads = new LeadsRepo(sql);
     this.triggers = new TriggersRepo(sql, shared.enqueued);
+    this.companies = new CompaniesRepo(sql);
+    this.lift = new LiftRepo(sql);
   }
 }
 

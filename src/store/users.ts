@@ -40,4 +40,39 @@ export class UsersRepo {
     ]);
     return (await this.byId(id))!;
   }
+
+  /** How many owners the account has. */
+  async ownerCount(accountId: string): Promise<number> {
+    const r = await this.x.get<{ n: number }>("SELECT count(*) AS n FROM users WHERE account_id = ? AND role = 'owner'", [accountId]);
+    return Number(r?.n ?? 0);
+  }
+
+  /** Changes a user's role. Writes: call inside a write operation. */
+  async setRole(id: string, role: 'owner' | 'admin' | 'member'): Promise<void> {
+    await this.x.run('UPDATE users SET role = ? WHERE id = ?', [role, id]);
+  }
+
+  /** Tokens that are still live and belong to a user: minted by them, or handed to them by an invite. */
+  async liveTokenCount(id: string, now: number): Promise<number> {
+    const r = await this.x.get<{ n: number }>(
+      'SELECT count(*) AS n FROM mcp_tokens WHERE (created_by = ? OR name = ?) AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)',
+      [id, `invite: ${id}`, now],
+    );
+    return Number(r?.n ?? 0);
+  }
+
+  /**
+   * Removes a user: revokes every token they minted or were invited with,
+   * hands the (revoked) tokens' creator reference to `heir` (the token rows
+   * must name an existing user), then deletes the user. Returns the tokens
+   * revoked. Writes: call inside a write operation.
+   */
+  async remove(id: string, heir: string, now: number): Promise<number> {
+    const revoked = (
+      await this.x.run('UPDATE mcp_tokens SET revoked_at = ? WHERE (created_by = ? OR name = ?) AND revoked_at IS NULL', [now, id, `invite: ${id}`])
+    ).changes;
+    await this.x.run('UPDATE mcp_tokens SET created_by = ? WHERE created_by = ?', [heir, id]);
+    await this.x.run('DELETE FROM users WHERE id = ?', [id]);
+    return revoked;
+  }
 }

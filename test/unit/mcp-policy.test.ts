@@ -83,6 +83,7 @@ describe('the tool registry', () => {
     expect(new Set(TOOLS.map((t) => t.name)).size).toBe(TOOLS.length);
     expect(AREAS).toEqual([
       'access',
+      'accounts',
       'adplatforms',
       'analytics',
       'calls',
@@ -96,7 +97,9 @@ describe('the tool registry', () => {
       'profiles',
       'recommendations',
       'segments',
+      'sites',
       'stall',
+      'tools',
       'triggers',
       'webhooks',
     ]);

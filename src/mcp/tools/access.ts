@@ -2,8 +2,10 @@ import { z } from 'zod';
 import { AppError } from '../../http/errors.js';
 import { credentialHash, credentialHint, newCredential } from '../../domain/access/secrets.js';
 import type { McpTokenRow } from '../../store/tokens.js';
+import type { Repos } from '../../store/repos.js';
+import type { AccountUser } from '../../store/sites.js';
 import { MCP_SCOPES, MCP_TOKEN_PREFIX, parseRestrictions, restrictionsSchema, scopeRank, type Restrictions } from '../grant.js';
-import { defineTool } from '../tool.js';
+import { defineTool, type ToolContext } from '../tool.js';
 import { iso } from './shared.js';
 
 const area = 'access';
@@ -252,5 +254,108 @@ export const memberInvite = defineTool({
       restrictions,
       expires_at: iso(expiresAt)!,
     };
+  },
+});
+
+const ROLES = ['owner', 'admin', 'member'] as const;
+const userRef = z.string().min(1).max(320).describe('The user: their id (usr_...) or email.');
+
+const memberView = z.object({
+  id: z.string(),
+  role: z.enum(ROLES),
+  email: z.string().nullable().describe('Plaintext email: admin scope only (null otherwise).'),
+  name: z.string().nullable().describe('Name: admin scope only (null otherwise).'),
+  live_tokens: z.number().int().describe('Unrevoked, unexpired MCP tokens they minted or were invited with.'),
+  created_at: z.string(),
+});
+
+async function accountOf(ctx: ToolContext): Promise<string> {
+  return (await ctx.store.sites.get(ctx.grant.siteId))!.account_id;
+}
+
+async function requireMember(tx: Repos, accountId: string, ref: string): Promise<AccountUser> {
+  const u = await tx.users.find(accountId, ref);
+  if (!u) throw new AppError('not_found', 'no such user in the account of this site', { field: 'user' });
+  return u;
+}
+
+export const membersList = defineTool({
+  name: 'access_members_list',
+  title: 'List account members',
+  description: 'The people of the account this site belongs to, with their role (owner, admin, member) and how many live MCP tokens each holds. Email and name only under the admin scope.',
+  area,
+  scope: 'read',
+  flags: { changesData: false, idempotent: true },
+  input: z.object({ role: z.enum(ROLES).optional().describe('Only members with this role.') }),
+  output: z.object({ members: z.array(memberView) }),
+  handler: async (ctx, input) => {
+    const now = Date.now();
+    const rows = (await ctx.store.users.list(await accountOf(ctx))).filter((u) => input.role === undefined || u.role === input.role);
+    const members = [];
+    for (const u of rows) {
+      members.push({
+        id: u.id,
+        role: u.role,
+        email: ctx.pii ? u.email : null,
+        name: ctx.pii ? u.name : null,
+        live_tokens: await ctx.store.users.liveTokenCount(u.id, now),
+        created_at: iso(u.created_at)!,
+      });
+    }
+    return { members };
+  },
+});
+
+export const memberSetRole = defineTool({
+  name: 'access_member_set_role',
+  title: "Change a member's role",
+  description:
+    "Sets an account member's role (owner, admin or member). Only an owner may make or unmake owners, and the last owner can never be demoted. A member's existing tokens keep their scope; their role decides whether they may mint tokens.",
+  area,
+  scope: 'admin',
+  flags: { changesData: true, idempotent: true },
+  input: z.object({ user: userRef, role: z.enum(ROLES).describe('The new role.') }),
+  output: z.object({ id: z.string(), previous_role: z.enum(ROLES), role: z.enum(ROLES) }),
+  handler: async (ctx, input) => {
+    const accountId = await accountOf(ctx);
+    return ctx.store.write(async (tx) => {
+      const u = await requireMember(tx, accountId, input.user);
+      if (u.role === input.role) return { id: u.id, previous_role: u.role, role: u.role };
+      if (u.role === 'owner' || input.role === 'owner') {
+        const caller = await tx.users.byId(ctx.grant.createdBy);
+        if (caller?.role !== 'owner') throw new AppError('insufficient_scope', 'only an owner may make or unmake owners', { missing: 'role:owner' });
+      }
+      if (u.role === 'owner' && (await tx.users.ownerCount(accountId)) <= 1) {
+        throw new AppError('conflict', 'this is the last owner of the account; make someone else owner first', { field: 'user' });
+      }
+      await tx.users.setRole(u.id, input.role);
+      return { id: u.id, previous_role: u.role, role: input.role };
+    });
+  },
+});
+
+export const memberRemove = defineTool({
+  name: 'access_member_remove',
+  title: 'Remove an account member',
+  description:
+    'Removes a person from the account and revokes every MCP token they minted or were invited with (they stop working at once). Never the last owner; only an owner may remove an owner; a token cannot remove the user it acts for.',
+  area,
+  scope: 'admin',
+  flags: { changesData: true, destructive: true },
+  input: z.object({ user: userRef }),
+  output: z.object({ removed: z.string(), role: z.enum(ROLES), tokens_revoked: z.number().int() }),
+  handler: async (ctx, input) => {
+    const accountId = await accountOf(ctx);
+    return ctx.store.write(async (tx) => {
+      const u = await requireMember(tx, accountId, input.user);
+      if (u.id === ctx.grant.createdBy) throw new AppError('conflict', 'this token acts for that user; remove them with another owner\'s token', { field: 'user' });
+      if (u.role === 'owner') {
+        const caller = await tx.users.byId(ctx.grant.createdBy);
+        if (caller?.role !== 'owner') throw new AppError('insufficient_scope', 'only an owner may remove an owner', { missing: 'role:owner' });
+        if ((await tx.users.ownerCount(accountId)) <= 1) throw new AppError('conflict', 'this is the last owner of the account', { field: 'user' });
+      }
+      const revoked = await tx.users.remove(u.id, ctx.grant.createdBy, Date.now());
+      return { removed: u.id, role: u.role, tokens_revoked: revoked };
+    });
   },
 });

@@ -1,3 +1,4 @@
+import { scopeNamedIn } from '../describe.js';
 import type { ToolDef } from '../tool.js';
 import * as access from './access.js';
 import * as profiles from './profiles.js';
@@ -16,6 +17,9 @@ import * as stall from './stall.js';
 import * as inbox from './inbox.js';
 import * as calls from './calls.js';
 import * as triggers from './triggers.js';
+import * as accounts from './accounts.js';
+import * as sites from './sites.js';
+import * as tools from './tools.js';
 
 /** One module per product area; every tool a module exports is collected. Adding an area is one file and one line here. */
 const AREA_MODULES: readonly Record<string, unknown>[] = [
@@ -36,6 +40,9 @@ const AREA_MODULES: readonly Record<string, unknown>[] = [
   inbox,
   calls,
   triggers,
+  accounts,
+  sites,
+  tools,
 ];
 
 function isTool(v: unknown): v is ToolDef {
@@ -55,4 +62,6 @@ for (const t of TOOLS) {
   if (names.has(t.name)) throw new Error(`duplicate MCP tool name ${t.name}`);
   names.add(t.name);
   if (t.flags.changesData && t.scope === 'read') throw new Error(`MCP tool ${t.name} changes data but declares the read scope`);
+  const named = scopeNamedIn(t.description);
+  if (named !== null && named !== t.scope) throw new Error(`MCP tool ${t.name} says "Scope: ${named}." but requires the ${t.scope} scope`);
 }
