@@ -21,6 +21,7 @@ import { webhookPolicy } from '../webhooks/policy.js';
 import { AdFanout } from '../adplatforms/worker.js';
 import { adRetryPolicy } from '../adplatforms/policy.js';
 import { Janitor } from '../workers/janitor.js';
+import { ExperimentsWorker } from '../workers/experiments.js';
 
 export interface RunningServer {
   url: string;
@@ -156,6 +157,8 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     logger,
   });
   janitor.start();
+  const experiments = new ExperimentsWorker(store, { intervalMs: config.experimentsIntervalMs, leaseMs: config.laneLeaseMs, logger });
+  experiments.start();
 
   // Windowed segment rules ("in the last 7 days") change with the clock, not only with new data.
   const segments = new SegmentsService(store, membership);
@@ -187,7 +190,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       server.closeAllConnections();
       clearInterval(refreshTimer);
       await refreshing;
-      await Promise.all([dispatcher.stop(), adFanout.stop(), janitor.stop()]);
+      await Promise.all([dispatcher.stop(), adFanout.stop(), janitor.stop(), experiments.stop()]);
       await checkpointer.stop();
       await store.close();
       logger.info('stopped');

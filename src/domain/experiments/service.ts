@@ -25,6 +25,7 @@ import {
   VITAL_LIMITS,
   VITALS,
   type ArmInfo,
+  type EarlyStop,
   type EndReason,
   type GuardrailVerdict,
   type PrimaryMetric,
@@ -502,13 +503,24 @@ export async function enforceGuardrail(tx: Repos, siteId: string, id: string, no
   return false;
 }
 
+/** Whether a running test would stop early now (read-only; the worker asks before it opens a write). */
+export async function earlyStopVerdict(r: Repos, row: ExperimentRow, now: number): Promise<EarlyStop> {
+  if (row.started_at === null) return { stop: false, reason: 'too_early', winning_arm_id: null };
+  const arms = (await r.experiments.arms(row.site_id, row.id)).map(armInfo);
+  const aggregates = await r.experiments.aggregates(row.site_id, row.id, row.metric_event, now + 1);
+  return earlyStop(row.primary_metric, arms, aggregates, now - row.started_at);
+}
+
+/** Whether a guarded metric of a running test trips now (read-only; the worker asks before it opens a write). */
+export async function guardrailTrips(r: Repos, row: ExperimentRow): Promise<boolean> {
+  return (await guardrailStatus(r, row)).some((m) => m.arms.some((a) => a.verdict === 'poor' || a.verdict === 'worse_than_control'));
+}
+
 /** Ends a test that set stop_early when the extra-strong early-stopping bar is met; returns whether it ended. */
 export async function stopIfSignificant(tx: Repos, siteId: string, id: string, now: number): Promise<boolean> {
   const row = await tx.experiments.get(siteId, id);
-  if (!row || row.status !== 'running' || row.stop_early !== 1 || row.started_at === null) return false;
-  const arms = (await tx.experiments.arms(siteId, id)).map(armInfo);
-  const aggregates = await tx.experiments.aggregates(siteId, id, row.metric_event, now + 1);
-  const verdict = earlyStop(row.primary_metric, arms, aggregates, now - row.started_at);
+  if (!row || row.status !== 'running' || row.stop_early !== 1) return false;
+  const verdict = await earlyStopVerdict(tx, row, now);
   if (!verdict.stop) return false;
   await endExperiment(tx, siteId, id, 'significance', 'worker', now, verdict.winning_arm_id);
   return true;
