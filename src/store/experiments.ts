@@ -230,16 +230,15 @@ export class ExperimentsRepo {
   }
 
   /**
-   * Other running or paused tests that would show content in the same zones: on the same zone,
-   * on the page of the zone, or (for a page test) on the page or any zone of it.
+   * Other running or paused tests that would show content in the same zones: for a zone test, a
+   * test of the same zone or of its whole page; for a page test, a test of the page or of any zone of it.
    */
   overlapping(siteId: string, id: string, zoneId: string | null, pageId: string): Promise<{ id: string }[]> {
-    return this.x.all(
-      `SELECT x.id FROM experiments x LEFT JOIN zones z ON z.id = x.zone_id
-        WHERE x.site_id = ? AND x.id <> ? AND x.status IN ('running','paused')
-          AND (x.page_id = ? OR z.page_id = ? ${zoneId === null ? '' : 'OR x.zone_id = ?'})`,
-      zoneId === null ? [siteId, id, pageId, pageId] : [siteId, id, pageId, pageId, zoneId],
-    );
+    const base = `SELECT x.id FROM experiments x LEFT JOIN zones z ON z.id = x.zone_id
+        WHERE x.site_id = ? AND x.id <> ? AND x.status IN ('running','paused')`;
+    return zoneId === null
+      ? this.x.all(`${base} AND (x.page_id = ? OR z.page_id = ?)`, [siteId, id, pageId, pageId])
+      : this.x.all(`${base} AND (x.zone_id = ? OR x.page_id = ?)`, [siteId, id, zoneId, pageId]);
   }
 
   async aggregates(siteId: string, experimentId: string, metricEvent: string | null, until: number): Promise<Map<string, ArmAggregate>> {

@@ -237,7 +237,7 @@ export const experimentsStart = lifecycleTool(
 export const experimentsPause = lifecycleTool(
   'experiments_pause',
   'Pause a layout test',
-  'Pauses a running test (running → paused): the decision stops serving its arms until it resumes.',
+  'Pauses a running test (running → paused) until it is resumed or ended; visitors keep their arms when it resumes.',
   (ctx, id) => ctx.store.write((tx) => pauseExperiment(tx, ctx.grant.siteId, id, actor(ctx), Date.now())),
 );
 
