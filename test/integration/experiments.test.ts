@@ -365,6 +365,65 @@ describe('layout tests through MCP', () => {
     expect(ev.reason).toBe('scheduled_end');
     expect(ev.arms.map((a: any) => a.sessions)).toEqual([0, 0]);
   });
+
+  it('ends a stop_early test on an extra-strong significant result (worker)', async () => {
+    const t = await ok(c.write, 'experiments_create', {
+      name: 'Side test, early stop',
+      zone_id: 'zone_side',
+      arms: [
+        { label: 'Control', control: true, weight: 1 },
+        { label: 'Side', variant_id: 'var_side', weight: 1 },
+      ],
+      primary_metric: 'conversion',
+      guardrail_metrics: [],
+      stop_early: true,
+    });
+    await ok(c.write, 'experiments_start', { id: t.id });
+    const [control, variant] = [t.arms[0].id, t.arms[1].id];
+    const day = 86_400_000;
+    const now = Date.now();
+    const rows: Exposure[] = [];
+    const conversions: unknown[][] = [];
+    // 1000 visitors per arm; 15% convert in the control, 30% in the variant (the sequential interval at
+    // alpha 0.001 has a half-width of 0.078 there, so the 0.15 difference clears the early-stopping bar).
+    for (let i = 0; i < 1000; i++) {
+      for (const [arm, rate] of [
+        [control, 150],
+        [variant, 300],
+      ] as const) {
+        const visitor = `es-${arm}-${i}`;
+        rows.push({ visitor, zone: 'zone_side', variant: arm === variant ? 'var_side' : null, experiment: t.id, arm, url: 'https://shop.example/pricing', at: now - 3.5 * day });
+        if (i < rate) conversions.push([`cnv_es_${arm}_${i}`, site, `ess-${i}`, `prof-${visitor}`, 10, 'USD', '[]', now - day]);
+      }
+    }
+    insertExposures(rows);
+    execute(dataDir, 'UPDATE exposures SET profile_id = ' + "'prof-' || visitor_id WHERE experiment_id = ?", t.id);
+    for (let i = 0; i < conversions.length; i += 100) {
+      const chunk = conversions.slice(i, i + 100);
+      execute(
+        dataDir,
+        `INSERT INTO conversions (id, site_id, session_id, profile_id, revenue, currency, line_items, created_at) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,
+        ...chunk.flat(),
+      );
+    }
+    // Under 3 days of running the worker leaves it running, however strong the signal.
+    await new Promise((r) => setTimeout(r, 600));
+    expect((await ok(c.readOnly, 'experiments_get', { id: t.id })).status).toBe('running');
+    execute(dataDir, 'UPDATE experiments SET started_at = ? WHERE id = ?', now - 4 * day, t.id);
+    const ended = await waitFor('early stop', async () => {
+      const g = await ok(c.readOnly, 'experiments_get', { id: t.id });
+      return g.status === 'ended' ? g : undefined;
+    });
+    expect(ended).toMatchObject({ end_reason: 'significance', ended_by: 'worker', winning_arm_id: variant });
+    const ev = await waitFor('experiment.ended (significance)', () => received('experiment.ended').find((p) => p.experiment_id === t.id));
+    expect(ev).toMatchObject({ reason: 'significance', winning_arm_id: variant });
+    expect(ev.arms.map((a: any) => [a.sessions, a.conversions, a.conversion_rate])).toEqual([
+      [1000, 150, 0.15],
+      [1000, 300, 0.3],
+    ]);
+    expect(ev.arms[1].lift).toBeCloseTo(1, 12);
+    expect(ev.arms[1].probability_to_beat_control).toBeGreaterThan(0.999);
+  });
 });
 
 describe('Core Web Vitals guardrail', () => {
