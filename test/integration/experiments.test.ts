@@ -80,8 +80,8 @@ interface Exposure {
 }
 
 function insertExposures(rows: Exposure[]): void {
-  for (let i = 0; i < rows.length; i += 100) {
-    const chunk = rows.slice(i, i + 100);
+  for (let i = 0; i < rows.length; i += 500) {
+    const chunk = rows.slice(i, i + 500);
     execute(
       dataDir,
       `INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) VALUES ${chunk
@@ -398,8 +398,8 @@ describe('layout tests through MCP', () => {
     }
     insertExposures(rows);
     execute(dataDir, 'UPDATE exposures SET profile_id = ' + "'prof-' || visitor_id WHERE experiment_id = ?", t.id);
-    for (let i = 0; i < conversions.length; i += 100) {
-      const chunk = conversions.slice(i, i + 100);
+    for (let i = 0; i < conversions.length; i += 500) {
+      const chunk = conversions.slice(i, i + 500);
       execute(
         dataDir,
         `INSERT INTO conversions (id, site_id, session_id, profile_id, revenue, currency, line_items, created_at) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,

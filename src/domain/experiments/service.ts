@@ -14,6 +14,7 @@ import { CATALOGUE } from '../../webhooks/catalogue.js';
 import { assignArm, bucket, inHoldout } from './assign.js';
 import {
   computeResults,
+  EARLY_STOP_MIN_RUN_MS,
   earlyStop,
   editableFields,
   GUARDRAIL_ABSOLUTE_MARGIN,
@@ -516,7 +517,8 @@ export async function enforceGuardrail(tx: Repos, siteId: string, id: string, no
 
 /** Whether a running test would stop early now (read-only; the worker asks before it opens a write). */
 export async function earlyStopVerdict(r: Repos, row: ExperimentRow, now: number): Promise<EarlyStop> {
-  if (row.started_at === null) return { stop: false, reason: 'too_early', winning_arm_id: null };
+  // Too early: answered without aggregating (the worker asks every pass).
+  if (row.started_at === null || now - row.started_at < EARLY_STOP_MIN_RUN_MS) return { stop: false, reason: 'too_early', winning_arm_id: null };
   const arms = (await r.experiments.arms(row.site_id, row.id)).map(armInfo);
   const aggregates = await r.experiments.aggregates(row.site_id, row.id, row.metric_event, now + 1);
   return earlyStop(row.primary_metric, arms, aggregates, now - row.started_at);
