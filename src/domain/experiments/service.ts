@@ -226,8 +226,12 @@ export async function startExperiment(tx: Repos, siteId: string, id: string, now
   for (const a of arms) {
     if (a.variant_id === null) continue;
     const v = await tx.experiments.variant(siteId, a.variant_id);
-    if (!v || v.status === 'disabled' || v.status === 'archived') {
-      throw new AppError('conflict', `the variant of arm ${a.label} is ${v?.status ?? 'gone'}`, { arm_id: a.id });
+    // A running test shows its variants to visitors: only approved or published content, so that
+    // starting a test never bypasses the approval a propose-only token cannot give.
+    if (!v || (v.status !== 'approved' && v.status !== 'published')) {
+      throw new AppError('conflict', `the variant of arm ${a.label} is ${v?.status ?? 'gone'}; only approved or published variants are tested`, {
+        arm_id: a.id,
+      });
     }
   }
   const page = row.zone_id !== null ? (await tx.experiments.zone(siteId, row.zone_id))!.page_id : row.page_id!;

@@ -230,7 +230,7 @@ function lifecycleTool(name: string, title: string, description: string, run: (c
 export const experimentsStart = lifecycleTool(
   'experiments_start',
   'Start a layout test',
-  'Starts a draft test (draft → running): visitors are assigned from now on. Refused (conflict) when another live test covers the same zones or a variant is disabled.',
+  'Starts a draft test (draft → running): visitors are assigned from now on. Refused (conflict) when another live test covers the same zones or the variant of an arm is not approved or published.',
   (ctx, id) => ctx.store.write((tx) => startExperiment(tx, ctx.grant.siteId, id, Date.now())),
 );
 
