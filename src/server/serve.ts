@@ -24,6 +24,7 @@ import { Janitor } from '../workers/janitor.js';
 import { startContentJobs } from '../workers/content-jobs.js';
 import { StallWorker } from '../workers/stall.js';
 import { TriggerFireWorker } from '../workers/trigger-fires.js';
+import { ExperimentsWorker } from '../workers/experiments.js';
 
 export interface RunningServer {
   url: string;
@@ -171,6 +172,8 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     logger,
   });
   triggerFires.start();
+  const experiments = new ExperimentsWorker(store, { intervalMs: config.experimentsIntervalMs, leaseMs: config.laneLeaseMs, logger });
+  experiments.start();
 
   // Windowed segment rules ("in the last 7 days") change with the clock, not only with new data.
   const segments = new SegmentsService(store, membership);
@@ -209,6 +212,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
         contentJobs.stop(),
         stallWorker.stop(),
         triggerFires.stop(),
+        experiments.stop(),
       ]);
       await checkpointer.stop();
       await store.close();

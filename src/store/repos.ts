@@ -23,6 +23,7 @@ import { LeadsRepo } from './leads.js';
 import { TriggersRepo } from './triggers.js';
 import { CompaniesRepo } from './companies.js';
 import { LiftRepo } from './lift.js';
+import { ExperimentsRepo } from './experiments.js';
 
 /**
  * What the repositories of one store share whichever connection they run on:
@@ -69,6 +70,7 @@ export class Repos {
   readonly triggers: TriggersRepo;
   readonly companies: CompaniesRepo;
   readonly lift: LiftRepo;
+  readonly experiments: ExperimentsRepo;
 
   constructor(
     readonly sql: Sql,
@@ -98,6 +100,7 @@ export class Repos {
     this.triggers = new TriggersRepo(sql, shared.enqueued);
     this.companies = new CompaniesRepo(sql);
     this.lift = new LiftRepo(sql);
+    this.experiments = new ExperimentsRepo(sql);
   }
 }
 

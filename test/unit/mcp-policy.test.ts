@@ -90,6 +90,7 @@ describe('the tool registry', () => {
       'conversions',
       'crawl',
       'events',
+      'experiments',
       'funnels',
       'generation',
       'inbox',

@@ -9,6 +9,7 @@ import type { SegmentMembership } from '../segments/membership.js';
 import { normalizeEmail, normalizePhoneDigits, sha256Hex } from '../identity/normalize.js';
 import { planIdentify } from '../identity/plan.js';
 import { clickIdsFromUrl } from './click-ids.js';
+import { recordWebVitals, webVitalsOf } from '../experiments/service.js';
 import { captureSignals } from '../../adplatforms/signals.js';
 import * as triggers from '../triggers/service.js';
 import {
@@ -198,6 +199,7 @@ export class IngestionService {
     await this.site(req.site_id);
     const ts = req.timestamp !== undefined ? Date.parse(req.timestamp) : undefined;
     const url = (req as Record<string, unknown>).url;
+    const vitals = webVitalsOf(req);
     return this.store.write(async (tx) => {
       const now = Date.now();
       const s = await tx.profiles.ensureSession(
@@ -220,6 +222,7 @@ export class IngestionService {
       });
       const eventId = `evt_${rowId}`;
       await triggers.onEvent(tx, req.site_id, s.profileId, req.type, now);
+      if (vitals) await recordWebVitals(tx, req.site_id, s.visitorId, url, vitals, now);
       if (BEHAVIOURAL_WEBHOOK_TYPES.has(req.type)) {
         const properties: Record<string, unknown> = {};
         for (const [k, v] of Object.entries(req)) if (!EVENT_KEYS.has(k)) properties[k] = v;

@@ -20,6 +20,7 @@ import * as triggers from './triggers.js';
 import * as accounts from './accounts.js';
 import * as sites from './sites.js';
 import * as tools from './tools.js';
+import * as experiments from './experiments.js';
 
 /** One module per product area; every tool a module exports is collected. Adding an area is one file and one line here. */
 const AREA_MODULES: readonly Record<string, unknown>[] = [
@@ -43,6 +44,7 @@ const AREA_MODULES: readonly Record<string, unknown>[] = [
   accounts,
   sites,
   tools,
+  experiments,
 ];
 
 function isTool(v: unknown): v is ToolDef {
