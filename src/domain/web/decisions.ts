@@ -110,10 +110,9 @@ export async function loadSnapshot(r: Repos, siteId: string): Promise<Cached> {
     if (!list) armsOf.set(a.experiment_id, (list = []));
     list.push({ id: a.id, label: a.label, is_control: Number(a.is_control) === 1, variant_id: a.variant_id, weight: Number(a.weight) });
   }
-  // Shipped: the most recently shipped first; running: the earliest started first.
-  const applied = experiments
-    .filter((e) => e.status === 'running' || e.status === 'shipped')
-    .sort((a, b) => Number(b.shipped_at ?? 0) - Number(a.shipped_at ?? 0) || Number(a.started_at ?? 0) - Number(b.started_at ?? 0) || (a.id < b.id ? -1 : 1));
+  // Every status (force_arm overrides reach paused and draft tests for QA); the decision applies only
+  // running and shipped ones. Shipped: the most recently shipped first; running: the earliest started first.
+  const applied = [...experiments].sort((a, b) => Number(b.shipped_at ?? 0) - Number(a.shipped_at ?? 0) || Number(a.started_at ?? 0) - Number(b.started_at ?? 0) || (a.id < b.id ? -1 : 1));
   const snap: SiteSnapshot = {
     siteId,
     holdoutShare: Number(holdoutShare),
