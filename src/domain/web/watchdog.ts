@@ -60,7 +60,7 @@ export async function recordVariantRender(tx: Repos, siteId: string, render: Var
   await tx.web.insertRender({ siteId, variantId: variant.id, ok: render.ok, error: render.error, at: now });
   const windowMs = WATCHDOG.windowMinutes * 60_000;
   await tx.web.pruneRenders(variant.id, now - 4 * windowMs);
-  if (render.ok || (variant.status !== 'published' && variant.status !== 'approved')) return { disabled: false };
+  if (variant.status !== 'published' && variant.status !== 'approved') return { disabled: false };
   const since = Math.max(now - windowMs, Number(variant.published_at ?? 0));
   const c = await tx.web.renderCounts(siteId, variant.id, since);
   if (!tripped(c.renders, c.failures)) return { disabled: false };
