@@ -322,7 +322,7 @@ describe('content in use', () => {
 });
 
 describe('variant watchdog', () => {
-  const render = (variant: string, okFlag: boolean, i: number) =>
+  const render = (variant: string | undefined, okFlag: boolean, i: number) =>
     post(`${svc.url}/api/events`, { site_id: site, session_id: `wd-${i}`, visitor_id: `wd-v${i}`, type: 'variant_render', variant_id: variant, ok: okFlag, ...(okFlag ? {} : { error: 'selector #hero not found' }) });
 
   it('refuses malformed renders and unknown variants, storing nothing', async () => {
