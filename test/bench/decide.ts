@@ -13,9 +13,11 @@
  * deciding or storing anything is the baseline. Prints requests/s, zone
  * decisions/s (each request decides the 5 zones of its page and stores 5
  * exposure rows in one write), p50/p99 and the ratio to the bare server, then
- * checks that svc stored exactly 5 exposures per 200 answered.
+ * checks that svc stored exactly 5 exposures per 200 answered. It also times
+ * the pure decision function alone on the same snapshot (what a decision
+ * costs in CPU, without HTTP or storage).
  *
- * Targets: bare, svc (SQLite, synchronous=full) and, with --database-url,
+ * Targets: bare, svc (SQLite, synchronous=full), with --sync normal svc-normal, and with --database-url
  * svc-pg on a fresh schema bench_<pid>_svc_pg (dropped at the end unless
  * --keep). The load runs in this process (undici pools); every run is bounded
  * by --seconds and by --max-requests. Exit status 0 whatever the figures; 1
@@ -33,6 +35,8 @@ import { REPO_ROOT, removeTree } from './lib/targets.js';
 import { UsageError, intFlag } from './lib/args.js';
 import { openStore, type Store } from '../../src/store/store.js';
 import { openPgStore } from '../../src/store/pg/store.js';
+import { loadSnapshot } from '../../src/domain/web/decisions.js';
+import { decide } from '../../src/domain/decide/decide.js';
 
 const SVC_BIN = path.join(REPO_ROOT, 'bin', 'svc.js');
 const BARE_SERVER = path.join(REPO_ROOT, 'test', 'bench', 'lib', 'bare-server.ts');
@@ -51,6 +55,7 @@ const HELP = `usage: npm run bench:decide -- [options]
   --max-requests N   stop a target's run after N requests (default 1000000)
   --visitors N       distinct visitor ids the requests rotate through (default 10000)
   --database-url URL also run svc on PostgreSQL (a fresh schema, dropped at the end)
+  --sync normal      also run svc-normal: SQLite with SVC_SQLITE_SYNCHRONOUS=normal (no fsync per commit)
   --keep             keep the data directory and the PostgreSQL schema
   -h, --help         this text`;
 
@@ -64,12 +69,14 @@ function parse(argv: string[]) {
       'max-requests': { type: 'string' },
       visitors: { type: 'string' },
       'database-url': { type: 'string' },
+      sync: { type: 'string' },
       keep: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
     allowPositionals: false,
   });
+  if (values.sync !== undefined && values.sync !== 'normal') throw new UsageError(`--sync takes only normal, got ${JSON.stringify(values.sync)}`);
   const databaseUrl = values['database-url'];
   if (databaseUrl !== undefined) {
     const bad = databaseUrlError(databaseUrl);
@@ -83,6 +90,7 @@ function parse(argv: string[]) {
     maxRequests: intFlag('max-requests', values['max-requests'], 1_000_000, 1, 100_000_000),
     visitors: intFlag('visitors', values.visitors, 10_000, 1, 10_000_000),
     databaseUrl,
+    syncNormal: values.sync === 'normal',
     keep: values.keep,
   };
 }
@@ -124,6 +132,24 @@ async function seed(store: Store, siteId: string): Promise<void> {
       }
     }
   });
+}
+
+/** The pure decision function on the seeded snapshot: what one decision costs in CPU (bounded to 2 s and 200,000 calls). */
+async function pureDecisions(store: Store, siteId: string, opts: ReturnType<typeof parse>): Promise<{ perSecond: number; p99Us: number; n: number }> {
+  const { snap } = await loadSnapshot(store, siteId);
+  const hist = new Histogram();
+  const segments = new Set(['seg_bench0', 'seg_bench2']);
+  const start = performance.now();
+  let n = 0;
+  while (n < 200_000 && performance.now() - start < 2_000) {
+    const p = n % PAGES;
+    const url = p % 2 === 0 ? `/p${p}` : `/p${p}/item-${n}`;
+    const t0 = performance.now();
+    decide(snap, { visitorId: `bv-${(n * 7919) % opts.visitors}`, segmentIds: n % 3 === 0 ? segments : new Set(), url, earlierArms: new Map() });
+    hist.record((performance.now() - t0) * 1000);
+    n++;
+  }
+  return { perSecond: n / ((performance.now() - start) / 1000), p99Us: hist.summary().p99Us, n };
 }
 
 interface LoadResult {
@@ -235,6 +261,7 @@ async function main(): Promise<number> {
       `${opts.connections} connections, warm-up ${opts.warmup} s, window ${opts.seconds} s, max ${opts.maxRequests} requests, ${opts.visitors} visitors`,
   );
   const rows: { name: string; r: LoadResult; stored?: number; expected?: number }[] = [];
+  let pure: { perSecond: number; p99Us: number; n: number } | null = null;
   let failed = false;
 
   // Baseline.
@@ -249,7 +276,8 @@ async function main(): Promise<number> {
     await stopChild(bare.child, 5_000);
   }
 
-  const targets: { name: string; pgUrl?: string; schema?: string }[] = [{ name: 'svc' }];
+  const targets: { name: string; pgUrl?: string; schema?: string; env?: Record<string, string> }[] = [{ name: 'svc' }];
+  if (opts.syncNormal) targets.push({ name: 'svc-normal', env: { SVC_SQLITE_SYNCHRONOUS: 'normal' } });
   if (schemas) {
     const f = await schemas.fresh('svc_pg');
     targets.push({ name: 'svc-pg', pgUrl: f.url, schema: f.schema });
@@ -257,7 +285,7 @@ async function main(): Promise<number> {
   for (const t of targets) {
     const dataDir = mkdtempSync(path.join(tmpRoot, `${t.name}-`));
     const storage = ['--data', dataDir, ...(t.pgUrl ? ['--database-url', t.pgUrl] : [])];
-    const env: NodeJS.ProcessEnv = { ...process.env, SVC_RATE_LIMIT: 'off', SVC_LOG_LEVEL: 'warn' };
+    const env: NodeJS.ProcessEnv = { ...process.env, SVC_RATE_LIMIT: 'off', SVC_LOG_LEVEL: 'warn', ...t.env };
     delete env.SVC_DATABASE_URL;
     let server: SpawnedServer | null = null;
     try {
@@ -266,6 +294,7 @@ async function main(): Promise<number> {
       const siteId = (JSON.parse(created.stdout) as { site_id: string }).site_id;
       const store = t.pgUrl ? await openPgStore({ url: t.pgUrl, dataDir }) : openStore({ dataDir });
       await seed(store, siteId);
+      if (t.name === 'svc') pure = await pureDecisions(store, siteId, opts);
       await store.close();
       log(`${t.name}: ${t.pgUrl ? `PostgreSQL ${redact(t.pgUrl)}` : `SQLite in ${dataDir}`}, seeded`);
       server = await spawnServer(registry, {
@@ -315,6 +344,12 @@ async function main(): Promise<number> {
   }
   const widths = header.map((_, i) => Math.max(...lines.map((l) => l[i]!.length)));
   for (const l of lines) log(l.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
+  if (pure) {
+    log(
+      `decide() alone, in this process on the same site (no HTTP, no storage): ${Math.round(pure.perSecond).toLocaleString('en-US')} requests/s ` +
+        `(${Math.round(pure.perSecond * ZONES_PER_PAGE).toLocaleString('en-US')} zone decisions/s), p99 ${(pure.p99Us / 1000).toFixed(3)} ms over ${pure.n} calls`,
+    );
+  }
   for (const { name, r } of rows) if (r.firstProblem) log(`${name}: first problem: ${r.firstProblem}`);
   if (schemas) for (const n of await schemas.dropAll()) log(n);
   return failed ? 1 : 0;
