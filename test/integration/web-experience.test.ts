@@ -392,3 +392,29 @@ describe('deleting', () => {
     }
   });
 });
+
+describe('rate limits of /api/decide', () => {
+  it('answers 429 with Retry-After past the per-site burst, stores nothing for refused requests', async () => {
+    const dir = tempDir();
+    const other = createSite(dir, 'Limited');
+    const limited = await startSvc({ dataDir: dir, env: { SVC_INGEST_SITE_RATE: '1', SVC_INGEST_SITE_BURST: '2' } });
+    try {
+      const u = `${limited.url}/api/decide?site_id=${other}&visitor_id=v1&url=%2Fpricing`;
+      const statuses: number[] = [];
+      let refused: Response | undefined;
+      for (let i = 0; i < 4; i++) {
+        const r = await fetch(u);
+        statuses.push(r.status);
+        if (r.status === 429) refused = r;
+        else await r.text();
+      }
+      expect(statuses.slice(0, 2)).toEqual([200, 200]);
+      expect(statuses).toContain(429);
+      expect(refused!.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect((await refused!.json()).error).toMatchObject({ code: 'rate_limited', details: { scope: 'site' } });
+    } finally {
+      await limited.stop();
+      cleanup(dir);
+    }
+  });
+});
