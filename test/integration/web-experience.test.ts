@@ -3,6 +3,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { cleanup, cliJson, createSite, post, startSvc, tempDir, type Svc } from '../helpers/svc.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { execute, query } from '../helpers/db.js';
+import { PG_BASE_URL } from '../helpers/backend.js';
 import { validatePayload, type EventType } from '../../src/webhooks/catalogue.js';
 import { assignArm } from '../../src/domain/experiments/assign.js';
 
@@ -302,6 +303,23 @@ describe('overrides', () => {
     expect(all).toHaveLength(3);
     expect(all.every((o: any) => o.set_by.startsWith('token:') && o.lifted_by.startsWith('token:'))).toBe(true);
     expect((await ok(c.read, 'overrides_list', {})).overrides).toEqual([]);
+  });
+});
+
+describe('cache across instances', () => {
+  it.runIf(PG_BASE_URL !== undefined)('on PostgreSQL, a change made through one instance reaches the other instance\u2019s cache at once (NOTIFY, not the 2 s fallback)', async () => {
+    const second = await startSvc({ dataDir });
+    try {
+      const q = `/api/decide?site_id=${site}&visitor_id=anon-9&url=${encodeURIComponent(PRICING)}`;
+      const warm = await (await fetch(`${second.url}${q}`)).json();
+      expect(hero(warm).selector).toBe('#hero');
+      await ok(c.write, 'zones_update', { id: ids.zone, selector: '#hero-2' });
+      await new Promise((r) => setTimeout(r, 300));
+      expect(hero(await (await fetch(`${second.url}${q}`)).json()).selector).toBe('#hero-2');
+      await ok(c.write, 'zones_update', { id: ids.zone, selector: '#hero' });
+    } finally {
+      await second.stop();
+    }
   });
 });
 
