@@ -429,7 +429,7 @@ describe('rate limits of /api/decide', () => {
       expect(statuses.slice(0, 2)).toEqual([200, 200]);
       expect(statuses).toContain(429);
       expect(refused!.headers.get('retry-after')).toMatch(/^\d+$/);
-      expect((await refused!.json()).error).toMatchObject({ code: 'rate_limited', details: { scope: 'site' } });
+      expect(((await refused!.json()) as { error: unknown }).error).toMatchObject({ code: 'rate_limited', details: { scope: 'site' } });
     } finally {
       await limited.stop();
       cleanup(dir);
