@@ -25,6 +25,8 @@ import { startContentJobs } from '../workers/content-jobs.js';
 import { StallWorker } from '../workers/stall.js';
 import { TriggerFireWorker } from '../workers/trigger-fires.js';
 import { ExperimentsWorker } from '../workers/experiments.js';
+import { DECIDE_PATH, handleDecide, type DecideDeps } from '../ingest/decide.js';
+import { decisionService } from '../domain/web/decisions.js';
 
 export interface RunningServer {
   url: string;
@@ -66,6 +68,16 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     trustProxy: config.trustProxy,
     onUnexpected: (err, path) =>
       logger.error({ err: { message: (err as Error)?.message, code: (err as { code?: string })?.code }, path }, 'ingestion failed'),
+  };
+
+  // GET /api/decide: public like ingestion, limited per client address and per site with the ingestion rates.
+  const decideDeps: DecideDeps = {
+    decisions: decisionService(store),
+    ingestion: service,
+    ipLimiter: limited ? createRateLimiter(store, { name: 'decide-client', rate: config.ingestIpRate, windowMs: 1000, burst: config.ingestIpBurst }) : null,
+    siteLimiter: limited ? createRateLimiter(store, { name: 'decide-site', rate: config.ingestSiteRate, windowMs: 1000, burst: config.ingestSiteBurst }) : null,
+    trustProxy: config.trustProxy,
+    onUnexpected: (err) => logger.error({ err: { message: (err as Error)?.message, code: (err as { code?: string })?.code } }, 'decision failed'),
   };
 
   const dispatcher = new WebhookDispatcher(store, {
@@ -128,6 +140,10 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const pathname = q === -1 ? url : url.slice(0, q);
+    if (pathname === DECIDE_PATH) {
+      void handleDecide(decideDeps, req, res);
+      return;
+    }
     if (config.ingestRouter === 'raw' && isIngestPath(pathname)) {
       void handleIngest(deps, pathname, req, res);
       return;

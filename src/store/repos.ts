@@ -24,6 +24,7 @@ import { TriggersRepo } from './triggers.js';
 import { CompaniesRepo } from './companies.js';
 import { LiftRepo } from './lift.js';
 import { ExperimentsRepo } from './experiments.js';
+import { WebRepo } from './web.js';
 
 /**
  * What the repositories of one store share whichever connection they run on:
@@ -71,6 +72,7 @@ export class Repos {
   readonly companies: CompaniesRepo;
   readonly lift: LiftRepo;
   readonly experiments: ExperimentsRepo;
+  readonly web: WebRepo;
 
   constructor(
     readonly sql: Sql,
@@ -101,6 +103,7 @@ export class Repos {
     this.companies = new CompaniesRepo(sql);
     this.lift = new LiftRepo(sql);
     this.experiments = new ExperimentsRepo(sql);
+    this.web = new WebRepo(sql);
   }
 }
 

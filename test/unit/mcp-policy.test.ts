@@ -87,6 +87,7 @@ describe('the tool registry', () => {
       'adplatforms',
       'analytics',
       'calls',
+      'content',
       'conversions',
       'crawl',
       'events',
@@ -95,6 +96,9 @@ describe('the tool registry', () => {
       'generation',
       'inbox',
       'leads',
+      'overrides',
+      'pages',
+      'placements',
       'profiles',
       'recommendations',
       'segments',
@@ -102,7 +106,9 @@ describe('the tool registry', () => {
       'stall',
       'tools',
       'triggers',
+      'variants',
       'webhooks',
+      'zones',
     ]);
     for (const t of TOOLS) {
       if (t.flags.changesData) expect(t.scope).not.toBe('read');

@@ -20,6 +20,7 @@ import {
   profileIdentifiedPayload,
   type LineItem,
 } from './payloads.js';
+import { parseVariantRender, recordVariantRender } from '../web/watchdog.js';
 import type { ConvertRequest, EventRequest, IdentifyRequest, LeadRequest, ScoreRequest } from '../../ingest/schemas.js';
 
 export interface RequestContext {
@@ -200,6 +201,7 @@ export class IngestionService {
     const ts = req.timestamp !== undefined ? Date.parse(req.timestamp) : undefined;
     const url = (req as Record<string, unknown>).url;
     const vitals = webVitalsOf(req);
+    const render = req.type === 'variant_render' ? parseVariantRender(req) : null;
     return this.store.write(async (tx) => {
       const now = Date.now();
       const s = await tx.profiles.ensureSession(
@@ -223,6 +225,7 @@ export class IngestionService {
       const eventId = `evt_${rowId}`;
       await triggers.onEvent(tx, req.site_id, s.profileId, req.type, now);
       if (vitals) await recordWebVitals(tx, req.site_id, s.visitorId, url, vitals, now);
+      if (render) await recordVariantRender(tx, req.site_id, render, now);
       if (BEHAVIOURAL_WEBHOOK_TYPES.has(req.type)) {
         const properties: Record<string, unknown> = {};
         for (const [k, v] of Object.entries(req)) if (!EVENT_KEYS.has(k)) properties[k] = v;

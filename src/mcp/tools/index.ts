@@ -21,6 +21,12 @@ import * as accounts from './accounts.js';
 import * as sites from './sites.js';
 import * as tools from './tools.js';
 import * as experiments from './experiments.js';
+import * as pages from './pages.js';
+import * as zones from './zones.js';
+import * as content from './content.js';
+import * as variants from './variants.js';
+import * as placements from './placements.js';
+import * as overrides from './overrides.js';
 
 /** One module per product area; every tool a module exports is collected. Adding an area is one file and one line here. */
 const AREA_MODULES: readonly Record<string, unknown>[] = [
@@ -45,6 +51,12 @@ const AREA_MODULES: readonly Record<string, unknown>[] = [
   sites,
   tools,
   experiments,
+  pages,
+  zones,
+  content,
+  variants,
+  placements,
+  overrides,
 ];
 
 function isTool(v: unknown): v is ToolDef {
