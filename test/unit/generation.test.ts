@@ -3,7 +3,7 @@ import { builtinGenerator, blockScore, type GenerationInput } from '../../src/do
 import { diffSections, lineDiff, MAX_DIFF_LINES } from '../../src/domain/generation/diff.js';
 import { placeholdersOf, templateSchema, traitsOfRule } from '../../src/domain/generation/template.js';
 import { cleanSections } from '../../src/domain/generation/service.js';
-import { sanitizeContentHtml } from '../../src/domain/content/sanitize.js';
+import { sanitizeContentHtml } from '../../src/domain/web/sanitize.js';
 
 const signal = new AbortController().signal;
 
@@ -113,7 +113,7 @@ describe('sanitizing generated sections', () => {
   });
 
   it('fails a section over the size cap', () => {
-    expect(() => cleanSections([{ zone_id: 'z', zone_name: 'hero', body: `<p>${'x'.repeat(100_001)}</p>` }])).toThrow(/over the 100000 cap/);
+    expect(() => cleanSections([{ zone_id: 'z', zone_name: 'hero', body: `<p>${'x'.repeat(64 * 1024)}</p>` }])).toThrow(/over the 65536-byte content cap/);
   });
 });
 

@@ -5,7 +5,7 @@ import type { Store } from '../../store/store.js';
 import type { GenerationJobRow, RevisionRow } from '../../store/generation.js';
 import { CATALOGUE } from '../../webhooks/catalogue.js';
 import { PII_TRAITS } from '../profiles/snapshot.js';
-import { MAX_HTML_CHARS, sanitizeContentHtml } from '../content/sanitize.js';
+import { CONTENT_MAX_BYTES, sanitizeContentHtml } from '../web/sanitize.js';
 import { builtinGenerator, GENERATORS, type GenerationInput, type GeneratedSection } from './generator.js';
 import { DEFAULT_SECTION, placeholdersOf, templateSchema, traitsOfRule, type Template } from './template.js';
 
@@ -114,7 +114,8 @@ async function inputOf(store: Store, job: GenerationJobRow): Promise<GenerationI
 export function cleanSections(sections: readonly GeneratedSection[]): GeneratedSection[] {
   return sections.map((s) => {
     const body = sanitizeContentHtml(s.body);
-    if (body.length > MAX_HTML_CHARS) throw new Error(`section ${s.zone_name} is ${body.length} characters, over the ${MAX_HTML_CHARS} cap`);
+    const bytes = Buffer.byteLength(body, 'utf8');
+    if (bytes > CONTENT_MAX_BYTES) throw new Error(`section ${s.zone_name} is ${bytes} bytes, over the ${CONTENT_MAX_BYTES}-byte content cap`);
     return { ...s, body };
   });
 }
