@@ -166,7 +166,7 @@ describe('page generation through MCP', () => {
     const job = await callOk(client, 'generation_start', { page_id: 'page_pricing', template: { sections: { hero: '{{content.big}}{{content.big}}{{content.big}}{{content.big}}' }, zones: ['hero'] } });
     const s = await finished(job.generation_id);
     expect(s).toMatchObject({ state: 'failed', revision_id: null });
-    expect(s.error).toMatch(/section hero is \d+ characters, over the 100000 cap/);
+    expect(s.error).toMatch(/section hero is \d+ bytes, over the 65536-byte content cap/);
     expect(query(dataDir, 'SELECT count(*) AS n FROM page_revisions')).toEqual(revisionsBefore);
   });
 
