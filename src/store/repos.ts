@@ -16,6 +16,7 @@ import { CopurchaseRepo } from './copurchase.js';
 import { StatsRepo } from './stats.js';
 import { LeasesRepo } from './leases.js';
 import { RetentionRepo } from './retention.js';
+import { CampaignsRepo } from './campaigns.js';
 
 /**
  * What the repositories of one store share whichever connection they run on:
@@ -55,6 +56,7 @@ export class Repos {
   readonly counts: StatsRepo;
   readonly leases: LeasesRepo;
   readonly retention: RetentionRepo;
+  readonly campaigns: CampaignsRepo;
 
   constructor(
     readonly sql: Sql,
@@ -77,6 +79,7 @@ export class Repos {
     this.counts = new StatsRepo(sql);
     this.leases = new LeasesRepo(sql);
     this.retention = new RetentionRepo(sql);
+    this.campaigns = new CampaignsRepo(sql);
   }
 }
 

@@ -9,9 +9,10 @@ import * as analytics from './analytics.js';
 import * as webhooks from './webhooks.js';
 import * as recommendations from './recommendations.js';
 import * as adplatforms from './adplatforms.js';
+import * as campaigns from './campaigns.js';
 
 /** One module per product area; every tool a module exports is collected. Adding an area is one file and one line here. */
-const AREA_MODULES: readonly Record<string, unknown>[] = [access, profiles, segments, leads, conversions, events, analytics, webhooks, recommendations, adplatforms];
+const AREA_MODULES: readonly Record<string, unknown>[] = [access, profiles, segments, leads, conversions, events, analytics, webhooks, recommendations, adplatforms, campaigns];
 
 function isTool(v: unknown): v is ToolDef {
   return typeof v === 'object' && v !== null && typeof (v as ToolDef).name === 'string' && typeof (v as ToolDef).handler === 'function';

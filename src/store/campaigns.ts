@@ -1,0 +1,366 @@
+import type { Sql } from './sql.js';
+import { newId } from './ids.js';
+import { whereOf } from './where.js';
+
+export type CampaignStatus = 'draft' | 'live' | 'paused' | 'closed';
+export type CampaignComponentKind = 'segment' | 'variant' | 'placement' | 'experiment' | 'trigger';
+export type CampaignAction = 'launch' | 'pause' | 'close';
+
+export interface CampaignRow {
+  id: string;
+  site_id: string;
+  name: string;
+  description: string | null;
+  status: CampaignStatus;
+  created_by: string;
+  first_launched_at: number | null;
+  live_since: number | null;
+  live_ms: number;
+  paused_at: number | null;
+  closed_at: number | null;
+  closed_by: string | null;
+  /** JSON outcome snapshot taken at close. */
+  outcome: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface CampaignComponentRow {
+  id: string;
+  site_id: string;
+  campaign_id: string;
+  kind: CampaignComponentKind;
+  ref_id: string;
+  required: number;
+  created_at: number;
+}
+
+export interface CampaignRunRow {
+  id: string;
+  site_id: string;
+  campaign_id: string;
+  action: CampaignAction;
+  result: 'applied' | 'rolled_back';
+  /** JSON array of step outcomes. */
+  steps: string;
+  actor: string;
+  created_at: number;
+}
+
+/** The lifecycle fields of a variant, placement or experiment a campaign step reads. */
+export interface VariantState {
+  id: string;
+  status: 'draft' | 'approved' | 'published' | 'disabled' | 'archived';
+}
+export interface PlacementState {
+  id: string;
+  variant_id: string;
+  enabled: number;
+  variant_status: VariantState['status'] | null;
+}
+export interface ExperimentState {
+  id: string;
+  status: 'draft' | 'running' | 'paused' | 'ended' | 'shipped';
+  started_at: number | null;
+  arms: number;
+}
+
+/** Aggregates of one group of exposed visitors (the campaign's, or the holdout on the same zones). */
+export interface ExposureGroupStats {
+  visitors: number;
+  sessions: number;
+  profiles: number;
+  conversions: number;
+  revenue: number;
+  converting_visitors: number;
+  leads: number;
+}
+
+// The variants whose exposures count for a campaign: its variant components and the variants of its placements.
+const CAMPAIGN_VARIANTS = `SELECT ref_id FROM campaign_components WHERE campaign_id = ? AND kind = 'variant'
+  UNION SELECT p.variant_id FROM campaign_components cc JOIN placements p ON p.id = cc.ref_id AND p.site_id = cc.site_id
+  WHERE cc.campaign_id = ? AND cc.kind = 'placement'`;
+const CAMPAIGN_EXPERIMENTS = `SELECT ref_id FROM campaign_components WHERE campaign_id = ? AND kind = 'experiment'`;
+// The zones a campaign changes (for the holdout comparison): zones of its variants, placements and tests.
+const CAMPAIGN_ZONES = `SELECT v.zone_id FROM campaign_components cc JOIN variants v ON v.id = cc.ref_id AND v.site_id = cc.site_id
+  WHERE cc.campaign_id = ? AND cc.kind = 'variant'
+  UNION SELECT p.zone_id FROM campaign_components cc JOIN placements p ON p.id = cc.ref_id AND p.site_id = cc.site_id
+  WHERE cc.campaign_id = ? AND cc.kind = 'placement'
+  UNION SELECT coalesce(e.zone_id, z.id) FROM campaign_components cc JOIN experiments e ON e.id = cc.ref_id AND e.site_id = cc.site_id
+  LEFT JOIN zones z ON e.zone_id IS NULL AND z.page_id = e.page_id
+  WHERE cc.campaign_id = ? AND cc.kind = 'experiment'`;
+
+/**
+ * The statistics of one exposed group: `exposed` (visitor_id, first_at) is the group; its sessions are the
+ * visitor's sessions active at or after its first exposure and before the end; conversions and leads count
+ * from the first exposure to the end. Parameters after the group's own: site, end, site, end, currency,
+ * site, end, site, end.
+ */
+function groupStatsSql(exposedFilter: string): string {
+  return `WITH exposed AS (
+  SELECT e.visitor_id, min(e.created_at) AS first_at FROM exposures e
+  WHERE e.site_id = ? AND e.created_at >= ? AND e.created_at <= ? AND ${exposedFilter}
+  GROUP BY e.visitor_id
+), xs AS (
+  SELECT s.id, s.profile_id, s.visitor_id, x.first_at FROM exposed x
+  JOIN sessions s ON s.site_id = ? AND s.visitor_id = x.visitor_id
+  WHERE s.last_seen >= x.first_at AND s.first_seen <= ?
+), xc AS (
+  SELECT c.id, c.revenue, c.currency, xs.visitor_id FROM conversions c JOIN xs ON c.site_id = ? AND c.session_id = xs.id
+  WHERE c.created_at >= xs.first_at AND c.created_at <= ?
+)
+SELECT (SELECT count(*) FROM exposed) AS visitors,
+  (SELECT count(*) FROM xs) AS sessions,
+  (SELECT count(DISTINCT profile_id) FROM xs) AS profiles,
+  (SELECT count(DISTINCT id) FROM xc) AS conversions,
+  (SELECT coalesce(sum(revenue), 0) FROM (SELECT DISTINCT id, revenue FROM xc WHERE currency = ?) r) AS revenue,
+  (SELECT count(DISTINCT visitor_id) FROM xc) AS converting_visitors,
+  (SELECT count(*) FROM leads l WHERE l.site_id = ? AND l.created_at <= ?
+     AND l.created_at >= (SELECT min(xs.first_at) FROM xs WHERE xs.profile_id = l.profile_id)) AS leads`;
+}
+
+const TREATED_STATS = groupStatsSql(`e.holdout = 0 AND (e.variant_id IN (${CAMPAIGN_VARIANTS}) OR e.experiment_id IN (${CAMPAIGN_EXPERIMENTS}))`);
+const HOLDOUT_STATS = groupStatsSql(`e.holdout = 1 AND e.zone_id IN (${CAMPAIGN_ZONES})`);
+
+/**
+ * Campaigns, their components and runs, and the campaign steps over the lifecycle columns of the
+ * components' own tables (segments, variants, placements, experiments). Methods that write must run
+ * inside a write operation; every query is scoped by site.
+ */
+export class CampaignsRepo {
+  constructor(private readonly x: Sql) {}
+
+  // ---- campaigns
+
+  async create(c: { siteId: string; name: string; description: string | null; createdBy: string; now: number }): Promise<CampaignRow> {
+    const id = newId('cmp');
+    await this.x.run(
+      `INSERT INTO campaigns (id, site_id, name, description, status, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, 'draft', ?, ?, ?)`,
+      [id, c.siteId, c.name, c.description, c.createdBy, c.now, c.now],
+    );
+    return (await this.get(c.siteId, id))!;
+  }
+
+  get(siteId: string, id: string): Promise<CampaignRow | undefined> {
+    return this.x.get<CampaignRow>('SELECT * FROM campaigns WHERE id = ? AND site_id = ?', [id, siteId]);
+  }
+
+  /** Newest first; keyset paging on id (ids sort by creation time). */
+  list(siteId: string, opts: { status?: CampaignStatus | undefined; before?: string | undefined; limit: number }): Promise<CampaignRow[]> {
+    const w = whereOf([
+      ['site_id = ?', siteId],
+      ['status = ?', opts.status],
+      ['id < ?', opts.before],
+    ]);
+    return this.x.all<CampaignRow>(`SELECT * FROM campaigns ${w.sql} ORDER BY id DESC LIMIT ?`, [...w.params, opts.limit]);
+  }
+
+  async update(siteId: string, id: string, patch: { name: string; description: string | null; now: number }): Promise<void> {
+    await this.x.run('UPDATE campaigns SET name = ?, description = ?, updated_at = ? WHERE id = ? AND site_id = ?', [
+      patch.name,
+      patch.description,
+      patch.now,
+      id,
+      siteId,
+    ]);
+  }
+
+  /** Writes the lifecycle fields of a campaign (status and its timestamps) as the domain computed them. */
+  /**
+   * Writes the lifecycle fields of a campaign (status and its timestamps) as the domain computed them, only
+   * while it is still in status `from` (two concurrent launches: the second finds 0 rows); returns whether it did.
+   */
+  async setLifecycle(
+    siteId: string,
+    id: string,
+    from: CampaignStatus,
+    s: Pick<CampaignRow, 'status' | 'first_launched_at' | 'live_since' | 'live_ms' | 'paused_at' | 'closed_at' | 'closed_by' | 'outcome'>,
+    now: number,
+  ): Promise<boolean> {
+    const r = await this.x.run(
+      `UPDATE campaigns SET status = ?, first_launched_at = ?, live_since = ?, live_ms = ?, paused_at = ?, closed_at = ?, closed_by = ?,
+         outcome = ?, updated_at = ? WHERE id = ? AND site_id = ? AND status = ?`,
+      [s.status, s.first_launched_at, s.live_since, s.live_ms, s.paused_at, s.closed_at, s.closed_by, s.outcome, now, id, siteId, from],
+    );
+    return r.changes === 1;
+  }
+
+  // ---- components
+
+  components(siteId: string, campaignId: string): Promise<CampaignComponentRow[]> {
+    return this.x.all<CampaignComponentRow>('SELECT * FROM campaign_components WHERE campaign_id = ? AND site_id = ? ORDER BY created_at, id', [
+      campaignId,
+      siteId,
+    ]);
+  }
+
+  component(siteId: string, campaignId: string, kind: CampaignComponentKind, refId: string): Promise<CampaignComponentRow | undefined> {
+    return this.x.get<CampaignComponentRow>('SELECT * FROM campaign_components WHERE campaign_id = ? AND site_id = ? AND kind = ? AND ref_id = ?', [
+      campaignId,
+      siteId,
+      kind,
+      refId,
+    ]);
+  }
+
+  async addComponent(c: { siteId: string; campaignId: string; kind: CampaignComponentKind; refId: string; required: boolean; now: number }): Promise<CampaignComponentRow> {
+    const id = newId('cmc');
+    await this.x.run('INSERT INTO campaign_components (id, site_id, campaign_id, kind, ref_id, required, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+      id,
+      c.siteId,
+      c.campaignId,
+      c.kind,
+      c.refId,
+      c.required ? 1 : 0,
+      c.now,
+    ]);
+    return (await this.x.get<CampaignComponentRow>('SELECT * FROM campaign_components WHERE id = ?', [id]))!;
+  }
+
+  async setComponentRequired(siteId: string, id: string, required: boolean): Promise<void> {
+    await this.x.run('UPDATE campaign_components SET required = ? WHERE id = ? AND site_id = ?', [required ? 1 : 0, id, siteId]);
+  }
+
+  async removeComponent(siteId: string, id: string): Promise<void> {
+    await this.x.run('DELETE FROM campaign_components WHERE id = ? AND site_id = ?', [id, siteId]);
+  }
+
+  async componentCounts(siteId: string, campaignIds: readonly string[]): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    if (campaignIds.length === 0) return out;
+    const rows = await this.x.all<{ campaign_id: string; n: number }>(
+      `SELECT campaign_id, count(*) AS n FROM campaign_components WHERE site_id = ? AND campaign_id IN (${campaignIds.map(() => '?').join(', ')}) GROUP BY campaign_id`,
+      [siteId, ...campaignIds],
+    );
+    for (const r of rows) out.set(r.campaign_id, Number(r.n));
+    return out;
+  }
+
+  // ---- runs
+
+  async addRun(r: { siteId: string; campaignId: string; action: CampaignAction; result: CampaignRunRow['result']; steps: unknown; actor: string; now: number }): Promise<CampaignRunRow> {
+    const id = newId('cmr');
+    await this.x.run('INSERT INTO campaign_runs (id, site_id, campaign_id, action, result, steps, actor, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)', [
+      id,
+      r.siteId,
+      r.campaignId,
+      r.action,
+      r.result,
+      JSON.stringify(r.steps),
+      r.actor,
+      r.now,
+    ]);
+    return (await this.x.get<CampaignRunRow>('SELECT * FROM campaign_runs WHERE id = ?', [id]))!;
+  }
+
+  /** Newest first. */
+  runs(siteId: string, campaignId: string, limit: number): Promise<CampaignRunRow[]> {
+    return this.x.all<CampaignRunRow>('SELECT * FROM campaign_runs WHERE campaign_id = ? AND site_id = ? ORDER BY created_at DESC, id DESC LIMIT ?', [
+      campaignId,
+      siteId,
+      limit,
+    ]);
+  }
+
+  // ---- the components' own lifecycle columns (core schema)
+
+  async segmentExists(siteId: string, id: string): Promise<boolean> {
+    return (await this.x.get('SELECT 1 AS one FROM segments WHERE id = ? AND site_id = ?', [id, siteId])) !== undefined;
+  }
+
+  variant(siteId: string, id: string): Promise<VariantState | undefined> {
+    return this.x.get<VariantState>('SELECT id, status FROM variants WHERE id = ? AND site_id = ?', [id, siteId]);
+  }
+
+  /** approved → published; returns whether it changed. */
+  async publishVariant(siteId: string, id: string, actor: string, now: number): Promise<boolean> {
+    const r = await this.x.run(
+      `UPDATE variants SET status = 'published', published_by = ?, published_at = ?, updated_at = ? WHERE id = ? AND site_id = ? AND status = 'approved'`,
+      [actor, now, now, id, siteId],
+    );
+    return r.changes === 1;
+  }
+
+  /** published → disabled with a reason; returns whether it changed. */
+  async disableVariant(siteId: string, id: string, reason: string, now: number): Promise<boolean> {
+    const r = await this.x.run(
+      `UPDATE variants SET status = 'disabled', disabled_at = ?, disabled_reason = ?, updated_at = ? WHERE id = ? AND site_id = ? AND status = 'published'`,
+      [now, reason, now, id, siteId],
+    );
+    return r.changes === 1;
+  }
+
+  placement(siteId: string, id: string): Promise<PlacementState | undefined> {
+    return this.x.get<PlacementState>(
+      `SELECT p.id, p.variant_id, p.enabled, v.status AS variant_status FROM placements p
+       LEFT JOIN variants v ON v.id = p.variant_id AND v.site_id = p.site_id WHERE p.id = ? AND p.site_id = ?`,
+      [id, siteId],
+    );
+  }
+
+  /** Sets a placement's enabled flag; returns whether it changed. */
+  async setPlacementEnabled(siteId: string, id: string, enabled: boolean, now: number): Promise<boolean> {
+    const r = await this.x.run('UPDATE placements SET enabled = ?, updated_at = ? WHERE id = ? AND site_id = ? AND enabled <> ?', [
+      enabled ? 1 : 0,
+      now,
+      id,
+      siteId,
+      enabled ? 1 : 0,
+    ]);
+    return r.changes === 1;
+  }
+
+  experiment(siteId: string, id: string): Promise<ExperimentState | undefined> {
+    return this.x.get<ExperimentState>(
+      `SELECT e.id, e.status, e.started_at, (SELECT count(*) FROM experiment_arms a WHERE a.experiment_id = e.id) AS arms
+       FROM experiments e WHERE e.id = ? AND e.site_id = ?`,
+      [id, siteId],
+    ).then((r) => (r === undefined ? r : { ...r, arms: Number(r.arms) }));
+  }
+
+  /** draft|paused → running (started_at kept from the first start); returns whether it changed. */
+  async startExperiment(siteId: string, id: string, now: number): Promise<boolean> {
+    const r = await this.x.run(
+      `UPDATE experiments SET status = 'running', started_at = coalesce(started_at, ?), paused_at = NULL, updated_at = ?
+       WHERE id = ? AND site_id = ? AND status IN ('draft','paused')`,
+      [now, now, id, siteId],
+    );
+    return r.changes === 1;
+  }
+
+  /** running → paused; returns whether it changed. */
+  async pauseExperiment(siteId: string, id: string, now: number): Promise<boolean> {
+    const r = await this.x.run(`UPDATE experiments SET status = 'paused', paused_at = ?, updated_at = ? WHERE id = ? AND site_id = ? AND status = 'running'`, [
+      now,
+      now,
+      id,
+      siteId,
+    ]);
+    return r.changes === 1;
+  }
+
+  // ---- the outcome snapshot at close
+
+  /**
+   * Exposure statistics of a campaign between `from` and `to` (ms, inclusive): the visitors the campaign's
+   * variants, placements and tests were shown to (not in the holdout), and the holdout visitors of the same zones.
+   */
+  async exposureStats(siteId: string, campaignId: string, from: number, to: number, currency: string): Promise<{ treated: ExposureGroupStats; holdout: ExposureGroupStats }> {
+    const tail = [siteId, to, siteId, to, currency, siteId, to];
+    const treated = await this.x.get<ExposureGroupStats>(TREATED_STATS, [siteId, from, to, campaignId, campaignId, campaignId, ...tail]);
+    const holdout = await this.x.get<ExposureGroupStats>(HOLDOUT_STATS, [siteId, from, to, campaignId, campaignId, campaignId, ...tail]);
+    return { treated: numbers(treated!), holdout: numbers(holdout!) };
+  }
+}
+
+function numbers(r: ExposureGroupStats): ExposureGroupStats {
+  return {
+    visitors: Number(r.visitors),
+    sessions: Number(r.sessions),
+    profiles: Number(r.profiles),
+    conversions: Number(r.conversions),
+    revenue: Number(r.revenue),
+    converting_visitors: Number(r.converting_visitors),
+    leads: Number(r.leads),
+  };
+}
