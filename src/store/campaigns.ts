@@ -32,6 +32,8 @@ export interface CampaignComponentRow {
   kind: CampaignComponentKind;
   ref_id: string;
   required: number;
+  /** Order of addition within the campaign (steps of one kind run in this order). */
+  position: number;
   created_at: number;
 }
 
@@ -39,6 +41,8 @@ export interface CampaignRunRow {
   id: string;
   site_id: string;
   campaign_id: string;
+  /** 1, 2, ... per campaign, in the order the runs happened. */
+  seq: number;
   action: CampaignAction;
   result: 'applied' | 'rolled_back';
   /** JSON array of step outcomes. */
@@ -188,7 +192,7 @@ export class CampaignsRepo {
   // ---- components
 
   components(siteId: string, campaignId: string): Promise<CampaignComponentRow[]> {
-    return this.x.all<CampaignComponentRow>('SELECT * FROM campaign_components WHERE campaign_id = ? AND site_id = ? ORDER BY created_at, id', [
+    return this.x.all<CampaignComponentRow>('SELECT * FROM campaign_components WHERE campaign_id = ? AND site_id = ? ORDER BY position', [
       campaignId,
       siteId,
     ]);
@@ -205,15 +209,11 @@ export class CampaignsRepo {
 
   async addComponent(c: { siteId: string; campaignId: string; kind: CampaignComponentKind; refId: string; required: boolean; now: number }): Promise<CampaignComponentRow> {
     const id = newId('cmc');
-    await this.x.run('INSERT INTO campaign_components (id, site_id, campaign_id, kind, ref_id, required, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)', [
-      id,
-      c.siteId,
-      c.campaignId,
-      c.kind,
-      c.refId,
-      c.required ? 1 : 0,
-      c.now,
-    ]);
+    await this.x.run(
+      `INSERT INTO campaign_components (id, site_id, campaign_id, kind, ref_id, required, position, created_at)
+       SELECT ?, ?, ?, ?, ?, ?, coalesce(max(position), 0) + 1, ? FROM campaign_components WHERE campaign_id = ?`,
+      [id, c.siteId, c.campaignId, c.kind, c.refId, c.required ? 1 : 0, c.now, c.campaignId],
+    );
     return (await this.x.get<CampaignComponentRow>('SELECT * FROM campaign_components WHERE id = ?', [id]))!;
   }
 
@@ -240,22 +240,17 @@ export class CampaignsRepo {
 
   async addRun(r: { siteId: string; campaignId: string; action: CampaignAction; result: CampaignRunRow['result']; steps: unknown; actor: string; now: number }): Promise<CampaignRunRow> {
     const id = newId('cmr');
-    await this.x.run('INSERT INTO campaign_runs (id, site_id, campaign_id, action, result, steps, actor, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)', [
-      id,
-      r.siteId,
-      r.campaignId,
-      r.action,
-      r.result,
-      JSON.stringify(r.steps),
-      r.actor,
-      r.now,
-    ]);
+    await this.x.run(
+      `INSERT INTO campaign_runs (id, site_id, campaign_id, seq, action, result, steps, actor, created_at)
+       SELECT ?, ?, ?, coalesce(max(seq), 0) + 1, ?, ?, ?, ?, ? FROM campaign_runs WHERE campaign_id = ?`,
+      [id, r.siteId, r.campaignId, r.action, r.result, JSON.stringify(r.steps), r.actor, r.now, r.campaignId],
+    );
     return (await this.x.get<CampaignRunRow>('SELECT * FROM campaign_runs WHERE id = ?', [id]))!;
   }
 
   /** Newest first. */
   runs(siteId: string, campaignId: string, limit: number): Promise<CampaignRunRow[]> {
-    return this.x.all<CampaignRunRow>('SELECT * FROM campaign_runs WHERE campaign_id = ? AND site_id = ? ORDER BY created_at DESC, id DESC LIMIT ?', [
+    return this.x.all<CampaignRunRow>('SELECT * FROM campaign_runs WHERE campaign_id = ? AND site_id = ? ORDER BY seq DESC LIMIT ?', [
       campaignId,
       siteId,
       limit,

@@ -525,22 +525,24 @@ CREATE TABLE campaign_components (
   kind TEXT NOT NULL CHECK (kind IN ('segment','variant','placement','experiment','trigger')),
   ref_id TEXT NOT NULL,
   required INTEGER NOT NULL DEFAULT 1,
+  position INTEGER NOT NULL,
   created_at BIGINT NOT NULL,
   UNIQUE (campaign_id, kind, ref_id)
 );
--- Every launch, pause and close attempt with its per-component step outcomes (JSON); a launch whose
+-- Every launch, pause and close attempt (seq: 1, 2, ... per campaign) with its per-component step outcomes (JSON); a launch whose
 -- required step failed is kept with result rolled_back (none of its steps stayed applied).
 CREATE TABLE campaign_runs (
   id TEXT PRIMARY KEY,
   site_id TEXT NOT NULL,
   campaign_id TEXT NOT NULL REFERENCES campaigns(id),
+  seq INTEGER NOT NULL,
   action TEXT NOT NULL CHECK (action IN ('launch','pause','close')),
   result TEXT NOT NULL CHECK (result IN ('applied','rolled_back')),
   steps TEXT NOT NULL,
   actor TEXT NOT NULL,
   created_at BIGINT NOT NULL
 );
-CREATE INDEX campaign_runs_campaign ON campaign_runs (campaign_id, created_at);
+CREATE UNIQUE INDEX campaign_runs_campaign ON campaign_runs (campaign_id, seq);
 `,
   },
 ];
