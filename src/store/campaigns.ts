@@ -1,6 +1,7 @@
 import type { Sql } from './sql.js';
 import { newId } from './ids.js';
 import { whereOf } from './where.js';
+import { TOUCH_INTERVAL_MS } from './profiles.js';
 
 export type CampaignStatus = 'draft' | 'live' | 'paused' | 'closed';
 export type CampaignComponentKind = 'segment' | 'variant' | 'placement' | 'experiment' | 'trigger';
@@ -96,7 +97,8 @@ const CAMPAIGN_ZONES = `SELECT v.zone_id FROM campaign_components cc JOIN varian
 
 /**
  * The statistics of one exposed group: `exposed` (visitor_id, first_at) is the group; its sessions are the
- * visitor's sessions active at or after its first exposure and before the end; conversions and leads count
+ * visitor's sessions active at or after its first exposure and before the end (last_seen is refreshed at most
+ * every TOUCH_INTERVAL_MS, so a session last touched that long before the exposure counts); conversions and leads count
  * from the first exposure to the end. Parameters after the group's own: site, end, site, end, currency,
  * site, end, site, end.
  */
@@ -108,7 +110,7 @@ function groupStatsSql(exposedFilter: string): string {
 ), xs AS (
   SELECT s.id, s.profile_id, s.visitor_id, x.first_at FROM exposed x
   JOIN sessions s ON s.site_id = ? AND s.visitor_id = x.visitor_id
-  WHERE s.last_seen >= x.first_at AND s.first_seen <= ?
+  WHERE s.last_seen >= x.first_at - ${TOUCH_INTERVAL_MS} AND s.first_seen <= ?
 ), xc AS (
   SELECT c.id, c.revenue, c.currency, xs.visitor_id FROM conversions c JOIN xs ON c.site_id = ? AND c.session_id = xs.id
   WHERE c.created_at >= xs.first_at AND c.created_at <= ?
