@@ -21,6 +21,8 @@ import { webhookPolicy } from '../webhooks/policy.js';
 import { AdFanout } from '../adplatforms/worker.js';
 import { adRetryPolicy } from '../adplatforms/policy.js';
 import { Janitor } from '../workers/janitor.js';
+import { DECIDE_PATH, handleDecide, type DecideDeps } from '../ingest/decide.js';
+import { decisionService } from '../domain/web/decisions.js';
 
 export interface RunningServer {
   url: string;
@@ -62,6 +64,16 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     trustProxy: config.trustProxy,
     onUnexpected: (err, path) =>
       logger.error({ err: { message: (err as Error)?.message, code: (err as { code?: string })?.code }, path }, 'ingestion failed'),
+  };
+
+  // GET /api/decide: public like ingestion, limited per client address and per site with the ingestion rates.
+  const decideDeps: DecideDeps = {
+    decisions: decisionService(store),
+    ingestion: service,
+    ipLimiter: limited ? createRateLimiter(store, { name: 'decide-client', rate: config.ingestIpRate, windowMs: 1000, burst: config.ingestIpBurst }) : null,
+    siteLimiter: limited ? createRateLimiter(store, { name: 'decide-site', rate: config.ingestSiteRate, windowMs: 1000, burst: config.ingestSiteBurst }) : null,
+    trustProxy: config.trustProxy,
+    onUnexpected: (err) => logger.error({ err: { message: (err as Error)?.message, code: (err as { code?: string })?.code } }, 'decision failed'),
   };
 
   const dispatcher = new WebhookDispatcher(store, {
@@ -124,6 +136,10 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const pathname = q === -1 ? url : url.slice(0, q);
+    if (pathname === DECIDE_PATH) {
+      void handleDecide(decideDeps, req, res);
+      return;
+    }
     if (config.ingestRouter === 'raw' && isIngestPath(pathname)) {
       void handleIngest(deps, pathname, req, res);
       return;

@@ -585,6 +585,54 @@ CREATE INDEX exposures_visitor ON exposures (site_id, visitor_id, created_at);
 `,
   },
   {
+    version: 13,
+    name: 'web experience: decision-cache version per site (bumped by triggers), variant renders for the watchdog',
+    sql: `
+-- The version of a site's web-experience configuration: every change of pages, content, zones, variants,
+-- placements, experiments, arms, overrides or the holdout share bumps it (triggers, so changes made by any
+-- code path or process count). The decision cache keeps a site's snapshot while its version is unchanged.
+CREATE TABLE web_versions (
+  site_id TEXT PRIMARY KEY,
+  version INTEGER NOT NULL
+);
+CREATE TRIGGER web_bump_pages_insert AFTER INSERT ON pages BEGIN INSERT INTO web_versions (site_id, version) VALUES (NEW.site_id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+CREATE TRIGGER web_bump_pages_update AFTER UPDATE ON pages BEGIN INSERT INTO web_versions (site_id, version) VALUES (NEW.site_id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+CREATE TRIGGER web_bump_pages_delete AFTER DELETE ON pages BEGIN INSERT INTO web_versions (site_id, version) VALUES (OLD.site_id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+CREATE TRIGGER web_bump_content_blocks_insert AFTER INSERT ON content_blocks BEGIN INSERT INTO web_versions (site_id, version) VALUES (NEW.site_id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+CREATE TRIGGER web_bump_content_blocks_update AFTER UPDATE ON content_blocks BEGIN INSERT INTO web_versions (site_id, version) VALUES (NEW.site_id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+CREATE TRIGGER web_bump_content_blocks_delete AFTER DELETE ON content_blocks BEGIN INSERT INTO web_versions (site_id, version) VALUES (OLD.site_id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+CREATE TRIGGER web_bump_zones_insert AFTER INSERT ON zones BEGIN INSERT INTO web_versions (site_id, version) VALUES (NEW.site_id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+CREATE TRIGGER web_bump_zones_update AFTER UPDATE ON zones BEGIN INSERT INTO web_versions (site_id, version) VALUES (NEW.site_id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+CREATE TRIGGER web_bump_zones_delete AFTER DELETE ON zones BEGIN INSERT INTO web_versions (site_id, version) VALUES (OLD.site_id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+CREATE TRIGGER web_bump_variants_insert AFTER INSERT ON variants BEGIN INSERT INTO web_versions (site_id, version) VALUES (NEW.site_id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+CREATE TRIGGER web_bump_variants_update AFTER UPDATE ON variants BEGIN INSERT INTO web_versions (site_id, version) VALUES (NEW.site_id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+CREATE TRIGGER web_bump_variants_delete AFTER DELETE ON variants BEGIN INSERT INTO web_versions (site_id, version) VALUES (OLD.site_id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+CREATE TRIGGER web_bump_placements_insert AFTER INSERT ON placements BEGIN INSERT INTO web_versions (site_id, version) VALUES (NEW.site_id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+CREATE TRIGGER web_bump_placements_update AFTER UPDATE ON placements BEGIN INSERT INTO web_versions (site_id, version) VALUES (NEW.site_id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+CREATE TRIGGER web_bump_placements_delete AFTER DELETE ON placements BEGIN INSERT INTO web_versions (site_id, version) VALUES (OLD.site_id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+CREATE TRIGGER web_bump_experiments_insert AFTER INSERT ON experiments BEGIN INSERT INTO web_versions (site_id, version) VALUES (NEW.site_id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+CREATE TRIGGER web_bump_experiments_update AFTER UPDATE ON experiments BEGIN INSERT INTO web_versions (site_id, version) VALUES (NEW.site_id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+CREATE TRIGGER web_bump_experiments_delete AFTER DELETE ON experiments BEGIN INSERT INTO web_versions (site_id, version) VALUES (OLD.site_id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+CREATE TRIGGER web_bump_experiment_arms_insert AFTER INSERT ON experiment_arms BEGIN INSERT INTO web_versions (site_id, version) VALUES (NEW.site_id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+CREATE TRIGGER web_bump_experiment_arms_update AFTER UPDATE ON experiment_arms BEGIN INSERT INTO web_versions (site_id, version) VALUES (NEW.site_id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+CREATE TRIGGER web_bump_experiment_arms_delete AFTER DELETE ON experiment_arms BEGIN INSERT INTO web_versions (site_id, version) VALUES (OLD.site_id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+CREATE TRIGGER web_bump_overrides_insert AFTER INSERT ON overrides BEGIN INSERT INTO web_versions (site_id, version) VALUES (NEW.site_id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+CREATE TRIGGER web_bump_overrides_update AFTER UPDATE ON overrides BEGIN INSERT INTO web_versions (site_id, version) VALUES (NEW.site_id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+CREATE TRIGGER web_bump_overrides_delete AFTER DELETE ON overrides BEGIN INSERT INTO web_versions (site_id, version) VALUES (OLD.site_id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+CREATE TRIGGER web_bump_sites_holdout AFTER UPDATE OF holdout_share ON sites BEGIN INSERT INTO web_versions (site_id, version) VALUES (NEW.id, 1) ON CONFLICT (site_id) DO UPDATE SET version = version + 1; END;
+-- Renders the browser tag reports (POST /api/events type variant_render); the watchdog reads a sliding window.
+CREATE TABLE variant_renders (
+  id INTEGER PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  variant_id TEXT NOT NULL,
+  ok INTEGER NOT NULL,
+  error TEXT,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX variant_renders_variant ON variant_renders (variant_id, created_at);
+`,
+  },
+  {
     version: 19,
     name: 'campaigns: components that go live together, and the record of every launch, pause and close',
     sql: `

@@ -16,6 +16,7 @@ import { CopurchaseRepo } from './copurchase.js';
 import { StatsRepo } from './stats.js';
 import { LeasesRepo } from './leases.js';
 import { RetentionRepo } from './retention.js';
+import { WebRepo } from './web.js';
 import { CampaignsRepo } from './campaigns.js';
 
 /**
@@ -56,6 +57,7 @@ export class Repos {
   readonly counts: StatsRepo;
   readonly leases: LeasesRepo;
   readonly retention: RetentionRepo;
+  readonly web: WebRepo;
   readonly campaigns: CampaignsRepo;
 
   constructor(
@@ -79,6 +81,7 @@ export class Repos {
     this.counts = new StatsRepo(sql);
     this.leases = new LeasesRepo(sql);
     this.retention = new RetentionRepo(sql);
+    this.web = new WebRepo(sql);
     this.campaigns = new CampaignsRepo(sql);
   }
 }

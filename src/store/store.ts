@@ -6,7 +6,7 @@ import { SqliteSql, type Sql } from './sql.js';
 import { newRepoShared, Repos, type RepoShared, type WriteOp } from './repos.js';
 import type { SiteStats } from './stats.js';
 
-export type RemoteTopic = 'segments' | 'all';
+export type RemoteTopic = 'segments' | 'web' | 'all';
 
 /** How a store runs write operations: SQLite's group-commit writer, or PostgreSQL transactions. */
 export interface WriteRunner {
@@ -43,7 +43,7 @@ export class Store extends Repos {
   private readonly remoteListeners: ((topic: RemoteTopic) => void)[] = [];
 
   /**
-   * Calls `fn` when another process changed what this one caches (`segments`), or
+   * Calls `fn` when another process changed what this one caches (`segments`, `web`), or
    * when it may have missed such news (`all`, after a lost LISTEN connection).
    * PostgreSQL only; on SQLite, readers see other connections' commits through data_version.
    */

@@ -18,6 +18,7 @@ import {
   profileIdentifiedPayload,
   type LineItem,
 } from './payloads.js';
+import { parseVariantRender, recordVariantRender } from '../web/watchdog.js';
 import type { ConvertRequest, EventRequest, IdentifyRequest, LeadRequest, ScoreRequest } from '../../ingest/schemas.js';
 
 export interface RequestContext {
@@ -197,6 +198,7 @@ export class IngestionService {
     await this.site(req.site_id);
     const ts = req.timestamp !== undefined ? Date.parse(req.timestamp) : undefined;
     const url = (req as Record<string, unknown>).url;
+    const render = req.type === 'variant_render' ? parseVariantRender(req) : null;
     return this.store.write(async (tx) => {
       const now = Date.now();
       const s = await tx.profiles.ensureSession(
@@ -218,6 +220,7 @@ export class IngestionService {
         now,
       });
       const eventId = `evt_${rowId}`;
+      if (render) await recordVariantRender(tx, req.site_id, render, now);
       if (BEHAVIOURAL_WEBHOOK_TYPES.has(req.type)) {
         const properties: Record<string, unknown> = {};
         for (const [k, v] of Object.entries(req)) if (!EVENT_KEYS.has(k)) properties[k] = v;

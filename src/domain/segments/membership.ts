@@ -35,7 +35,9 @@ export class SegmentMembership {
 
   constructor(private readonly store: Store) {
     // PostgreSQL: other instances and the CLI announce segment changes (NOTIFY); the TTL below covers the rest.
-    store.onRemoteChange(() => this.invalidate());
+    store.onRemoteChange((topic) => {
+      if (topic !== 'web') this.invalidate();
+    });
   }
 
   invalidate(siteId?: string): void {

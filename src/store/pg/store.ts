@@ -20,6 +20,8 @@ export interface PgSettings {
 export const WORK_CHANNEL = 'svc_work';
 /** Segment definitions changed (SegmentsRepo notifies in the changing transaction): drop cached segments. */
 export const SEGMENTS_CHANNEL = 'svc_segments';
+/** A site's web-experience configuration changed (triggers of PostgreSQL migration 3 notify): drop cached decision snapshots. */
+export const WEB_CHANNEL = 'svc_web';
 
 /** The advisory-lock key under which migrations run (instances starting together apply them once). */
 const MIGRATE_LOCK = 0x5356_4301;
@@ -233,7 +235,7 @@ class PgListener {
     c.on('notification', (n) => this.onNotify(n.channel));
     try {
       await c.connect();
-      await c.query(`LISTEN ${WORK_CHANNEL}; LISTEN ${SEGMENTS_CHANNEL}`);
+      await c.query(`LISTEN ${WORK_CHANNEL}; LISTEN ${SEGMENTS_CHANNEL}; LISTEN ${WEB_CHANNEL}`);
       this.client = c;
       if (this.stopped) await c.end().catch(() => undefined);
     } catch {
@@ -306,6 +308,7 @@ export async function openPgStore(
           if (channel === null || channel === WORK_CHANNEL) writer.remoteCommit();
           if (channel === null) store.remoteChange('all');
           else if (channel === SEGMENTS_CHANNEL) store.remoteChange('segments');
+          else if (channel === WEB_CHANNEL) store.remoteChange('web');
         })
       : null;
   listener?.start();

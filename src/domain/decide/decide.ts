@@ -1,0 +1,335 @@
+import { assignArm, inHoldout } from '../experiments/assign.js';
+import { matchesPage, urlParts } from '../web/url-match.js';
+import { servableByArm, servableByPlacement } from '../web/lifecycle.js';
+import type { ContentKind, MatchType, OverrideKind, VariantStatus } from '../../store/web.js';
+
+/**
+ * The decision: for one visitor on one URL, which content every zone of every
+ * matching page shows, and why. Pure (no I/O, no clock, no randomness): the
+ * same snapshot and visitor always give the same answer.
+ *
+ * Precedence, per zone, first that applies wins:
+ *   1. override   force_arm (this visitor, QA) > pin_zone (this zone, everyone)
+ *                 > personalization_off (this page: the zone default)
+ *   2. holdout    a visitor in the site's holdout sees the zone default
+ *                 (overrides still apply above)
+ *   3. shipped    a shipped experiment on the zone (or its page): the shipped
+ *                 arm's variant for everyone (a control arm: the zone default)
+ *   4. experiment a running experiment on the zone (or its page): the visitor's
+ *                 earlier arm if it has one, else assignArm(seed, visitor, arms)
+ *   5. placement  the enabled placement with the highest priority whose segment
+ *                 the visitor is in (or with no segment); ties: the older id
+ *   6. default    the zone's default content (possibly none)
+ * A variant that is disabled or archived is never served: a step that would
+ * serve one is skipped (and says so in the reason chain).
+ */
+
+export interface SnapshotPage {
+  id: string;
+  name: string;
+  match_type: MatchType;
+  pattern: string;
+}
+
+export interface SnapshotZone {
+  id: string;
+  page_id: string;
+  name: string;
+  selector: string;
+  default_content_id: string | null;
+}
+
+export interface SnapshotContent {
+  id: string;
+  kind: ContentKind;
+  body: string;
+}
+
+export interface SnapshotVariant {
+  id: string;
+  zone_id: string;
+  content_id: string;
+  status: VariantStatus;
+}
+
+export interface SnapshotPlacement {
+  id: string;
+  zone_id: string;
+  variant_id: string;
+  segment_id: string | null;
+  priority: number;
+}
+
+export interface SnapshotArm {
+  id: string;
+  label: string;
+  is_control: boolean;
+  variant_id: string | null;
+  weight: number;
+}
+
+export interface SnapshotExperiment {
+  id: string;
+  page_id: string | null;
+  zone_id: string | null;
+  status: 'draft' | 'running' | 'paused' | 'ended' | 'shipped';
+  seed: string;
+  shipped_arm_id: string | null;
+  /** Arms in their stored order (assignment ranges follow it). */
+  arms: SnapshotArm[];
+}
+
+export interface SnapshotOverride {
+  id: string;
+  kind: OverrideKind;
+  page_id: string | null;
+  zone_id: string | null;
+  variant_id: string | null;
+  experiment_id: string | null;
+  arm_id: string | null;
+  visitor_id: string | null;
+  set_by: string;
+  set_at: number;
+}
+
+/** Everything the decision reads about a site. Placements: enabled only; overrides: active only. */
+export interface SiteSnapshot {
+  siteId: string;
+  holdoutShare: number;
+  pages: SnapshotPage[];
+  zones: SnapshotZone[];
+  contents: ReadonlyMap<string, SnapshotContent>;
+  variants: ReadonlyMap<string, SnapshotVariant>;
+  placements: SnapshotPlacement[];
+  experiments: SnapshotExperiment[];
+  overrides: SnapshotOverride[];
+}
+
+export interface VisitorInput {
+  visitorId: string;
+  segmentIds: ReadonlySet<string>;
+  url: string;
+  /** The arm of each experiment the visitor was already exposed to. */
+  earlierArms: ReadonlyMap<string, string>;
+}
+
+export type DecisionReason =
+  | 'override_force_arm'
+  | 'override_pin_zone'
+  | 'override_personalization_off'
+  | 'holdout'
+  | 'shipped_experiment'
+  | 'experiment_arm'
+  | 'placement'
+  | 'default';
+
+export interface ReasonStep {
+  step: 'override' | 'holdout' | 'shipped' | 'experiment' | 'placement' | 'default';
+  outcome: 'applied' | 'skipped' | 'none';
+  detail: string;
+}
+
+export interface ZoneDecision {
+  zone_id: string;
+  page_id: string;
+  name: string;
+  selector: string;
+  content: { id: string; kind: ContentKind; body: string } | null;
+  variant_id: string | null;
+  experiment_id: string | null;
+  arm_id: string | null;
+  placement_id: string | null;
+  override_id: string | null;
+  holdout: boolean;
+  reason: DecisionReason;
+  /** Every precedence step looked at, in order, ending with the one that applied. */
+  chain: ReasonStep[];
+}
+
+export interface Decision {
+  url: { path: string; query: string };
+  holdout: boolean;
+  pages: { id: string; name: string }[];
+  zones: ZoneDecision[];
+}
+
+/** Zones of a page are covered by an experiment on that zone, or on the whole page. */
+function covers(e: SnapshotExperiment, z: SnapshotZone): boolean {
+  return e.zone_id !== null ? e.zone_id === z.id : e.page_id === z.page_id;
+}
+
+/** Decides every zone of every page matching the URL; undefined when the URL is not a URL or a path. */
+export function decide(snap: SiteSnapshot, visitor: VisitorInput): Decision | undefined {
+  const parts = urlParts(visitor.url);
+  if (!parts) return undefined;
+  const pages = snap.pages.filter((p) => matchesPage(p.match_type, p.pattern, parts));
+  const pageIds = new Set(pages.map((p) => p.id));
+  const holdout = inHoldout(snap.siteId, visitor.visitorId, snap.holdoutShare);
+  const zones: ZoneDecision[] = [];
+  for (const z of snap.zones) {
+    if (pageIds.has(z.page_id)) zones.push(decideZone(snap, visitor, z, holdout));
+  }
+  return { url: parts, holdout, pages: pages.map((p) => ({ id: p.id, name: p.name })), zones };
+}
+
+function decideZone(snap: SiteSnapshot, visitor: VisitorInput, z: SnapshotZone, holdout: boolean): ZoneDecision {
+  const chain: ReasonStep[] = [];
+  const base = { zone_id: z.id, page_id: z.page_id, name: z.name, selector: z.selector, holdout };
+  const contentOf = (id: string | null) => {
+    const c = id === null ? undefined : snap.contents.get(id);
+    return c ? { id: c.id, kind: c.kind, body: c.body } : null;
+  };
+  const zoneDefault = () => contentOf(z.default_content_id);
+  const result = (
+    reason: DecisionReason,
+    r: { variantId?: string | null; experimentId?: string | null; armId?: string | null; placementId?: string | null; overrideId?: string | null },
+  ): ZoneDecision => {
+    const variant = r.variantId ? snap.variants.get(r.variantId) : undefined;
+    return {
+      ...base,
+      content: variant ? contentOf(variant.content_id) : zoneDefault(),
+      variant_id: variant ? variant.id : null,
+      experiment_id: r.experimentId ?? null,
+      arm_id: r.armId ?? null,
+      placement_id: r.placementId ?? null,
+      override_id: r.overrideId ?? null,
+      reason,
+      chain,
+    };
+  };
+  const armVariant = (arm: SnapshotArm): { ok: true; variantId: string | null } | { ok: false; why: string } => {
+    if (arm.variant_id === null) return { ok: true, variantId: null };
+    const v = snap.variants.get(arm.variant_id);
+    if (!v) return { ok: false, why: `variant ${arm.variant_id} no longer exists` };
+    if (!servableByArm(v.status)) return { ok: false, why: `variant ${v.id} is ${v.status}` };
+    return { ok: true, variantId: v.id };
+  };
+
+  // 1. Overrides: force_arm > pin_zone > personalization_off.
+  let overrideSeen = false;
+  for (const o of snap.overrides) {
+    if (o.kind !== 'force_arm' || o.visitor_id !== visitor.visitorId) continue;
+    const e = snap.experiments.find((x) => x.id === o.experiment_id);
+    if (!e || !covers(e, z)) continue;
+    overrideSeen = true;
+    const arm = e.arms.find((a) => a.id === o.arm_id);
+    if (!arm) {
+      chain.push({ step: 'override', outcome: 'skipped', detail: `force_arm ${o.id}: arm ${o.arm_id ?? '?'} is not an arm of ${e.id}` });
+      continue;
+    }
+    const av = armVariant(arm);
+    if (!av.ok) {
+      chain.push({ step: 'override', outcome: 'skipped', detail: `force_arm ${o.id}: ${av.why}` });
+      continue;
+    }
+    chain.push({
+      step: 'override',
+      outcome: 'applied',
+      detail: `force_arm ${o.id} set by ${o.set_by}: visitor forced into arm ${arm.label} (${arm.id}) of experiment ${e.id}${arm.variant_id === null ? ', the control (zone default)' : ''}`,
+    });
+    return result('override_force_arm', { variantId: av.variantId, experimentId: e.id, armId: arm.id, overrideId: o.id });
+  }
+  for (const o of snap.overrides) {
+    if (o.kind !== 'pin_zone' || o.zone_id !== z.id) continue;
+    overrideSeen = true;
+    const v = o.variant_id ? snap.variants.get(o.variant_id) : undefined;
+    if (!v || !servableByPlacement(v.status)) {
+      chain.push({ step: 'override', outcome: 'skipped', detail: `pin_zone ${o.id}: variant ${o.variant_id ?? '?'} is ${v ? v.status : 'gone'}` });
+      continue;
+    }
+    chain.push({ step: 'override', outcome: 'applied', detail: `pin_zone ${o.id} set by ${o.set_by}: zone pinned to variant ${v.id} for everyone` });
+    return result('override_pin_zone', { variantId: v.id, overrideId: o.id });
+  }
+  const off = snap.overrides.find((o) => o.kind === 'personalization_off' && o.page_id === z.page_id);
+  if (off) {
+    chain.push({ step: 'override', outcome: 'applied', detail: `personalization_off ${off.id} set by ${off.set_by}: the page shows zone defaults` });
+    return result('override_personalization_off', { overrideId: off.id });
+  }
+  if (!overrideSeen) chain.push({ step: 'override', outcome: 'none', detail: 'no active override for this zone or visitor' });
+
+  // 2. Holdout.
+  if (holdout) {
+    chain.push({ step: 'holdout', outcome: 'applied', detail: `visitor is in the site holdout (${snap.holdoutShare}): zone default` });
+    return result('holdout', {});
+  }
+  chain.push({ step: 'holdout', outcome: 'none', detail: snap.holdoutShare > 0 ? `visitor is outside the holdout (${snap.holdoutShare})` : 'the site has no holdout' });
+
+  // 3. Shipped experiments.
+  let shippedSeen = false;
+  for (const e of snap.experiments) {
+    if (e.status !== 'shipped' || !covers(e, z)) continue;
+    shippedSeen = true;
+    const arm = e.arms.find((a) => a.id === e.shipped_arm_id);
+    if (!arm) {
+      chain.push({ step: 'shipped', outcome: 'skipped', detail: `experiment ${e.id}: shipped arm ${e.shipped_arm_id ?? '?'} not found` });
+      continue;
+    }
+    const av = armVariant(arm);
+    if (!av.ok) {
+      chain.push({ step: 'shipped', outcome: 'skipped', detail: `experiment ${e.id}: ${av.why}` });
+      continue;
+    }
+    chain.push({
+      step: 'shipped',
+      outcome: 'applied',
+      detail: `experiment ${e.id} shipped arm ${arm.label} (${arm.id}) for everyone${arm.variant_id === null ? ': the control (zone default)' : ''}`,
+    });
+    return result('shipped_experiment', { variantId: av.variantId, experimentId: e.id, armId: arm.id });
+  }
+  if (!shippedSeen) chain.push({ step: 'shipped', outcome: 'none', detail: 'no shipped experiment on this zone' });
+
+  // 4. Running experiments.
+  let runningSeen = false;
+  for (const e of snap.experiments) {
+    if (e.status !== 'running' || !covers(e, z)) continue;
+    runningSeen = true;
+    const earlier = visitor.earlierArms.get(e.id);
+    const kept = earlier === undefined ? undefined : e.arms.find((a) => a.id === earlier);
+    const arm = kept ?? assignArm(e.seed, visitor.visitorId, e.arms);
+    if (!arm) {
+      chain.push({ step: 'experiment', outcome: 'skipped', detail: `experiment ${e.id}: no arm with a weight above 0` });
+      continue;
+    }
+    const av = armVariant(arm);
+    if (!av.ok) {
+      chain.push({ step: 'experiment', outcome: 'skipped', detail: `experiment ${e.id} arm ${arm.id}: ${av.why}` });
+      continue;
+    }
+    chain.push({
+      step: 'experiment',
+      outcome: 'applied',
+      detail: `experiment ${e.id}: ${kept ? 'visitor keeps its earlier arm' : `assigned by hash of seed and visitor id`} ${arm.label} (${arm.id})${arm.variant_id === null ? ', the control (zone default)' : ''}`,
+    });
+    return result('experiment_arm', { variantId: av.variantId, experimentId: e.id, armId: arm.id });
+  }
+  if (!runningSeen) chain.push({ step: 'experiment', outcome: 'none', detail: 'no running experiment on this zone' });
+
+  // 5. Placements (already ordered: priority descending, then id).
+  let placementSeen = false;
+  for (const p of snap.placements) {
+    if (p.zone_id !== z.id) continue;
+    if (p.segment_id !== null && !visitor.segmentIds.has(p.segment_id)) continue;
+    placementSeen = true;
+    const v = snap.variants.get(p.variant_id);
+    if (!v || !servableByPlacement(v.status)) {
+      chain.push({ step: 'placement', outcome: 'skipped', detail: `placement ${p.id}: variant ${p.variant_id} is ${v ? v.status : 'gone'}` });
+      continue;
+    }
+    chain.push({
+      step: 'placement',
+      outcome: 'applied',
+      detail: `placement ${p.id} (priority ${p.priority}) for ${p.segment_id === null ? 'everyone' : `segment ${p.segment_id}, which the visitor is in`}: variant ${v.id}`,
+    });
+    return result('placement', { variantId: v.id, placementId: p.id });
+  }
+  if (!placementSeen) chain.push({ step: 'placement', outcome: 'none', detail: 'no placement for the visitor\u2019s segments' });
+
+  // 6. Default.
+  chain.push({ step: 'default', outcome: 'applied', detail: z.default_content_id === null ? 'zone has no default content' : `zone default content ${z.default_content_id}` });
+  return result('default', {});
+}
+
+/** Placements in decision order: priority descending, then id ascending. */
+export function orderPlacements<P extends { priority: number; id: string }>(placements: readonly P[]): P[] {
+  return [...placements].sort((a, b) => b.priority - a.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}

@@ -1,0 +1,224 @@
+import type { Store } from '../../store/store.js';
+import type { Repos, RepoShared } from '../../store/repos.js';
+import { decide, orderPlacements, type Decision, type SiteSnapshot, type SnapshotContent, type SnapshotExperiment, type SnapshotVariant } from '../decide/decide.js';
+
+/**
+ * On PostgreSQL, other instances' changes arrive as notifications (svc_web, sent
+ * by triggers at commit); as a fallback for a notification still in flight or
+ * lost with the connection, a snapshot is reloaded after this long at the latest.
+ */
+const PG_TTL_MS = 2_000;
+
+interface Cached {
+  snap: SiteSnapshot;
+  version: number;
+  at: number;
+}
+
+/**
+ * Per-site decision snapshots, shared by every repository set of one store
+ * (keyed by its RepoShared, so a write operation's `tx` reaches the same cache).
+ * Validity: on SQLite the site's row in web_versions (bumped by triggers on any
+ * change, by any code path or process) is read on every decision, one indexed
+ * look-up; on PostgreSQL the svc_web notification drops the cache, with a
+ * PG_TTL_MS fallback. Changes made in this process also invalidate at once.
+ */
+export class DecisionCache {
+  private readonly snaps = new Map<string, Cached>();
+  private readonly loading = new Map<string, Promise<Cached>>();
+  /** Bumped by every invalidation: a load that started before it is not cached. */
+  private generation = 0;
+
+  invalidate(siteId?: string): void {
+    this.generation++;
+    if (siteId === undefined) this.snaps.clear();
+    else this.snaps.delete(siteId);
+  }
+
+  async get(r: Repos, siteId: string): Promise<SiteSnapshot> {
+    const now = Date.now();
+    const hit = this.snaps.get(siteId);
+    if (hit) {
+      if (r.sql.dialect === 'sqlite') {
+        if ((await r.web.version(siteId)) === hit.version) return hit.snap;
+      } else if (now - hit.at < PG_TTL_MS) return hit.snap;
+    }
+    let p = this.loading.get(siteId);
+    if (!p) {
+      const gen = this.generation;
+      p = loadSnapshot(r, siteId).then((c) => {
+        if (gen === this.generation) {
+          if (this.snaps.size > 10_000) this.snaps.clear();
+          this.snaps.set(siteId, c);
+        }
+        return c;
+      });
+      this.loading.set(siteId, p);
+      void p.then(
+        () => this.loading.delete(siteId),
+        () => this.loading.delete(siteId),
+      );
+    }
+    return (await p).snap;
+  }
+}
+
+const caches = new WeakMap<RepoShared, DecisionCache>();
+const listening = new WeakSet<Store>();
+
+/** The decision cache of a store (or of the `tx` of one of its write operations). */
+export function decisionCache(r: Repos): DecisionCache {
+  let c = caches.get(r.shared);
+  if (!c) {
+    c = new DecisionCache();
+    caches.set(r.shared, c);
+  }
+  return c;
+}
+
+/** Registers, once per store, the PostgreSQL notification that drops the cache. */
+function listen(store: Store): void {
+  if (listening.has(store)) return;
+  listening.add(store);
+  const cache = decisionCache(store);
+  store.onRemoteChange((topic) => {
+    if (topic === 'web' || topic === 'all') cache.invalidate();
+  });
+}
+
+/** Reads everything the decision needs about a site. */
+export async function loadSnapshot(r: Repos, siteId: string): Promise<Cached> {
+  const version = await r.web.version(siteId);
+  const [holdoutShare, pages, zones, contents, variants, placements, experiments, arms, overrides] = await Promise.all([
+    r.web.holdoutShare(siteId),
+    r.web.listPages(siteId),
+    r.web.listZones(siteId),
+    r.web.listContent(siteId),
+    r.web.listVariants(siteId, {}),
+    r.web.listPlacements(siteId, {}),
+    r.web.listExperiments(siteId),
+    r.web.listArms(siteId),
+    r.web.listOverrides(siteId, true),
+  ]);
+  const contentMap = new Map<string, SnapshotContent>();
+  for (const c of contents) contentMap.set(c.id, { id: c.id, kind: c.kind, body: c.body });
+  const variantMap = new Map<string, SnapshotVariant>();
+  for (const v of variants) variantMap.set(v.id, { id: v.id, zone_id: v.zone_id, content_id: v.content_id, status: v.status });
+  const armsOf = new Map<string, SnapshotExperiment['arms']>();
+  for (const a of arms) {
+    let list = armsOf.get(a.experiment_id);
+    if (!list) armsOf.set(a.experiment_id, (list = []));
+    list.push({ id: a.id, label: a.label, is_control: Number(a.is_control) === 1, variant_id: a.variant_id, weight: Number(a.weight) });
+  }
+  // Every status (force_arm overrides reach paused and draft tests for QA); the decision applies only
+  // running and shipped ones. Shipped: the most recently shipped first; running: the earliest started first.
+  const applied = [...experiments].sort((a, b) => Number(b.shipped_at ?? 0) - Number(a.shipped_at ?? 0) || Number(a.started_at ?? 0) - Number(b.started_at ?? 0) || (a.id < b.id ? -1 : 1));
+  const snap: SiteSnapshot = {
+    siteId,
+    holdoutShare: Number(holdoutShare),
+    pages: pages.map((p) => ({ id: p.id, name: p.name, match_type: p.match_type, pattern: p.pattern })),
+    zones: zones.map((z) => ({ id: z.id, page_id: z.page_id, name: z.name, selector: z.selector, default_content_id: z.default_content_id })),
+    contents: contentMap,
+    variants: variantMap,
+    placements: orderPlacements(
+      placements
+        .filter((p) => Number(p.enabled) === 1)
+        .map((p) => ({ id: p.id, zone_id: p.zone_id, variant_id: p.variant_id, segment_id: p.segment_id, priority: Number(p.priority) })),
+    ),
+    experiments: applied.map((e) => ({
+      id: e.id,
+      page_id: e.page_id,
+      zone_id: e.zone_id,
+      status: e.status,
+      seed: e.seed,
+      shipped_arm_id: e.shipped_arm_id,
+      arms: armsOf.get(e.id) ?? [],
+    })),
+    overrides: overrides.map((o) => ({
+      id: o.id,
+      kind: o.kind,
+      page_id: o.page_id,
+      zone_id: o.zone_id,
+      variant_id: o.variant_id,
+      experiment_id: o.experiment_id,
+      arm_id: o.arm_id,
+      visitor_id: o.visitor_id,
+      set_by: o.set_by,
+      set_at: Number(o.set_at),
+    })),
+  };
+  return { snap, version, at: Date.now() };
+}
+
+export interface VisitorFacts {
+  visitorId: string;
+  profileId: string | null;
+  segmentIds: string[];
+  earlierArms: Map<string, string>;
+}
+
+/** A decision with the visitor facts it was made from. */
+export interface DecisionResult {
+  decision: Decision;
+  visitor: VisitorFacts;
+}
+
+/** Decisions over the cached snapshot: for the preview and explain tools (nothing stored) and GET /api/decide (exposures stored). */
+export class DecisionService {
+  private readonly cache: DecisionCache;
+
+  constructor(private readonly store: Store) {
+    this.cache = decisionCache(store);
+    listen(store);
+  }
+
+  invalidate(siteId: string): void {
+    this.cache.invalidate(siteId);
+  }
+
+  async visitorFacts(siteId: string, visitorId: string): Promise<VisitorFacts> {
+    const [profileId, earlierArms] = await Promise.all([this.store.web.profileOfVisitor(siteId, visitorId), this.store.web.earlierArms(siteId, visitorId)]);
+    const segmentIds = profileId === null ? [] : await this.store.web.segmentsOfProfile(profileId);
+    return { visitorId, profileId, segmentIds, earlierArms };
+  }
+
+  /** Decides without recording anything; undefined when the URL is not a URL or a path. */
+  async preview(siteId: string, visitorId: string, url: string): Promise<DecisionResult | undefined> {
+    const [snap, visitor] = await Promise.all([this.cache.get(this.store, siteId), this.visitorFacts(siteId, visitorId)]);
+    const decision = decide(snap, { visitorId, url, segmentIds: new Set(visitor.segmentIds), earlierArms: visitor.earlierArms });
+    return decision ? { decision, visitor } : undefined;
+  }
+
+  /** Decides and records one exposure per zone decided, in one write. */
+  async decideAndRecord(siteId: string, visitorId: string, url: string): Promise<DecisionResult | undefined> {
+    const r = await this.preview(siteId, visitorId, url);
+    if (!r || r.decision.zones.length === 0) return r;
+    const at = Date.now();
+    const rows = r.decision.zones.map((z) => ({
+      siteId,
+      visitorId,
+      profileId: r.visitor.profileId,
+      zoneId: z.zone_id,
+      variantId: z.variant_id,
+      experimentId: z.experiment_id,
+      armId: z.arm_id,
+      holdout: z.holdout,
+      url,
+      at,
+    }));
+    await this.store.write((tx) => tx.web.insertExposures(rows));
+    return r;
+  }
+}
+
+const services = new WeakMap<Store, DecisionService>();
+
+/** The decision service of a store (one per store: it owns the store's decision cache listener). */
+export function decisionService(store: Store): DecisionService {
+  let s = services.get(store);
+  if (!s) {
+    s = new DecisionService(store);
+    services.set(store, s);
+  }
+  return s;
+}

@@ -1,0 +1,124 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { z } from 'zod';
+import { AppError, isStorageUnavailable, storageUnavailable } from '../http/errors.js';
+import { sendError, sendJson } from '../http/respond.js';
+import { validationError } from '../http/zod-error.js';
+import { describePolicy, type RateLimiter } from '../http/rate-limit.js';
+import type { IngestionService } from '../domain/ingestion/service.js';
+import type { DecisionService } from '../domain/web/decisions.js';
+
+export const DECIDE_PATH = '/api/decide';
+
+export interface DecideDeps {
+  decisions: DecisionService;
+  /** Validates the site (unknown_site, as ingestion does). */
+  ingestion: IngestionService;
+  /** Per client address; null when rate limiting is off. */
+  ipLimiter: RateLimiter | null;
+  /** Per site; null when rate limiting is off. */
+  siteLimiter: RateLimiter | null;
+  trustProxy: boolean;
+  onUnexpected: (err: unknown) => void;
+}
+
+/** The query of GET /api/decide; other parameters (cache busters) are ignored. */
+export const decideQuerySchema = z
+  .object({
+    site_id: z.string().min(1).max(64).describe('Public site identifier.'),
+    visitor_id: z.string().min(1).max(128).describe('Persistent visitor ID (the persistent visitor cookie).'),
+    url: z.string().min(1).max(2048).describe('The page URL (absolute http(s), or a path starting with "/").'),
+  })
+  .meta({ id: 'DecideQuery' });
+
+const CORS = {
+  'Access-Control-Allow-Origin': '*',
+  'Access-Control-Allow-Methods': 'GET, OPTIONS',
+  'Access-Control-Max-Age': '86400',
+};
+
+/**
+ * GET /api/decide?site_id=&visitor_id=&url= for the browser tag: public like
+ * ingestion (the site id is public), rate-limited per client address and per
+ * site, answered from the site's cached snapshot. Records one exposure per zone
+ * decided in one write; the response lists every zone with what it shows and why.
+ */
+export async function handleDecide(deps: DecideDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  res.setHeader('Access-Control-Allow-Origin', '*');
+  res.setHeader('Cache-Control', 'no-store');
+  if (req.method === 'OPTIONS') {
+    res.writeHead(204, CORS);
+    res.end();
+    return;
+  }
+  req.resume();
+  try {
+    if (req.method !== 'GET') {
+      throw new AppError('method_not_allowed', `${req.method} is not allowed on ${DECIDE_PATH}; use GET`, {}, { Allow: 'GET, OPTIONS' });
+    }
+    if (deps.ipLimiter) {
+      const d = await deps.ipLimiter.take(clientAddress(req, deps.trustProxy));
+      if (!d.ok) {
+        throw new AppError(
+          'rate_limited',
+          `too many requests from this client address (${describePolicy(deps.ipLimiter.policy)})`,
+          { scope: 'client_address', retry_after_seconds: d.retryAfterSeconds },
+          deps.ipLimiter.headers(d),
+        );
+      }
+    }
+    const params = new URL(req.url ?? '/', 'http://svc.invalid').searchParams;
+    const raw: Record<string, string> = {};
+    for (const key of ['site_id', 'visitor_id', 'url'] as const) {
+      const all = params.getAll(key);
+      if (all.length > 1) throw new AppError('validation_failed', `${key}: given ${all.length} times; give it once`, { field: key });
+      if (all.length === 1) raw[key] = all[0]!;
+    }
+    const parsed = decideQuerySchema.safeParse(raw);
+    if (!parsed.success) throw validationError(parsed.error);
+    const q = parsed.data;
+    await deps.ingestion.site(q.site_id);
+    if (deps.siteLimiter) {
+      const d = await deps.siteLimiter.take(q.site_id);
+      if (!d.ok) {
+        throw new AppError(
+          'rate_limited',
+          `too many requests for this site (${describePolicy(deps.siteLimiter.policy)})`,
+          { scope: 'site', retry_after_seconds: d.retryAfterSeconds },
+          deps.siteLimiter.headers(d),
+        );
+      }
+    }
+    const r = await deps.decisions.decideAndRecord(q.site_id, q.visitor_id, q.url);
+    if (!r) throw new AppError('validation_failed', 'url: an absolute http(s) URL or a path starting with "/"', { field: 'url' });
+    sendJson(res, 200, {
+      site_id: q.site_id,
+      visitor_id: q.visitor_id,
+      holdout: r.decision.holdout,
+      zones: r.decision.zones.map((z) => ({
+        zone_id: z.zone_id,
+        name: z.name,
+        selector: z.selector,
+        content: z.content === null ? null : { kind: z.content.kind, body: z.content.body },
+        variant_id: z.variant_id,
+        experiment_id: z.experiment_id,
+        arm_id: z.arm_id,
+        reason: z.reason,
+      })),
+    });
+  } catch (err) {
+    if (res.headersSent || res.destroyed) return;
+    if (err instanceof AppError) return sendError(res, err);
+    if (isStorageUnavailable(err)) return sendError(res, storageUnavailable());
+    deps.onUnexpected(err);
+    sendError(res, new AppError('internal_error', 'internal error; nothing was stored'));
+  }
+}
+
+function clientAddress(req: IncomingMessage, trustProxy: boolean): string {
+  if (trustProxy) {
+    const fwd = req.headers['x-forwarded-for'];
+    const first = (Array.isArray(fwd) ? fwd[0] : fwd)?.split(',')[0]?.trim();
+    if (first) return first;
+  }
+  return req.socket.remoteAddress ?? 'unknown';
+}

@@ -1,0 +1,89 @@
+import { z } from 'zod';
+import { createZone, deleteZone, requirePage, requireZone, updateZone } from '../../domain/web/service.js';
+import { defineTool } from '../tool.js';
+import { actor, change, idInput, nameInput, placementOut, placementView, variantOut, variantView, zoneOut, zoneView } from './web-shared.js';
+
+const area = 'zones';
+
+const selector = z.string().trim().min(1).max(500).describe('CSS selector of the region, e.g. #hero or main .banner.');
+const defaultContent = idInput('Content id (cnt_...) shown by default; null: none.').nullable();
+
+export const zonesList = defineTool({
+  name: 'zones_list',
+  title: 'List zones',
+  description: 'Zones of the site, or of one page. Scope: read.',
+  area,
+  scope: 'read',
+  flags: { changesData: false, idempotent: true },
+  input: z.object({ page_id: idInput('Only the zones of this page.').optional() }),
+  output: z.object({ zones: z.array(zoneView).describe('The zones.') }),
+  handler: async (ctx, input) => {
+    if (input.page_id !== undefined) await requirePage(ctx.store, ctx.grant.siteId, input.page_id);
+    return { zones: (await ctx.store.web.listZones(ctx.grant.siteId, input.page_id)).map(zoneOut) };
+  },
+});
+
+export const zonesGet = defineTool({
+  name: 'zones_get',
+  title: 'Read a zone',
+  description: 'One zone with its variants and placements. Scope: read.',
+  area,
+  scope: 'read',
+  flags: { changesData: false, idempotent: true },
+  input: z.object({ id: idInput('Zone id (zone_...).') }),
+  output: zoneView.extend({
+    variants: z.array(variantView).describe('Variants of the zone, any status.'),
+    placements: z.array(placementView).describe('Placements of the zone, highest priority first.'),
+  }),
+  handler: async (ctx, input) => {
+    const zone = await requireZone(ctx.store, ctx.grant.siteId, input.id);
+    const [variants, placements] = await Promise.all([
+      ctx.store.web.listVariants(ctx.grant.siteId, { zoneId: zone.id }),
+      ctx.store.web.listPlacements(ctx.grant.siteId, { zoneId: zone.id }),
+    ]);
+    return { ...zoneOut(zone), variants: variants.map(variantOut), placements: placements.map(placementOut) };
+  },
+});
+
+export const zonesCreate = defineTool({
+  name: 'zones_create',
+  title: 'Create a zone',
+  description: 'Creates a named region (CSS selector) of a page, with its default content. Scope: write.',
+  area,
+  scope: 'write',
+  flags: { changesData: true },
+  input: z.object({ page_id: idInput('The page (page_...).'), name: nameInput, selector, default_content_id: defaultContent.optional() }),
+  output: zoneView,
+  handler: async (ctx, input) => zoneOut(await change(ctx, (tx, now) => createZone(tx, ctx.grant.siteId, input, now))),
+});
+
+export const zonesUpdate = defineTool({
+  name: 'zones_update',
+  title: 'Change a zone',
+  description: 'Changes the name, selector or default content of a zone. Scope: write.',
+  area,
+  scope: 'write',
+  flags: { changesData: true, idempotent: true },
+  input: z.object({ id: idInput('Zone id (zone_...).'), name: nameInput.optional(), selector: selector.optional(), default_content_id: defaultContent.optional() }),
+  output: zoneView,
+  handler: async (ctx, input) => {
+    const { id, ...patch } = input;
+    return zoneOut(await change(ctx, (tx, now) => updateZone(tx, ctx.grant.siteId, id, patch, now)));
+  },
+});
+
+export const zonesDelete = defineTool({
+  name: 'zones_delete',
+  title: 'Delete a zone',
+  description:
+    'Deletes a zone with its placements and archived variants; refused while it has variants that are not archived or an experiment tests it. Scope: write.',
+  area,
+  scope: 'write',
+  flags: { changesData: true, destructive: true, idempotent: true },
+  input: z.object({ id: idInput('Zone id (zone_...).') }),
+  output: z.object({ removed: z.string().describe('The deleted zone id.') }),
+  handler: async (ctx, input) => {
+    await change(ctx, (tx, now) => deleteZone(tx, ctx.grant.siteId, input.id, actor(ctx), now));
+    return { removed: input.id };
+  },
+});

@@ -1,0 +1,394 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { cleanup, cliJson, createSite, post, startSvc, tempDir, type Svc } from '../helpers/svc.js';
+import { startReceiver } from '../helpers/receiver.js';
+import { execute, query } from '../helpers/db.js';
+import { validatePayload, type EventType } from '../../src/webhooks/catalogue.js';
+import { assignArm } from '../../src/domain/experiments/assign.js';
+
+let svc: Svc;
+let dataDir: string;
+let site: string;
+let rx: Awaited<ReturnType<typeof startReceiver>>;
+const tok = { admin: '', write: '', propose: '', readOnly: '', read: '' };
+const c = {} as Record<keyof typeof tok, Client>;
+const ids: Record<string, string> = {};
+
+function mint(args: string[]): string {
+  return cliJson<{ token: string }>(['token', 'mint', '--site', site, ...args, '--data', dataDir]).token;
+}
+
+async function connect(token: string): Promise<Client> {
+  const transport = new StreamableHTTPClientTransport(new URL(`${svc.url}/api/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
+  const client = new Client({ name: 'web-test', version: '1.0.0' }, { versionNegotiation: { mode: 'legacy' } });
+  await client.connect(transport);
+  return client;
+}
+
+async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
+  return client.callTool({ name, arguments: args });
+}
+
+async function ok(client: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
+  const r = await call(client, name, args);
+  if (r.isError) throw new Error(`${name} failed: ${JSON.stringify(r.structuredContent ?? r.content)}`);
+  return r.structuredContent;
+}
+
+async function fails(client: Client, name: string, args: Record<string, unknown>, code: string): Promise<any> {
+  const r = await call(client, name, args);
+  expect(r.isError, `${name} should fail with ${code}`).toBe(true);
+  expect(r.structuredContent.error.code).toBe(code);
+  return r.structuredContent.error;
+}
+
+async function decide(params: Record<string, string>, method = 'GET'): Promise<{ status: number; body: any; headers: Headers }> {
+  const u = new URL(`${svc.url}/api/decide`);
+  for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v);
+  const res = await fetch(u, { method });
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null, headers: res.headers };
+}
+
+/** Polls /api/decide until `until` holds (changes made by another process reach the cache through the store). */
+async function decideUntil(params: Record<string, string>, until: (b: any) => boolean): Promise<any> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const r = await decide(params);
+    expect(r.status).toBe(200);
+    if (until(r.body)) return r.body;
+    if (Date.now() > deadline) throw new Error(`decide never satisfied the condition: ${JSON.stringify(r.body)}`);
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
+
+const PRICING = 'https://shop.example/pricing?utm_source=news';
+const hero = (b: any) => b.zones.find((z: any) => z.name === 'hero');
+
+beforeAll(async () => {
+  dataDir = tempDir();
+  site = createSite(dataDir);
+  tok.admin = mint(['--scope', 'admin']);
+  tok.write = mint(['--scope', 'write']);
+  tok.propose = mint(['--scope', 'write', '--propose-only']);
+  tok.readOnly = mint(['--scope', 'write', '--read-only']);
+  tok.read = mint(['--scope', 'read']);
+  svc = await startSvc({ dataDir, args: ['--allow-private-destinations'], env: { SVC_WEBHOOK_POLL_MS: '50' } });
+  for (const k of Object.keys(tok) as (keyof typeof tok)[]) c[k] = await connect(tok[k]);
+  rx = await startReceiver();
+  await ok(c.admin, 'webhooks_create', { url: `${rx.url}/hook`, events: ['all'], secret: 'a-long-enough-secret' });
+});
+
+afterAll(async () => {
+  for (const client of Object.values(c)) await client?.close().catch(() => undefined);
+  await svc?.stop();
+  await rx?.close();
+  cleanup(dataDir);
+});
+
+describe('content, pages, zones', () => {
+  it('stores sanitized HTML and compact JSON, and refuses oversize bodies', async () => {
+    const html = await ok(c.write, 'content_create', {
+      name: 'Default hero',
+      kind: 'html',
+      body: '<h1 onclick="x()">Welcome</h1><script>steal()</script><a href="javascript:alert(1)">x</a>',
+    });
+    expect(html).toMatchObject({ kind: 'html', body: '<h1>Welcome</h1><a>x</a>', sanitized: true });
+    ids.cDefault = html.id;
+    ids.cA = (await ok(c.write, 'content_create', { name: 'Hero A', kind: 'html', body: '<h1>Spring sale</h1>' })).id;
+    ids.cB = (await ok(c.write, 'content_create', { name: 'Hero B', kind: 'html', body: '<h1>VIP offer</h1>' })).id;
+    const json = await ok(c.write, 'content_create', { name: 'Config', kind: 'json', body: '{ "cta": "Buy" }' });
+    expect(json).toMatchObject({ body: '{"cta":"Buy"}', sanitized: false });
+    await fails(c.write, 'content_create', { name: 'Big', kind: 'html', body: 'a'.repeat(65537) }, 'validation_failed');
+    await fails(c.write, 'content_create', { name: 'Bad', kind: 'json', body: '{nope' }, 'validation_failed');
+    expect(query(dataDir, 'SELECT count(*) AS n FROM content_blocks')[0]).toMatchObject({ n: 4 });
+  });
+
+  it('creates pages with checked patterns and zones on them', async () => {
+    const page = await ok(c.write, 'pages_create', { name: 'Pricing', match_type: 'exact', pattern: '/pricing' });
+    ids.page = page.id;
+    await fails(c.write, 'pages_create', { name: 'Dup', match_type: 'exact', pattern: '/pricing' }, 'conflict');
+    await fails(c.write, 'pages_create', { name: 'Bad', match_type: 'prefix', pattern: 'pricing' }, 'validation_failed');
+    ids.products = (await ok(c.write, 'pages_create', { name: 'Products', match_type: 'glob', pattern: '/products/*' })).id;
+    const zone = await ok(c.write, 'zones_create', { page_id: ids.page, name: 'hero', selector: '#hero', default_content_id: ids.cDefault });
+    ids.zone = zone.id;
+    expect(zone).toMatchObject({ page_id: ids.page, selector: '#hero', default_content_id: ids.cDefault });
+    await fails(c.write, 'zones_create', { page_id: ids.page, name: 'hero', selector: '#x' }, 'conflict');
+    const got = await ok(c.read, 'pages_get', { id: ids.page });
+    expect(got.zones.map((z: any) => z.id)).toEqual([ids.zone]);
+  });
+
+  it('refuses writes to read-only tokens and the read scope, storing nothing', async () => {
+    const e = await fails(c.readOnly, 'pages_create', { name: 'X', match_type: 'exact', pattern: '/x' }, 'insufficient_scope');
+    expect(e.details.reason).toBe('read_only');
+    const e2 = await fails(c.read, 'content_create', { name: 'X', kind: 'html', body: 'x' }, 'insufficient_scope');
+    expect(e2.details.reason).toBe('scope');
+    expect(query(dataDir, "SELECT count(*) AS n FROM pages WHERE pattern = '/x'")[0]).toMatchObject({ n: 0 });
+    // Reads work for both.
+    expect((await ok(c.readOnly, 'pages_list')).pages).toHaveLength(2);
+  });
+});
+
+describe('variants and placements', () => {
+  it('moves a draft through approve and publish; propose-only may draft but not approve or publish', async () => {
+    const draft = await ok(c.propose, 'variants_create_draft', { zone_id: ids.zone, content_id: ids.cA, name: 'Spring' });
+    ids.vA = draft.id;
+    expect(draft).toMatchObject({ status: 'draft', created_by: expect.stringMatching(/^token:/) });
+    expect((await ok(c.propose, 'variants_update_draft', { id: ids.vA, name: 'Spring sale' })).name).toBe('Spring sale');
+    const refused = await fails(c.propose, 'variants_approve', { id: ids.vA }, 'insufficient_scope');
+    expect(refused.details.reason).toBe('propose_only');
+    expect((await fails(c.propose, 'variants_publish', { id: ids.vA }, 'insufficient_scope')).details.reason).toBe('propose_only');
+    await fails(c.write, 'variants_publish', { id: ids.vA }, 'conflict'); // a draft is approved first
+    const approved = await ok(c.write, 'variants_approve', { id: ids.vA });
+    expect(approved).toMatchObject({ status: 'approved', approved_by: `token:${approved.approved_by.slice(6)}` });
+    await fails(c.write, 'variants_update_draft', { id: ids.vA, name: 'late edit' }, 'conflict');
+    await fails(c.write, 'variants_approve', { id: ids.vA }, 'conflict');
+    expect(await ok(c.write, 'variants_publish', { id: ids.vA })).toMatchObject({ status: 'published', published_at: expect.any(String) });
+
+    ids.vB = (await ok(c.write, 'variants_create_draft', { zone_id: ids.zone, content_id: ids.cB, name: 'VIP' })).id;
+    await ok(c.write, 'variants_approve', { id: ids.vB });
+    await ok(c.write, 'variants_publish', { id: ids.vB });
+  });
+
+  it('places published variants only, by segment and priority', async () => {
+    await fails(c.write, 'placements_create', { variant_id: ids.vA, segment_id: 'seg_missing' }, 'validation_failed');
+    const everyone = await ok(c.write, 'placements_create', { variant_id: ids.vA, segment_id: null, priority: 1 });
+    expect(everyone).toMatchObject({ zone_id: ids.zone, segment_id: null, priority: 1, enabled: true });
+    const seg = await ok(c.write, 'segments_create', { name: 'Engaged', rule: { score: { agg: 'latest', op: 'gte', value: 50 } } });
+    ids.seg = seg.id;
+    ids.plcVip = (await ok(c.write, 'placements_create', { variant_id: ids.vB, segment_id: seg.id, priority: 5 })).id;
+    const draft = await ok(c.write, 'variants_create_draft', { zone_id: ids.zone, content_id: ids.cB, name: 'not yet' });
+    await fails(c.write, 'placements_create', { variant_id: draft.id }, 'conflict');
+    expect((await ok(c.read, 'placements_list', { zone_id: ids.zone })).placements.map((p: any) => p.priority)).toEqual([5, 1]);
+  });
+
+  it('previews and explains without recording exposures', async () => {
+    await post(`${svc.url}/api/events`, { site_id: site, session_id: 's-vip', visitor_id: 'vip-1', type: 'pageview' });
+    await post(`${svc.url}/api/score`, { site_id: site, session_id: 's-vip', score: 80 });
+    const anon = await ok(c.read, 'placements_preview_for_visitor', { visitor_id: 'anon-1', url: PRICING });
+    expect(anon.pages.map((p: any) => p.id)).toEqual([ids.page]);
+    expect(anon.zones).toEqual([
+      expect.objectContaining({ zone_id: ids.zone, reason: 'placement', variant_id: ids.vA, content: expect.objectContaining({ body: '<h1>Spring sale</h1>' }) }),
+    ]);
+    const vip = await ok(c.read, 'placements_explain_decision', { visitor_id: 'vip-1', url: PRICING });
+    expect(vip.visitor).toMatchObject({ visitor_id: 'vip-1', profile_id: expect.any(String), segment_ids: [ids.seg], holdout: false });
+    const z = vip.zones[0];
+    expect(z).toMatchObject({ reason: 'placement', variant_id: ids.vB, placement_id: ids.plcVip });
+    expect(z.chain.map((s: any) => `${s.step}:${s.outcome}`)).toEqual(['override:none', 'holdout:none', 'shipped:none', 'experiment:none', 'placement:applied']);
+    // The same by profile reference.
+    const byProfile = await ok(c.read, 'placements_explain_decision', { profile: { by: 'profile_id', value: vip.visitor.profile_id }, url: PRICING });
+    expect(byProfile.zones[0].variant_id).toBe(ids.vB);
+    await fails(c.read, 'placements_preview_for_visitor', { url: PRICING }, 'validation_failed');
+    await fails(c.read, 'placements_preview_for_visitor', { visitor_id: 'x', url: 'pricing' }, 'validation_failed');
+    expect(query(dataDir, 'SELECT count(*) AS n FROM exposures')[0]).toMatchObject({ n: 0 });
+  });
+});
+
+describe('GET /api/decide', () => {
+  it('answers the browser tag and records one exposure per zone', async () => {
+    const r = await decide({ site_id: site, visitor_id: 'vip-1', url: PRICING });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('access-control-allow-origin')).toBe('*');
+    expect(r.body).toEqual({
+      site_id: site,
+      visitor_id: 'vip-1',
+      holdout: false,
+      zones: [
+        { zone_id: ids.zone, name: 'hero', selector: '#hero', content: { kind: 'html', body: '<h1>VIP offer</h1>' }, variant_id: ids.vB, experiment_id: null, arm_id: null, reason: 'placement' },
+      ],
+    });
+    const rows = query<any>(dataDir, 'SELECT * FROM exposures');
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ site_id: site, visitor_id: 'vip-1', zone_id: ids.zone, variant_id: ids.vB, experiment_id: null, arm_id: null, url: PRICING });
+    expect(Number(rows[0].holdout)).toBe(0);
+    expect(rows[0].profile_id).toMatch(/^\w+/);
+    // A URL no page matches: no zones, nothing recorded.
+    expect((await decide({ site_id: site, visitor_id: 'vip-1', url: '/nowhere' })).body.zones).toEqual([]);
+    expect(query(dataDir, 'SELECT count(*) AS n FROM exposures')[0]).toMatchObject({ n: 1 });
+  });
+
+  it('refuses bad requests with clear 4xx codes and stores nothing', async () => {
+    const unknown = await decide({ site_id: 'site_nope', visitor_id: 'v', url: '/pricing' });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error.code).toBe('unknown_site');
+    const missing = await decide({ site_id: site, url: '/pricing' });
+    expect(missing.status).toBe(400);
+    expect(missing.body.error).toMatchObject({ code: 'validation_failed', details: { field: 'visitor_id' } });
+    const badUrl = await decide({ site_id: site, visitor_id: 'v', url: 'javascript:alert(1)' });
+    expect(badUrl.status).toBe(400);
+    expect(badUrl.body.error.details.field).toBe('url');
+    const wrongMethod = await decide({ site_id: site, visitor_id: 'v', url: '/pricing' }, 'POST');
+    expect(wrongMethod.status).toBe(405);
+    const twice = await fetch(`${svc.url}/api/decide?site_id=${site}&site_id=${site}&visitor_id=v&url=/pricing`);
+    expect(twice.status).toBe(400);
+    expect(query(dataDir, 'SELECT count(*) AS n FROM exposures')[0]).toMatchObject({ n: 1 });
+  });
+
+  it('applies running experiments (sticky arms), then shipped ones, seen through the cache after another process changes them', async () => {
+    const now = Date.now();
+    execute(
+      dataDir,
+      "INSERT INTO experiments (id, site_id, name, zone_id, page_id, status, seed, primary_metric, created_by, created_at, updated_at, started_at) VALUES (?, ?, 'Hero test', ?, ?, 'running', 'seed-1', 'conversion', 'test', ?, ?, ?)",
+      'exp_hero',
+      site,
+      ids.zone,
+      ids.page,
+      now,
+      now,
+      now,
+    );
+    execute(dataDir, "INSERT INTO experiment_arms (id, site_id, experiment_id, label, is_control, variant_id, weight, position) VALUES ('arm_ctl', ?, 'exp_hero', 'Control', 1, NULL, 1, 0)", site);
+    execute(dataDir, "INSERT INTO experiment_arms (id, site_id, experiment_id, label, is_control, variant_id, weight, position) VALUES ('arm_a', ?, 'exp_hero', 'Spring', 0, ?, 1, 1)", site, ids.vA);
+    const arms = [
+      { id: 'arm_ctl', weight: 1 },
+      { id: 'arm_a', weight: 1 },
+    ];
+    // A visitor the hash puts in arm_a, and one it puts in the control.
+    let inA = '';
+    let inCtl = '';
+    for (let i = 0; (!inA || !inCtl) && i < 1000; i++) {
+      const id = `exp-v${i}`;
+      if (assignArm('seed-1', id, arms)!.id === 'arm_a') inA ||= id;
+      else inCtl ||= id;
+    }
+    const a = await decideUntil({ site_id: site, visitor_id: inA, url: PRICING }, (b) => hero(b).reason === 'experiment_arm');
+    expect(hero(a)).toMatchObject({ experiment_id: 'exp_hero', arm_id: 'arm_a', variant_id: ids.vA, content: { kind: 'html', body: '<h1>Spring sale</h1>' } });
+    const ctl = (await decide({ site_id: site, visitor_id: inCtl, url: PRICING })).body;
+    expect(hero(ctl)).toMatchObject({ experiment_id: 'exp_hero', arm_id: 'arm_ctl', variant_id: null, content: { body: '<h1>Welcome</h1><a>x</a>' } });
+    expect(query(dataDir, 'SELECT arm_id FROM exposures WHERE visitor_id = ?', inA)).toEqual([{ arm_id: 'arm_a' }]);
+    // All the weight moves to the control: the visitor already in arm_a keeps it.
+    execute(dataDir, "UPDATE experiment_arms SET weight = 0 WHERE id = 'arm_a'");
+    const fresh = `fresh-${Date.now()}`;
+    await decideUntil({ site_id: site, visitor_id: fresh, url: PRICING }, (b) => hero(b).arm_id === 'arm_ctl');
+    expect(hero((await decide({ site_id: site, visitor_id: inA, url: PRICING })).body).arm_id).toBe('arm_a');
+    // Shipped: the shipped arm for everyone.
+    execute(dataDir, "UPDATE experiments SET status = 'shipped', shipped_arm_id = 'arm_a', shipped_at = ? WHERE id = 'exp_hero'", Date.now());
+    const shipped = await decideUntil({ site_id: site, visitor_id: inCtl, url: PRICING }, (b) => hero(b).reason === 'shipped_experiment');
+    expect(hero(shipped)).toMatchObject({ arm_id: 'arm_a', variant_id: ids.vA });
+    execute(dataDir, "UPDATE experiments SET status = 'ended', shipped_arm_id = NULL WHERE id = 'exp_hero'");
+    await decideUntil({ site_id: site, visitor_id: inCtl, url: PRICING }, (b) => hero(b).reason === 'placement');
+  });
+});
+
+describe('overrides', () => {
+  it('publishes, forces and lifts overrides with who and when; admin only for publish and force', async () => {
+    await fails(c.write, 'overrides_publish', { kind: 'pin_zone', zone_id: ids.zone, variant_id: ids.vB }, 'insufficient_scope');
+    const pin = await ok(c.admin, 'overrides_publish', { kind: 'pin_zone', zone_id: ids.zone, variant_id: ids.vB, note: 'launch day' });
+    expect(pin).toMatchObject({ kind: 'pin_zone', active: true, set_by: expect.stringMatching(/^token:/), set_at: expect.any(String), lifted_by: null });
+    await fails(c.admin, 'overrides_publish', { kind: 'pin_zone', zone_id: ids.zone, variant_id: ids.vA }, 'conflict');
+    await fails(c.admin, 'overrides_publish', { kind: 'pin_zone', zone_id: ids.zone }, 'validation_failed');
+    expect(hero((await decide({ site_id: site, visitor_id: 'anon-2', url: PRICING })).body)).toMatchObject({ reason: 'override_pin_zone', variant_id: ids.vB });
+
+    // Force a QA visitor into the control of a paused test.
+    execute(dataDir, "UPDATE experiments SET status = 'paused' WHERE id = 'exp_hero'");
+    await fails(c.write, 'overrides_force_arm', { experiment_id: 'exp_hero', arm_id: 'arm_ctl', visitor_id: 'qa-1' }, 'insufficient_scope');
+    await fails(c.admin, 'overrides_force_arm', { experiment_id: 'exp_hero', arm_id: 'arm_nope', visitor_id: 'qa-1' }, 'validation_failed');
+    const force = await ok(c.admin, 'overrides_force_arm', { experiment_id: 'exp_hero', arm_id: 'arm_ctl', visitor_id: 'qa-1' });
+    const qa = await ok(c.read, 'placements_explain_decision', { visitor_id: 'qa-1', url: PRICING });
+    expect(qa.zones[0]).toMatchObject({ reason: 'override_force_arm', override_id: force.id, arm_id: 'arm_ctl', variant_id: null });
+    expect(qa.zones[0].chain[0].detail).toContain('force_arm');
+
+    const lifted = await ok(c.write, 'overrides_lift', { id: pin.id });
+    expect(lifted).toMatchObject({ active: false, lifted_by: expect.stringMatching(/^token:/), lifted_at: expect.any(String) });
+    await fails(c.write, 'overrides_lift', { id: pin.id }, 'conflict');
+    expect(hero((await decide({ site_id: site, visitor_id: 'anon-2', url: PRICING })).body)).toMatchObject({ reason: 'placement', variant_id: ids.vA });
+
+    const off = await ok(c.admin, 'overrides_publish', { kind: 'personalization_off', page_id: ids.page });
+    expect(hero((await decide({ site_id: site, visitor_id: 'vip-1', url: PRICING })).body)).toMatchObject({ reason: 'override_personalization_off', variant_id: null });
+    await ok(c.write, 'overrides_lift', { id: off.id });
+    await ok(c.write, 'overrides_lift', { id: force.id });
+
+    const all = (await ok(c.read, 'overrides_list', { active_only: false })).overrides;
+    expect(all).toHaveLength(3);
+    expect(all.every((o: any) => o.set_by.startsWith('token:') && o.lifted_by.startsWith('token:'))).toBe(true);
+    expect((await ok(c.read, 'overrides_list', {})).overrides).toEqual([]);
+  });
+});
+
+describe('content in use', () => {
+  it('lists usage and refuses to delete used content unless forced', async () => {
+    const usage = await ok(c.read, 'content_usage', { id: ids.cDefault });
+    expect(usage.zones.map((z: any) => z.zone_id)).toEqual([ids.zone]);
+    const refused = await fails(c.write, 'content_delete', { id: ids.cDefault }, 'conflict');
+    expect(refused.details.zones).toEqual([ids.zone]);
+    const unused = await ok(c.write, 'content_create', { name: 'Tmp', kind: 'html', body: '<p>tmp</p>' });
+    await ok(c.write, 'content_delete', { id: unused.id });
+    const forced = await ok(c.write, 'content_delete', { id: ids.cDefault, force: true });
+    expect(forced.was_used_by.zones).toHaveLength(1);
+    expect((await ok(c.read, 'zones_get', { id: ids.zone })).default_content_id).toBeNull();
+    // A variant that is an experiment arm is never deleted with its content.
+    await fails(c.write, 'content_delete', { id: ids.cA, force: true }, 'conflict');
+  });
+});
+
+describe('variant watchdog', () => {
+  const render = (variant: string, okFlag: boolean, i: number) =>
+    post(`${svc.url}/api/events`, { site_id: site, session_id: `wd-${i}`, visitor_id: `wd-v${i}`, type: 'variant_render', variant_id: variant, ok: okFlag, ...(okFlag ? {} : { error: 'selector #hero not found' }) });
+
+  it('refuses malformed renders and unknown variants, storing nothing', async () => {
+    const before = Number(query<any>(dataDir, 'SELECT count(*) AS n FROM events')[0].n);
+    const bad = await post(`${svc.url}/api/events`, { site_id: site, session_id: 'wd', type: 'variant_render', variant_id: ids.vB, ok: 'yes' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.details.field).toBe('ok');
+    const unknown = await post(`${svc.url}/api/events`, { site_id: site, session_id: 'wd', type: 'variant_render', variant_id: 'var_nope', ok: true });
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error.details.field).toBe('variant_id');
+    expect(Number(query<any>(dataDir, 'SELECT count(*) AS n FROM events')[0].n)).toBe(before);
+    expect(query(dataDir, 'SELECT count(*) AS n FROM variant_renders')[0]).toMatchObject({ n: 0 });
+  });
+
+  it('disables a variant at 20% failures over 50 renders, stops serving it and emits variant.watchdog_disabled', async () => {
+    // 10 failures first, then ok renders: 49 renders (20.4%) is below the minimum, the 50th (exactly 20%) trips.
+    for (let i = 0; i < 10; i++) expect((await render(ids.vB, false, i)).status).toBe(201);
+    for (let i = 10; i < 49; i++) await render(ids.vB, true, i);
+    const mid = await ok(c.read, 'variants_render_stats', { id: ids.vB });
+    expect(mid).toMatchObject({ status: 'published', renders: 49, failures: 10, would_trip: false, min_renders: 50, failure_rate_threshold: 0.2, window_minutes: 15 });
+    expect(mid.recent_errors[0].error).toBe('selector #hero not found');
+    expect(hero((await decide({ site_id: site, visitor_id: 'vip-1', url: PRICING })).body).variant_id).toBe(ids.vB);
+    await render(ids.vB, true, 49);
+    const v = await ok(c.read, 'variants_get', { id: ids.vB });
+    expect(v).toMatchObject({ status: 'disabled', disabled_reason: 'watchdog: 10 of 50 renders failed in the last 15 minutes' });
+    // Served no more, at once: the VIP falls back to the everyone placement.
+    expect(hero((await decide({ site_id: site, visitor_id: 'vip-1', url: PRICING })).body)).toMatchObject({ reason: 'placement', variant_id: ids.vA });
+    const got = await rx.waitFor(1, 20_000, (r) => JSON.parse(r.body).event === 'variant.watchdog_disabled');
+    const payload = JSON.parse(got[0]!.body);
+    expect(validatePayload('variant.watchdog_disabled', payload).success).toBe(true);
+    expect(payload).toMatchObject({ site_id: site, variant_id: ids.vB, zone_id: ids.zone, experiment_id: null, render_attempts: 50, render_failures: 10, window_minutes: 15 });
+    // More failures do not emit again.
+    await render(ids.vB, false, 50);
+    expect((await ok(c.read, 'variants_render_stats', { id: ids.vB })).status).toBe('disabled');
+    // Re-publishing starts a fresh window.
+    await ok(c.write, 'variants_publish', { id: ids.vB });
+    expect(await ok(c.read, 'variants_render_stats', { id: ids.vB })).toMatchObject({ renders: 0, failures: 0 });
+    await new Promise((r) => setTimeout(r, 500));
+    expect(rx.received.filter((r) => JSON.parse(r.body).event === 'variant.watchdog_disabled')).toHaveLength(1);
+  });
+
+  it('every event the receiver got validates against the catalogue', () => {
+    expect(rx.received.length).toBeGreaterThan(0);
+    for (const r of rx.received) {
+      const p = JSON.parse(r.body);
+      expect(validatePayload(p.event as EventType, p).success, p.event).toBe(true);
+    }
+  });
+});
+
+describe('deleting', () => {
+  it('archives, then deletes zones and pages in order; tools list the web areas', async () => {
+    await fails(c.write, 'pages_delete', { id: ids.page }, 'conflict');
+    await ok(c.write, 'variants_disable', { id: ids.vB, reason: 'campaign over' });
+    expect((await ok(c.read, 'variants_get', { id: ids.vB })).disabled_reason).toBe('campaign over');
+    await ok(c.write, 'variants_archive', { id: ids.vB });
+    await fails(c.write, 'variants_publish', { id: ids.vB }, 'conflict');
+    await ok(c.write, 'pages_delete', { id: ids.products });
+    expect((await ok(c.read, 'pages_list')).pages.map((p: any) => p.id)).toEqual([ids.page]);
+    const tools = (await c.read.listTools()).tools;
+    const byName = new Map(tools.map((t) => [t.name, t]));
+    for (const n of ['pages_list', 'zones_get', 'content_usage', 'variants_render_stats', 'placements_preview_for_visitor', 'placements_explain_decision', 'overrides_list']) {
+      expect(byName.get(n)?.annotations?.readOnlyHint, n).toBe(true);
+    }
+    for (const n of ['content_delete', 'overrides_publish', 'overrides_force_arm', 'pages_delete', 'zones_delete', 'placements_delete']) {
+      expect(byName.get(n)?.annotations?.destructiveHint, n).toBe(true);
+    }
+  });
+});

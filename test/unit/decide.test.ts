@@ -1,0 +1,274 @@
+import { describe, expect, it } from 'vitest';
+import { decide, orderPlacements, type SiteSnapshot, type SnapshotExperiment, type SnapshotOverride, type VisitorInput } from '../../src/domain/decide/decide.js';
+import { assignArm, inHoldout } from '../../src/domain/experiments/assign.js';
+import type { VariantStatus } from '../../src/store/web.js';
+
+/** A site with one page (/pricing), two zones (hero, banner) and variants v1..v4 of the hero, all published. */
+function site(over: Partial<SiteSnapshot> = {}, statuses: Record<string, VariantStatus> = {}): SiteSnapshot {
+  const contents = new Map(
+    ['c_default', 'c1', 'c2', 'c3', 'c4', 'c_banner'].map((id) => [id, { id, kind: 'html' as const, body: `<p>${id}</p>` }]),
+  );
+  const variants = new Map(
+    ['v1', 'v2', 'v3', 'v4'].map((id, i) => [id, { id, zone_id: 'z_hero', content_id: `c${i + 1}`, status: statuses[id] ?? ('published' as VariantStatus) }]),
+  );
+  return {
+    siteId: 'site_1',
+    holdoutShare: 0,
+    pages: [
+      { id: 'p_pricing', name: 'Pricing', match_type: 'exact', pattern: '/pricing' },
+      { id: 'p_all', name: 'Everything', match_type: 'prefix', pattern: '/' },
+      { id: 'p_blog', name: 'Blog', match_type: 'prefix', pattern: '/blog/' },
+    ],
+    zones: [
+      { id: 'z_hero', page_id: 'p_pricing', name: 'hero', selector: '#hero', default_content_id: 'c_default' },
+      { id: 'z_banner', page_id: 'p_all', name: 'banner', selector: '.banner', default_content_id: 'c_banner' },
+      { id: 'z_blog', page_id: 'p_blog', name: 'side', selector: '#side', default_content_id: null },
+    ],
+    contents,
+    variants,
+    placements: [],
+    experiments: [],
+    overrides: [],
+    ...over,
+  };
+}
+
+const visitor = (over: Partial<VisitorInput> = {}): VisitorInput => ({
+  visitorId: 'vis_1',
+  segmentIds: new Set(),
+  url: 'https://shop.example/pricing?utm=x',
+  earlierArms: new Map(),
+  ...over,
+});
+
+const hero = (snap: SiteSnapshot, v: VisitorInput = visitor()) => {
+  const d = decide(snap, v)!;
+  return d.zones.find((z) => z.zone_id === 'z_hero')!;
+};
+
+const running = (over: Partial<SnapshotExperiment> = {}): SnapshotExperiment => ({
+  id: 'exp_run',
+  page_id: 'p_pricing',
+  zone_id: 'z_hero',
+  status: 'running',
+  seed: 'seed-run',
+  shipped_arm_id: null,
+  arms: [
+    { id: 'arm_c', label: 'Control', is_control: true, variant_id: null, weight: 0 },
+    { id: 'arm_b', label: 'B', is_control: false, variant_id: 'v2', weight: 1 },
+  ],
+  ...over,
+});
+
+const shipped = (over: Partial<SnapshotExperiment> = {}): SnapshotExperiment => ({
+  id: 'exp_ship',
+  page_id: 'p_pricing',
+  zone_id: 'z_hero',
+  status: 'shipped',
+  seed: 'seed-ship',
+  shipped_arm_id: 'arm_s',
+  arms: [
+    { id: 'arm_sc', label: 'Control', is_control: true, variant_id: null, weight: 1 },
+    { id: 'arm_s', label: 'S', is_control: false, variant_id: 'v3', weight: 1 },
+  ],
+  ...over,
+});
+
+const ovr = (o: Partial<SnapshotOverride> & Pick<SnapshotOverride, 'kind'>): SnapshotOverride => ({
+  id: `ovr_${o.kind}`,
+  page_id: null,
+  zone_id: null,
+  variant_id: null,
+  experiment_id: null,
+  arm_id: null,
+  visitor_id: null,
+  set_by: 'token:t1',
+  set_at: 1,
+  ...o,
+});
+
+const placement = (id: string, variant: string, priority: number, segment: string | null = null) => ({ id, zone_id: 'z_hero', variant_id: variant, segment_id: segment, priority });
+
+describe('pages and zones', () => {
+  it('decides every zone of every page matching the URL, and none other', () => {
+    const d = decide(site(), visitor())!;
+    expect(d.pages.map((p) => p.id).sort()).toEqual(['p_all', 'p_pricing']);
+    expect(d.zones.map((z) => z.zone_id).sort()).toEqual(['z_banner', 'z_hero']);
+    expect(decide(site(), visitor({ url: '/blog/post' }))!.zones.map((z) => z.zone_id).sort()).toEqual(['z_banner', 'z_blog']);
+  });
+  it('refuses what is not a URL', () => {
+    expect(decide(site(), visitor({ url: 'not a url' }))).toBeUndefined();
+  });
+  it('falls back to the zone default, or no content at all', () => {
+    const z = hero(site());
+    expect(z).toMatchObject({ reason: 'default', variant_id: null, content: { id: 'c_default', body: '<p>c_default</p>' } });
+    expect(z.chain.map((s) => `${s.step}:${s.outcome}`)).toEqual(['override:none', 'holdout:none', 'shipped:none', 'experiment:none', 'placement:none', 'default:applied']);
+    expect(decide(site(), visitor({ url: '/blog/x' }))!.zones.find((z) => z.zone_id === 'z_blog')).toMatchObject({ reason: 'default', content: null });
+  });
+});
+
+describe('placements', () => {
+  it('the highest priority whose segment the visitor is in, or with no segment', () => {
+    const placements = orderPlacements([placement('plc_a', 'v1', 5, 'seg_vip'), placement('plc_b', 'v2', 3), placement('plc_c', 'v3', 9, 'seg_other')]);
+    const snap = site({ placements });
+    expect(hero(snap)).toMatchObject({ reason: 'placement', placement_id: 'plc_b', variant_id: 'v2', content: { id: 'c2' } });
+    expect(hero(snap, visitor({ segmentIds: new Set(['seg_vip']) }))).toMatchObject({ placement_id: 'plc_a', variant_id: 'v1' });
+    expect(hero(snap, visitor({ segmentIds: new Set(['seg_vip', 'seg_other']) }))).toMatchObject({ placement_id: 'plc_c', variant_id: 'v3' });
+  });
+  it('ties go to the older (smaller) id; order of input does not matter', () => {
+    const snap = site({ placements: orderPlacements([placement('plc_2', 'v2', 1), placement('plc_1', 'v1', 1)]) });
+    expect(hero(snap).placement_id).toBe('plc_1');
+  });
+  it('a disabled or archived variant is never served: the next placement applies', () => {
+    const placements = orderPlacements([placement('plc_a', 'v1', 9), placement('plc_b', 'v2', 1)]);
+    for (const st of ['disabled', 'archived', 'draft', 'approved'] as const) {
+      const z = hero(site({ placements }, { v1: st }));
+      expect(z, st).toMatchObject({ reason: 'placement', placement_id: 'plc_b', variant_id: 'v2' });
+      expect(z.chain.find((s) => s.outcome === 'skipped')?.detail).toContain(st);
+    }
+    expect(hero(site({ placements }, { v1: 'disabled', v2: 'disabled' }))).toMatchObject({ reason: 'default', variant_id: null });
+  });
+});
+
+describe('experiments', () => {
+  it('a running experiment beats placements; assignment follows assignArm', () => {
+    const arms = [
+      { id: 'arm_c', label: 'Control', is_control: true, variant_id: null, weight: 1 },
+      { id: 'arm_b', label: 'B', is_control: false, variant_id: 'v2', weight: 1 },
+    ];
+    const snap = site({ experiments: [running({ arms })], placements: [placement('plc_a', 'v1', 100)] });
+    let control = 0;
+    for (let i = 0; i < 200; i++) {
+      const v = visitor({ visitorId: `vis_${i}` });
+      const z = hero(snap, v);
+      const want = assignArm('seed-run', `vis_${i}`, arms)!;
+      expect(z).toMatchObject({ reason: 'experiment_arm', experiment_id: 'exp_run', arm_id: want.id });
+      if (want.id === 'arm_c') {
+        control++;
+        expect(z).toMatchObject({ variant_id: null, content: { id: 'c_default' } });
+      } else expect(z).toMatchObject({ variant_id: 'v2', content: { id: 'c2' } });
+    }
+    expect(control).toBeGreaterThan(60);
+    expect(control).toBeLessThan(140);
+  });
+  it('a visitor keeps its earlier arm, even when the hash now says otherwise', () => {
+    const snap = site({ experiments: [running()] });
+    expect(hero(snap).arm_id).toBe('arm_b'); // all the weight on B
+    const z = hero(snap, visitor({ earlierArms: new Map([['exp_run', 'arm_c']]) }));
+    expect(z).toMatchObject({ arm_id: 'arm_c', variant_id: null, reason: 'experiment_arm' });
+    expect(z.chain.find((s) => s.step === 'experiment')!.detail).toContain('keeps its earlier arm');
+    // An earlier arm that no longer exists is ignored.
+    expect(hero(snap, visitor({ earlierArms: new Map([['exp_run', 'arm_gone']]) })).arm_id).toBe('arm_b');
+  });
+  it('a page-wide experiment covers every zone of the page', () => {
+    const snap = site({ experiments: [running({ zone_id: null })] });
+    expect(hero(snap)).toMatchObject({ reason: 'experiment_arm', arm_id: 'arm_b' });
+  });
+  it('paused, draft and ended experiments are not applied', () => {
+    for (const status of ['paused', 'draft', 'ended'] as const) {
+      expect(hero(site({ experiments: [running({ status })] })).reason, status).toBe('default');
+    }
+  });
+  it('an arm whose variant is disabled is skipped, falling through to placements', () => {
+    const snap = site({ experiments: [running()], placements: [placement('plc_a', 'v1', 1)] }, { v2: 'disabled' });
+    const z = hero(snap);
+    expect(z).toMatchObject({ reason: 'placement', variant_id: 'v1', experiment_id: null, arm_id: null });
+    expect(z.chain.find((s) => s.step === 'experiment')).toMatchObject({ outcome: 'skipped' });
+  });
+  it('an approved (not yet published) arm variant is served by a running experiment', () => {
+    expect(hero(site({ experiments: [running()] }, { v2: 'approved' }))).toMatchObject({ variant_id: 'v2' });
+  });
+  it('a shipped experiment beats a running one, for everyone; a shipped control shows the default', () => {
+    const snap = site({ experiments: [shipped(), running()], placements: [placement('plc_a', 'v1', 100)] });
+    for (let i = 0; i < 20; i++) expect(hero(snap, visitor({ visitorId: `x${i}` }))).toMatchObject({ reason: 'shipped_experiment', arm_id: 'arm_s', variant_id: 'v3' });
+    const ctl = hero(site({ experiments: [shipped({ shipped_arm_id: 'arm_sc' })] }));
+    expect(ctl).toMatchObject({ reason: 'shipped_experiment', arm_id: 'arm_sc', variant_id: null, content: { id: 'c_default' } });
+  });
+});
+
+describe('overrides', () => {
+  const all = () =>
+    site({
+      experiments: [shipped(), running()],
+      placements: [placement('plc_a', 'v1', 100)],
+      overrides: [
+        ovr({ kind: 'force_arm', experiment_id: 'exp_run', arm_id: 'arm_c', visitor_id: 'vis_qa', zone_id: 'z_hero' }),
+        ovr({ kind: 'pin_zone', zone_id: 'z_hero', variant_id: 'v4', page_id: 'p_pricing' }),
+        ovr({ kind: 'personalization_off', page_id: 'p_pricing' }),
+      ],
+    });
+  it('override > shipped > experiment > placement > default, step by step', () => {
+    const snap = all();
+    // The QA visitor: force_arm wins over everything.
+    expect(hero(snap, visitor({ visitorId: 'vis_qa' }))).toMatchObject({ reason: 'override_force_arm', override_id: 'ovr_force_arm', arm_id: 'arm_c', variant_id: null });
+    // Anyone else: the pin.
+    expect(hero(snap)).toMatchObject({ reason: 'override_pin_zone', variant_id: 'v4', content: { id: 'c4' } });
+    snap.overrides = snap.overrides.filter((o) => o.kind !== 'pin_zone');
+    expect(hero(snap)).toMatchObject({ reason: 'override_personalization_off', variant_id: null, content: { id: 'c_default' } });
+    snap.overrides = [];
+    expect(hero(snap)).toMatchObject({ reason: 'shipped_experiment', variant_id: 'v3' });
+    snap.experiments = snap.experiments.filter((e) => e.status !== 'shipped');
+    expect(hero(snap)).toMatchObject({ reason: 'experiment_arm', variant_id: 'v2' });
+    snap.experiments = [];
+    expect(hero(snap)).toMatchObject({ reason: 'placement', variant_id: 'v1' });
+    snap.placements = [];
+    expect(hero(snap)).toMatchObject({ reason: 'default', variant_id: null });
+  });
+  it('personalization_off leaves other pages alone', () => {
+    const snap = site({ placements: [{ id: 'plc_b', zone_id: 'z_banner', variant_id: 'v1', segment_id: null, priority: 0 }], overrides: [ovr({ kind: 'personalization_off', page_id: 'p_pricing' })] });
+    const d = decide(snap, visitor())!;
+    expect(d.zones.find((z) => z.zone_id === 'z_banner')).toMatchObject({ reason: 'placement' });
+    expect(d.zones.find((z) => z.zone_id === 'z_hero')).toMatchObject({ reason: 'override_personalization_off' });
+  });
+  it('a pin to a variant that was disabled since is skipped', () => {
+    const snap = site({ overrides: [ovr({ kind: 'pin_zone', zone_id: 'z_hero', variant_id: 'v4' })], placements: [placement('plc_a', 'v1', 1)] }, { v4: 'disabled' });
+    const z = hero(snap);
+    expect(z).toMatchObject({ reason: 'placement', variant_id: 'v1' });
+    expect(z.chain[0]).toMatchObject({ step: 'override', outcome: 'skipped' });
+  });
+  it('force_arm applies even when the experiment is paused (QA before start)', () => {
+    const snap = site({ experiments: [running({ status: 'paused' })], overrides: [ovr({ kind: 'force_arm', experiment_id: 'exp_run', arm_id: 'arm_b', visitor_id: 'vis_1' })] });
+    // Paused experiments are not in a snapshot's running list but are still found for force_arm.
+    expect(hero(snap)).toMatchObject({ reason: 'override_force_arm', variant_id: 'v2' });
+  });
+});
+
+describe('holdout', () => {
+  it('a visitor in the holdout sees every zone default; outside, personalization applies', () => {
+    const snap = site({ holdoutShare: 0.5, experiments: [running()], placements: [placement('plc_a', 'v1', 1)] });
+    let held = 0;
+    for (let i = 0; i < 400; i++) {
+      const id = `h_${i}`;
+      const d = decide(snap, visitor({ visitorId: id }))!;
+      const z = d.zones.find((x) => x.zone_id === 'z_hero')!;
+      expect(d.holdout).toBe(inHoldout('site_1', id, 0.5));
+      if (d.holdout) {
+        held++;
+        expect(z).toMatchObject({ reason: 'holdout', holdout: true, variant_id: null, experiment_id: null, content: { id: 'c_default' } });
+        expect(d.zones.every((x) => x.reason === 'holdout')).toBe(true);
+      } else expect(z).toMatchObject({ reason: 'experiment_arm', holdout: false });
+    }
+    expect(held).toBeGreaterThan(150);
+    expect(held).toBeLessThan(250);
+  });
+  it('overrides still apply to held-out visitors', () => {
+    const snap = site({ holdoutShare: 1, overrides: [ovr({ kind: 'pin_zone', zone_id: 'z_hero', variant_id: 'v4' })] });
+    const d = decide(snap, visitor())!;
+    expect(d.holdout).toBe(true);
+    expect(d.zones.find((z) => z.zone_id === 'z_hero')).toMatchObject({ reason: 'override_pin_zone', variant_id: 'v4', holdout: true });
+    expect(d.zones.find((z) => z.zone_id === 'z_banner')).toMatchObject({ reason: 'holdout' });
+  });
+  it('share 0 holds nobody out, share 1 everybody', () => {
+    for (let i = 0; i < 50; i++) {
+      expect(decide(site({ holdoutShare: 0 }), visitor({ visitorId: `a${i}` }))!.holdout).toBe(false);
+      expect(decide(site({ holdoutShare: 1 }), visitor({ visitorId: `a${i}` }))!.holdout).toBe(true);
+    }
+  });
+});
+
+describe('determinism', () => {
+  it('the same snapshot and visitor give the same decision', () => {
+    const snap = site({ experiments: [running({ arms: [{ id: 'a', label: 'A', is_control: true, variant_id: null, weight: 1 }, { id: 'b', label: 'B', is_control: false, variant_id: 'v2', weight: 1 }] })] });
+    for (let i = 0; i < 50; i++) expect(decide(snap, visitor({ visitorId: `d${i}` }))).toEqual(decide(snap, visitor({ visitorId: `d${i}` })));
+  });
+});
