@@ -68,6 +68,10 @@ export const configSchema = z.object({
       'Delivered webhook deliveries and ad-platform jobs, fanned-out outbox rows and health-log rows are deleted this many days after (SVC_RETENTION_DAYS); pending and failed ones are kept.',
     ),
   cleanupIntervalMs: positiveInt.min(1000).default(3_600_000).describe('How often the retention clean-up runs, in ms (SVC_CLEANUP_INTERVAL_MS).'),
+  experimentsIntervalMs: positiveInt
+    .min(50)
+    .default(60_000)
+    .describe('How often layout tests are checked for their scheduled end, early stopping and the Core Web Vitals guardrail, in ms (SVC_EXPERIMENTS_INTERVAL_MS).'),
   webhookPollMs: positiveInt.default(500).describe('Longest pause between looks for due deliveries (SVC_WEBHOOK_POLL_MS).'),
   segmentRefreshMs: positiveInt
     .default(600_000)
@@ -109,6 +113,7 @@ const ENV: Record<keyof Config, string> = {
   webhookDisableAfterFailures: 'SVC_WEBHOOK_DISABLE_AFTER_FAILURES',
   webhookDisableWindow: 'SVC_WEBHOOK_DISABLE_WINDOW',
   webhookPollMs: 'SVC_WEBHOOK_POLL_MS',
+  experimentsIntervalMs: 'SVC_EXPERIMENTS_INTERVAL_MS',
   laneLeaseMs: 'SVC_LANE_LEASE_MS',
   retentionDays: 'SVC_RETENTION_DAYS',
   cleanupIntervalMs: 'SVC_CLEANUP_INTERVAL_MS',

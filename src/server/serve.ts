@@ -23,6 +23,7 @@ import { adRetryPolicy } from '../adplatforms/policy.js';
 import { Janitor } from '../workers/janitor.js';
 import { DECIDE_PATH, handleDecide, type DecideDeps } from '../ingest/decide.js';
 import { decisionService } from '../domain/web/decisions.js';
+import { ExperimentsWorker } from '../workers/experiments.js';
 
 export interface RunningServer {
   url: string;
@@ -172,6 +173,8 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     logger,
   });
   janitor.start();
+  const experiments = new ExperimentsWorker(store, { intervalMs: config.experimentsIntervalMs, leaseMs: config.laneLeaseMs, logger });
+  experiments.start();
 
   // Windowed segment rules ("in the last 7 days") change with the clock, not only with new data.
   const segments = new SegmentsService(store, membership);
@@ -203,7 +206,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       server.closeAllConnections();
       clearInterval(refreshTimer);
       await refreshing;
-      await Promise.all([dispatcher.stop(), adFanout.stop(), janitor.stop()]);
+      await Promise.all([dispatcher.stop(), adFanout.stop(), janitor.stop(), experiments.stop()]);
       await checkpointer.stop();
       await store.close();
       logger.info('stopped');

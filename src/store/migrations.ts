@@ -633,6 +633,29 @@ CREATE INDEX variant_renders_variant ON variant_renders (variant_id, created_at)
 `,
   },
   {
+    version: 14,
+    name: 'layout tests: pause reason, guardrail window, who ended and shipped; Core Web Vitals per test arm',
+    sql: `
+ALTER TABLE experiments ADD COLUMN pause_reason TEXT;
+ALTER TABLE experiments ADD COLUMN guardrail_since INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE experiments ADD COLUMN ended_by TEXT;
+ALTER TABLE experiments ADD COLUMN shipped_by TEXT;
+-- One web_vitals page view of a visitor exposed to a running test, counted for the arm of that exposure
+-- (no visitor id: the guardrail needs only the values).
+CREATE TABLE experiment_vitals (
+  id INTEGER PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  experiment_id TEXT NOT NULL,
+  arm_id TEXT NOT NULL,
+  lcp REAL,
+  inp REAL,
+  cls REAL,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX experiment_vitals_arm ON experiment_vitals (experiment_id, arm_id, created_at);
+`,
+  },
+  {
     version: 19,
     name: 'campaigns: components that go live together, and the record of every launch, pause and close',
     sql: `

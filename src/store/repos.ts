@@ -18,6 +18,7 @@ import { LeasesRepo } from './leases.js';
 import { RetentionRepo } from './retention.js';
 import { WebRepo } from './web.js';
 import { CampaignsRepo } from './campaigns.js';
+import { ExperimentsRepo } from './experiments.js';
 
 /**
  * What the repositories of one store share whichever connection they run on:
@@ -59,6 +60,7 @@ export class Repos {
   readonly retention: RetentionRepo;
   readonly web: WebRepo;
   readonly campaigns: CampaignsRepo;
+  readonly experiments: ExperimentsRepo;
 
   constructor(
     readonly sql: Sql,
@@ -83,6 +85,7 @@ export class Repos {
     this.retention = new RetentionRepo(sql);
     this.web = new WebRepo(sql);
     this.campaigns = new CampaignsRepo(sql);
+    this.experiments = new ExperimentsRepo(sql);
   }
 }
 

@@ -9,6 +9,7 @@ import type { SegmentMembership } from '../segments/membership.js';
 import { normalizeEmail, normalizePhoneDigits, sha256Hex } from '../identity/normalize.js';
 import { planIdentify } from '../identity/plan.js';
 import { clickIdsFromUrl } from './click-ids.js';
+import { recordWebVitals, webVitalsOf } from '../experiments/service.js';
 import { captureSignals } from '../../adplatforms/signals.js';
 import {
   BEHAVIOURAL_WEBHOOK_TYPES,
@@ -199,6 +200,7 @@ export class IngestionService {
     const ts = req.timestamp !== undefined ? Date.parse(req.timestamp) : undefined;
     const url = (req as Record<string, unknown>).url;
     const render = req.type === 'variant_render' ? parseVariantRender(req) : null;
+    const vitals = webVitalsOf(req);
     return this.store.write(async (tx) => {
       const now = Date.now();
       const s = await tx.profiles.ensureSession(
@@ -221,6 +223,7 @@ export class IngestionService {
       });
       const eventId = `evt_${rowId}`;
       if (render) await recordVariantRender(tx, req.site_id, render, now);
+      if (vitals) await recordWebVitals(tx, req.site_id, s.visitorId, url, vitals, now);
       if (BEHAVIOURAL_WEBHOOK_TYPES.has(req.type)) {
         const properties: Record<string, unknown> = {};
         for (const [k, v] of Object.entries(req)) if (!EVENT_KEYS.has(k)) properties[k] = v;

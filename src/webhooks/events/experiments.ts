@@ -8,14 +8,14 @@ const armResult = z
     arm_id: id('The arm.'),
     label: label('Name of the arm as the team set it.'),
     control: z.boolean().describe('Whether this arm is the control.'),
-    sessions: count('Sessions exposed to the arm.'),
-    conversions: count('Conversions of those sessions.'),
-    conversion_rate: rate('conversions / sessions (0 when there were no sessions).'),
-    revenue: amount('Revenue of those conversions.'),
-    lift: z.number().nullable().describe('Relative conversion-rate lift over the control (0.12 = +12%); null for the control.'),
+    sessions: count('Visitors exposed to the arm (distinct visitor ids, each counted in the arm of its first exposure).'),
+    conversions: count('Of those visitors, the ones who converted after their first exposure.'),
+    conversion_rate: rate('conversions / sessions (0 when no visitor was exposed).'),
+    revenue: amount('Revenue of the conversions of those visitors after their first exposure.'),
+    lift: z.number().nullable().describe("Relative lift of the test's primary metric over the control (0.12 = +12%); null for the control or when the control's value is 0."),
     probability_to_beat_control: rate('Probability that the arm beats the control.')
       .nullable()
-      .describe('Probability that the arm beats the control; null for the control.'),
+      .describe('Probability that the arm beats the control on the primary metric (normal approximation, flat prior); null for the control.'),
   })
   .meta({ id: 'ExperimentArmResult' });
 
@@ -82,7 +82,7 @@ export const experimentShipped = defineEvent({
     experiment_id: id('The layout test.'),
     arm_id: id('The arm that was shipped.'),
     arm_label: label('Name of the shipped arm.'),
-    lift: z.number().nullable().describe('Relative conversion-rate lift of the arm over the control; null when unknown.'),
+    lift: z.number().nullable().describe("Relative lift of the arm's primary metric over the control; null for the control or when unknown."),
     shipped_by: z.enum(['user', 'automation']).describe('Whether a team member or an automation shipped it.'),
     timestamp,
   }),

@@ -1,0 +1,348 @@
+import type { Sql } from './sql.js';
+import type { ArmAggregate, Vital } from '../domain/experiments/rules.js';
+import { p75Rank } from '../domain/experiments/stats.js';
+
+export interface ExperimentRow {
+  id: string;
+  site_id: string;
+  name: string;
+  page_id: string | null;
+  zone_id: string | null;
+  status: 'draft' | 'running' | 'paused' | 'ended' | 'shipped';
+  seed: string;
+  primary_metric: 'conversion' | 'revenue_per_visitor' | 'custom_event';
+  metric_event: string | null;
+  guardrail_metrics: string;
+  stop_early: number;
+  scheduled_end_at: number | null;
+  started_at: number | null;
+  paused_at: number | null;
+  ended_at: number | null;
+  end_reason: string | null;
+  winning_arm_id: string | null;
+  shipped_arm_id: string | null;
+  shipped_at: number | null;
+  created_by: string;
+  created_at: number;
+  updated_at: number;
+  pause_reason: string | null;
+  guardrail_since: number;
+  ended_by: string | null;
+  shipped_by: string | null;
+}
+
+export interface ArmRow {
+  id: string;
+  site_id: string;
+  experiment_id: string;
+  label: string;
+  is_control: number;
+  variant_id: string | null;
+  weight: number;
+  position: number;
+}
+
+export interface NewExperiment {
+  id: string;
+  siteId: string;
+  name: string;
+  pageId: string | null;
+  zoneId: string | null;
+  seed: string;
+  primaryMetric: ExperimentRow['primary_metric'];
+  metricEvent: string | null;
+  guardrailMetrics: string;
+  stopEarly: boolean;
+  scheduledEndAt: number | null;
+  createdBy: string;
+  now: number;
+}
+
+export interface NewArm {
+  id: string;
+  label: string;
+  isControl: boolean;
+  variantId: string | null;
+  weight: number;
+}
+
+const VITAL_COLUMNS: Readonly<Record<Vital, string>> = { lcp: 'lcp', inp: 'inp', cls: 'cls' };
+
+/**
+ * Per-arm aggregates of a test. A visitor belongs to the arm of its first exposure to the test
+ * (ties broken by arm id); its profile is the one the visitor identity names now, else the one
+ * the exposure recorded. Conversions and metric events count from the first exposure until `until`.
+ */
+const AGGREGATES = `
+WITH firsts AS (
+  SELECT visitor_id, MIN(created_at) AS first_at FROM exposures
+   WHERE site_id = ? AND experiment_id = ? AND arm_id IS NOT NULL AND holdout = 0 AND created_at < ?
+   GROUP BY visitor_id
+), assigned AS (
+  SELECT f.visitor_id, f.first_at, MIN(e.arm_id) AS arm_id, MAX(e.profile_id) AS exposure_profile
+    FROM firsts f JOIN exposures e
+      ON e.site_id = ? AND e.experiment_id = ? AND e.visitor_id = f.visitor_id AND e.created_at = f.first_at AND e.arm_id IS NOT NULL AND e.holdout = 0
+   GROUP BY f.visitor_id, f.first_at
+), mapped AS (
+  SELECT a.visitor_id, a.arm_id, a.first_at, COALESCE(i.profile_id, a.exposure_profile) AS profile_id
+    FROM assigned a LEFT JOIN identities i ON i.site_id = ? AND i.kind = 'visitor' AND i.value = a.visitor_id
+), per_visitor AS (
+  SELECT m.arm_id,
+    (SELECT COUNT(*) FROM conversions c WHERE c.site_id = ? AND c.profile_id = m.profile_id AND c.created_at >= m.first_at AND c.created_at < ?) AS n_conv,
+    (SELECT COALESCE(SUM(c.revenue), 0) FROM conversions c WHERE c.site_id = ? AND c.profile_id = m.profile_id AND c.created_at >= m.first_at AND c.created_at < ?) AS rev,
+    (SELECT COUNT(*) FROM events ev WHERE ev.site_id = ? AND ev.profile_id = m.profile_id AND ev.type = ? AND ev.ts >= m.first_at AND ev.ts < ?) AS n_evt
+  FROM mapped m
+)
+SELECT arm_id, COUNT(*) AS visitors,
+  SUM(CASE WHEN n_conv > 0 THEN 1 ELSE 0 END) AS converters,
+  SUM(n_conv) AS conversions,
+  SUM(rev) AS revenue,
+  SUM(rev * rev) AS revenue_sq,
+  SUM(CASE WHEN n_evt > 0 THEN 1 ELSE 0 END) AS event_visitors
+FROM per_visitor GROUP BY arm_id`;
+
+/** Layout tests, their arms, and the Core Web Vitals their visitors report. Writes run inside a write operation. */
+export class ExperimentsRepo {
+  constructor(private readonly x: Sql) {}
+
+  async insert(e: NewExperiment, arms: readonly NewArm[]): Promise<void> {
+    await this.x.run(
+      `INSERT INTO experiments (id, site_id, name, page_id, zone_id, status, seed, primary_metric, metric_event, guardrail_metrics, stop_early,
+        scheduled_end_at, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'draft', ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [e.id, e.siteId, e.name, e.pageId, e.zoneId, e.seed, e.primaryMetric, e.metricEvent, e.guardrailMetrics, e.stopEarly ? 1 : 0, e.scheduledEndAt, e.createdBy, e.now, e.now],
+    );
+    await this.insertArms(e.siteId, e.id, arms);
+  }
+
+  private async insertArms(siteId: string, experimentId: string, arms: readonly NewArm[]): Promise<void> {
+    let position = 0;
+    for (const a of arms) {
+      await this.x.run(
+        'INSERT INTO experiment_arms (id, site_id, experiment_id, label, is_control, variant_id, weight, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+        [a.id, siteId, experimentId, a.label, a.isControl ? 1 : 0, a.variantId, a.weight, position++],
+      );
+    }
+  }
+
+  /** Replaces every arm of a draft test. */
+  async replaceArms(siteId: string, experimentId: string, arms: readonly NewArm[]): Promise<void> {
+    await this.x.run('DELETE FROM experiment_arms WHERE experiment_id = ? AND site_id = ?', [experimentId, siteId]);
+    await this.insertArms(siteId, experimentId, arms);
+  }
+
+  get(siteId: string, id: string): Promise<ExperimentRow | undefined> {
+    return this.x.get<ExperimentRow>('SELECT * FROM experiments WHERE id = ? AND site_id = ?', [id, siteId]);
+  }
+
+  list(siteId: string, status: string | undefined, limit: number): Promise<ExperimentRow[]> {
+    return status === undefined
+      ? this.x.all<ExperimentRow>('SELECT * FROM experiments WHERE site_id = ? ORDER BY created_at DESC, id DESC LIMIT ?', [siteId, limit])
+      : this.x.all<ExperimentRow>('SELECT * FROM experiments WHERE site_id = ? AND status = ? ORDER BY created_at DESC, id DESC LIMIT ?', [
+          siteId,
+          status,
+          limit,
+        ]);
+  }
+
+  arms(siteId: string, experimentId: string): Promise<ArmRow[]> {
+    return this.x.all<ArmRow>('SELECT * FROM experiment_arms WHERE experiment_id = ? AND site_id = ? ORDER BY position', [experimentId, siteId]);
+  }
+
+  async update(
+    id: string,
+    f: {
+      name: string;
+      primaryMetric: string;
+      metricEvent: string | null;
+      guardrailMetrics: string;
+      stopEarly: boolean;
+      scheduledEndAt: number | null;
+      seed: string;
+      now: number;
+    },
+  ): Promise<void> {
+    await this.x.run(
+      `UPDATE experiments SET name = ?, primary_metric = ?, metric_event = ?, guardrail_metrics = ?, stop_early = ?, scheduled_end_at = ?, seed = ?,
+        updated_at = ? WHERE id = ?`,
+      [f.name, f.primaryMetric, f.metricEvent, f.guardrailMetrics, f.stopEarly ? 1 : 0, f.scheduledEndAt, f.seed, f.now, id],
+    );
+  }
+
+  async setWeight(armId: string, weight: number): Promise<void> {
+    await this.x.run('UPDATE experiment_arms SET weight = ? WHERE id = ?', [weight, armId]);
+  }
+
+  async start(id: string, now: number): Promise<void> {
+    await this.x.run("UPDATE experiments SET status = 'running', started_at = ?, guardrail_since = ?, updated_at = ? WHERE id = ?", [now, now, now, id]);
+  }
+
+  async pause(id: string, reason: string, now: number): Promise<void> {
+    await this.x.run("UPDATE experiments SET status = 'paused', paused_at = ?, pause_reason = ?, updated_at = ? WHERE id = ?", [now, reason, now, id]);
+  }
+
+  /** Back to running; `guardrailSince` restarts the guardrail's window (after a guardrail pause) or keeps it. */
+  async resume(id: string, guardrailSince: number, now: number): Promise<void> {
+    await this.x.run(
+      "UPDATE experiments SET status = 'running', paused_at = NULL, pause_reason = NULL, guardrail_since = ?, updated_at = ? WHERE id = ?",
+      [guardrailSince, now, id],
+    );
+  }
+
+  async end(id: string, reason: string, winningArmId: string | null, by: string, now: number): Promise<void> {
+    await this.x.run(
+      "UPDATE experiments SET status = 'ended', ended_at = ?, end_reason = ?, winning_arm_id = ?, ended_by = ?, paused_at = NULL, updated_at = ? WHERE id = ?",
+      [now, reason, winningArmId, by, now, id],
+    );
+  }
+
+  async ship(id: string, armId: string, by: string, now: number): Promise<void> {
+    await this.x.run("UPDATE experiments SET status = 'shipped', shipped_arm_id = ?, shipped_at = ?, shipped_by = ?, updated_at = ? WHERE id = ?", [
+      armId,
+      now,
+      by,
+      now,
+      id,
+    ]);
+  }
+
+  zone(siteId: string, zoneId: string): Promise<{ id: string; page_id: string } | undefined> {
+    return this.x.get('SELECT id, page_id FROM zones WHERE id = ? AND site_id = ?', [zoneId, siteId]);
+  }
+
+  page(siteId: string, pageId: string): Promise<{ id: string } | undefined> {
+    return this.x.get('SELECT id FROM pages WHERE id = ? AND site_id = ?', [pageId, siteId]);
+  }
+
+  variant(siteId: string, variantId: string): Promise<{ id: string; zone_id: string; status: string; page_id: string } | undefined> {
+    return this.x.get(
+      'SELECT v.id, v.zone_id, v.status, z.page_id FROM variants v JOIN zones z ON z.id = v.zone_id WHERE v.id = ? AND v.site_id = ?',
+      [variantId, siteId],
+    );
+  }
+
+  /** Publishes a variant (ship): it goes live for everyone through the shipped test. */
+  async publishVariant(variantId: string, by: string, now: number): Promise<void> {
+    await this.x.run(
+      `UPDATE variants SET status = 'published', approved_by = COALESCE(approved_by, ?), approved_at = COALESCE(approved_at, ?),
+        published_by = ?, published_at = ?, updated_at = ? WHERE id = ?`,
+      [by, now, by, now, now, variantId],
+    );
+  }
+
+  /**
+   * Other running or paused tests that would show content in the same zones: for a zone test, a
+   * test of the same zone or of its whole page; for a page test, a test of the page or of any zone of it.
+   */
+  overlapping(siteId: string, id: string, zoneId: string | null, pageId: string): Promise<{ id: string }[]> {
+    const base = `SELECT x.id FROM experiments x LEFT JOIN zones z ON z.id = x.zone_id
+        WHERE x.site_id = ? AND x.id <> ? AND x.status IN ('running','paused')`;
+    return zoneId === null
+      ? this.x.all(`${base} AND (x.page_id = ? OR z.page_id = ?)`, [siteId, id, pageId, pageId])
+      : this.x.all(`${base} AND (x.zone_id = ? OR x.page_id = ?)`, [siteId, id, zoneId, pageId]);
+  }
+
+  async aggregates(siteId: string, experimentId: string, metricEvent: string | null, until: number): Promise<Map<string, ArmAggregate>> {
+    const rows = await this.x.all<{
+      arm_id: string;
+      visitors: number;
+      converters: number;
+      conversions: number;
+      revenue: number;
+      revenue_sq: number;
+      event_visitors: number;
+    }>(AGGREGATES, [siteId, experimentId, until, siteId, experimentId, siteId, siteId, until, siteId, until, siteId, metricEvent ?? '', until]);
+    const out = new Map<string, ArmAggregate>();
+    for (const r of rows) {
+      out.set(r.arm_id, {
+        visitors: Number(r.visitors),
+        converters: Number(r.converters ?? 0),
+        conversions: Number(r.conversions ?? 0),
+        revenue: Number(r.revenue ?? 0),
+        revenueSq: Number(r.revenue_sq ?? 0),
+        eventVisitors: Number(r.event_visitors ?? 0),
+      });
+    }
+    return out;
+  }
+
+  /** The visitor's first exposure to a test (the arm it keeps). */
+  firstExposure(siteId: string, experimentId: string, visitorId: string): Promise<{ arm_id: string; created_at: number } | undefined> {
+    return this.x.get(
+      `SELECT arm_id, created_at FROM exposures WHERE site_id = ? AND visitor_id = ? AND experiment_id = ? AND arm_id IS NOT NULL AND holdout = 0
+        ORDER BY created_at, arm_id LIMIT 1`,
+      [siteId, visitorId, experimentId],
+    );
+  }
+
+  /** The arm a live force_arm override puts the visitor in (QA), if any. */
+  async forcedArm(siteId: string, experimentId: string, visitorId: string): Promise<string | undefined> {
+    const row = await this.x.get<{ arm_id: string | null }>(
+      `SELECT arm_id FROM overrides WHERE site_id = ? AND kind = 'force_arm' AND experiment_id = ? AND visitor_id = ? AND lifted_at IS NULL
+        ORDER BY set_at DESC LIMIT 1`,
+      [siteId, experimentId, visitorId],
+    );
+    return row?.arm_id ?? undefined;
+  }
+
+  /** The visitor's exposures to running tests, oldest first (at most 1000). */
+  runningExposures(siteId: string, visitorId: string): Promise<{ experiment_id: string; arm_id: string; url: string }[]> {
+    return this.x.all(
+      `SELECT e.experiment_id, e.arm_id, e.url FROM exposures e JOIN experiments x ON x.id = e.experiment_id
+        WHERE e.site_id = ? AND e.visitor_id = ? AND e.arm_id IS NOT NULL AND e.holdout = 0 AND x.status = 'running' AND x.site_id = ?
+        ORDER BY e.created_at, e.arm_id LIMIT 1000`,
+      [siteId, visitorId, siteId],
+    );
+  }
+
+  async insertVitals(r: {
+    siteId: string;
+    experimentId: string;
+    armId: string;
+    lcp: number | null;
+    inp: number | null;
+    cls: number | null;
+    now: number;
+  }): Promise<void> {
+    await this.x.run('INSERT INTO experiment_vitals (site_id, experiment_id, arm_id, lcp, inp, cls, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+      r.siteId,
+      r.experimentId,
+      r.armId,
+      r.lcp,
+      r.inp,
+      r.cls,
+      r.now,
+    ]);
+  }
+
+  /** Measurements of a metric on an arm since `since`, and their 75th percentile by nearest rank. */
+  async vitalStat(experimentId: string, armId: string, metric: Vital, since: number): Promise<{ n: number; p75: number | null }> {
+    const col = VITAL_COLUMNS[metric];
+    const n = Number(
+      (await this.x.get<{ n: number }>(
+        `SELECT COUNT(${col}) AS n FROM experiment_vitals WHERE experiment_id = ? AND arm_id = ? AND created_at >= ?`,
+        [experimentId, armId, since],
+      ))!.n,
+    );
+    if (n === 0) return { n, p75: null };
+    const rank = p75Rank(n);
+    const row = await this.x.get<{ v: number }>(
+      `SELECT ${col} AS v FROM experiment_vitals WHERE experiment_id = ? AND arm_id = ? AND created_at >= ? AND ${col} IS NOT NULL
+        ORDER BY ${col} LIMIT 1 OFFSET ?`,
+      [experimentId, armId, since, rank - 1],
+    );
+    return { n, p75: row === undefined ? null : Number(row.v) };
+  }
+
+  /** Running or paused tests (every site) whose scheduled end has passed. */
+  dueToEnd(now: number, limit: number): Promise<ExperimentRow[]> {
+    return this.x.all<ExperimentRow>(
+      "SELECT * FROM experiments WHERE status IN ('running','paused') AND scheduled_end_at IS NOT NULL AND scheduled_end_at <= ? ORDER BY scheduled_end_at LIMIT ?",
+      [now, limit],
+    );
+  }
+
+  /** Running tests (every site): the worker's early-stopping and guardrail passes. */
+  running(afterId: string, limit: number): Promise<ExperimentRow[]> {
+    return this.x.all<ExperimentRow>("SELECT * FROM experiments WHERE status = 'running' AND id > ? ORDER BY id LIMIT ?", [afterId, limit]);
+  }
+}

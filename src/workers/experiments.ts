@@ -1,0 +1,117 @@
+import type { Logger } from 'pino';
+import type { Store } from '../store/store.js';
+import { earlyStopVerdict, endIfDue, enforceGuardrail, guardrailsOf, guardrailTrips, stopIfSignificant } from '../domain/experiments/service.js';
+import { LaneLease } from './lane-lease.js';
+
+export interface ExperimentsWorkerOptions {
+  /** How often a pass runs (ms; SVC_EXPERIMENTS_INTERVAL_MS). */
+  intervalMs: number;
+  /** The pass's lease (with several instances on one database, one of them runs each pass). */
+  leaseMs: number;
+  logger: Logger;
+}
+
+const PAGE = 100;
+
+/**
+ * Ends layout tests and enforces their guardrail, every `intervalMs`, in
+ * whichever instance holds the `experiments` lease:
+ * 1. running or paused tests past their scheduled end end (reason scheduled_end);
+ * 2. running tests with stop_early end when the extra-strong early-stopping bar is met (reason significance);
+ * 3. running tests whose variant arm trips the Core Web Vitals guardrail are paused (experiment.guardrail_paused).
+ * Each test is decided in its own write operation, which re-reads its status, so a pass never
+ * acts on a test an operator changed meanwhile.
+ */
+export class ExperimentsWorker {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private stopped = false;
+  private readonly lease: LaneLease;
+  readonly counters = { passes: 0, ended: 0, stoppedEarly: 0, guardrailPaused: 0 };
+
+  constructor(
+    private readonly store: Store,
+    private readonly opts: ExperimentsWorkerOptions,
+  ) {
+    this.lease = new LaneLease(store, 'experiments', { ttlMs: opts.leaseMs, workMs: 5_000 });
+  }
+
+  start(): void {
+    this.schedule(this.opts.intervalMs);
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = this.pass()
+        .then(() => undefined)
+        .catch((err: unknown) => this.opts.logger.warn({ err: (err as Error).message }, 'layout-test pass failed; trying again later'))
+        .finally(() => {
+          this.running = null;
+          this.schedule(this.opts.intervalMs);
+        });
+    }, ms);
+    this.timer.unref();
+  }
+
+  /** One pass; resolves with what it did. */
+  async pass(): Promise<{ ended: number; stoppedEarly: number; guardrailPaused: number }> {
+    const done = { ended: 0, stoppedEarly: 0, guardrailPaused: 0 };
+    if (!(await this.lease.ensure())) return done;
+    const ok = async () => {
+      if (this.stopped) return false;
+      const renewed = this.lease.ensure();
+      return (renewed === true || (await renewed)) && this.lease.usable();
+    };
+    for (;;) {
+      const due = await this.store.experiments.dueToEnd(Date.now(), PAGE);
+      let progressed = false;
+      for (const row of due) {
+        if (!(await ok())) return done;
+        if (await this.store.write((tx) => endIfDue(tx, row.site_id, row.id, Date.now()))) {
+          done.ended++;
+          progressed = true;
+        }
+      }
+      if (due.length < PAGE || !progressed) break;
+    }
+    let after = '';
+    for (;;) {
+      const page = await this.store.experiments.running(after, PAGE);
+      for (const row of page) {
+        if (!(await ok())) return done;
+        // Decided on reads first; the write re-checks (the heavy queries run in a transaction only when a test changes).
+        if (
+          row.stop_early === 1 &&
+          (await earlyStopVerdict(this.store, row, Date.now())).stop &&
+          (await this.store.write((tx) => stopIfSignificant(tx, row.site_id, row.id, Date.now())))
+        ) {
+          done.stoppedEarly++;
+          continue;
+        }
+        if (
+          guardrailsOf(row).length > 0 &&
+          (await guardrailTrips(this.store, row)) &&
+          (await this.store.write((tx) => enforceGuardrail(tx, row.site_id, row.id, Date.now())))
+        ) {
+          done.guardrailPaused++;
+        }
+      }
+      if (page.length < PAGE) break;
+      after = page[page.length - 1]!.id;
+    }
+    this.counters.passes++;
+    this.counters.ended += done.ended;
+    this.counters.stoppedEarly += done.stoppedEarly;
+    this.counters.guardrailPaused += done.guardrailPaused;
+    if (done.ended + done.stoppedEarly + done.guardrailPaused > 0) this.opts.logger.info(done, 'layout tests ended or paused');
+    return done;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+    await this.lease.release();
+  }
+}
