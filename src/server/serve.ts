@@ -24,6 +24,7 @@ import { Janitor } from '../workers/janitor.js';
 import { DECIDE_PATH, handleDecide, type DecideDeps } from '../ingest/decide.js';
 import { decisionService } from '../domain/web/decisions.js';
 import { ExperimentsWorker } from '../workers/experiments.js';
+import { TriggerFireWorker } from '../workers/trigger-fires.js';
 
 export interface RunningServer {
   url: string;
@@ -175,6 +176,15 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   janitor.start();
   const experiments = new ExperimentsWorker(store, { intervalMs: config.experimentsIntervalMs, leaseMs: config.laneLeaseMs, logger });
   experiments.start();
+  const triggerFires = new TriggerFireWorker(store, {
+    retry: policy.retry,
+    allowPrivate: config.allowPrivateDestinations,
+    pollMs: config.webhookPollMs,
+    leaseMs: config.laneLeaseMs,
+    concurrency: config.webhookConcurrency,
+    logger,
+  });
+  triggerFires.start();
 
   // Windowed segment rules ("in the last 7 days") change with the clock, not only with new data.
   const segments = new SegmentsService(store, membership);
@@ -206,7 +216,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       server.closeAllConnections();
       clearInterval(refreshTimer);
       await refreshing;
-      await Promise.all([dispatcher.stop(), adFanout.stop(), janitor.stop(), experiments.stop()]);
+      await Promise.all([dispatcher.stop(), adFanout.stop(), janitor.stop(), experiments.stop(), triggerFires.stop()]);
       await checkpointer.stop();
       await store.close();
       logger.info('stopped');

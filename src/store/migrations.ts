@@ -656,6 +656,119 @@ CREATE INDEX experiment_vitals_arm ON experiment_vitals (experiment_id, arm_id, 
 `,
   },
   {
+    version: 16,
+    name: 'leads pipeline (owner, notes, tasks, calls) and triggered messages (triggers, endpoints, fires); contacted becomes working',
+    sql: `
+ALTER TABLE leads ADD COLUMN owner_id TEXT;
+ALTER TABLE leads ADD COLUMN status_changed_at INTEGER;
+UPDATE leads SET status = 'working' WHERE status = 'contacted';
+CREATE INDEX leads_status ON leads (site_id, status, created_at);
+CREATE INDEX leads_owner ON leads (site_id, owner_id);
+-- Notes on a lead (free text by a user or token).
+CREATE TABLE lead_notes (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  lead_id TEXT NOT NULL,
+  body TEXT NOT NULL,
+  author TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX lead_notes_lead ON lead_notes (lead_id, created_at);
+-- Follow-up tasks of a lead (call_id: the call whose callback created it).
+CREATE TABLE lead_tasks (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  lead_id TEXT NOT NULL,
+  title TEXT NOT NULL,
+  due_at INTEGER NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('open','done')),
+  call_id TEXT,
+  created_by TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  done_at INTEGER,
+  done_by TEXT
+);
+CREATE INDEX lead_tasks_site ON lead_tasks (site_id, state, due_at);
+CREATE INDEX lead_tasks_lead ON lead_tasks (lead_id, state, due_at);
+-- Voice calls mapped into the pipeline. The transcript lives only here, on the lead's record.
+CREATE TABLE lead_calls (
+  site_id TEXT NOT NULL,
+  id TEXT NOT NULL,
+  lead_id TEXT NOT NULL,
+  profile_id TEXT NOT NULL,
+  started_at INTEGER NOT NULL,
+  ended_at INTEGER NOT NULL,
+  outcome TEXT NOT NULL,
+  notes TEXT,
+  transcript TEXT,
+  callback_at INTEGER,
+  task_id TEXT,
+  status_before TEXT NOT NULL,
+  status_after TEXT NOT NULL,
+  source TEXT NOT NULL CHECK (source IN ('tool','import')),
+  recorded_by TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (site_id, id)
+);
+CREATE INDEX lead_calls_lead ON lead_calls (lead_id, started_at);
+CREATE INDEX lead_calls_site ON lead_calls (site_id, started_at);
+-- Triggered messages: what fires (segment entered, event type, score reached), the message, cap and quiet hours.
+CREATE TABLE triggers (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  on_kind TEXT NOT NULL CHECK (on_kind IN ('segment_entered','event','score')),
+  on_value TEXT,
+  score_min REAL,
+  message_id TEXT NOT NULL,
+  message_values TEXT NOT NULL DEFAULT '{}',
+  include_email INTEGER NOT NULL DEFAULT 0,
+  cap_count INTEGER NOT NULL,
+  cap_window_ms INTEGER NOT NULL,
+  quiet_start TEXT,
+  quiet_end TEXT,
+  enabled INTEGER NOT NULL DEFAULT 0,
+  capped_count INTEGER NOT NULL DEFAULT 0,
+  created_by TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE INDEX triggers_on ON triggers (site_id, on_kind, on_value);
+-- The site's message endpoints: live (signed with the secret, or the site_id without one) and test.
+CREATE TABLE trigger_endpoints (
+  site_id TEXT PRIMARY KEY,
+  url TEXT,
+  secret_enc TEXT,
+  test_url TEXT,
+  updated_by TEXT NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+-- Fires: one message for one profile, delivered at least once by the trigger worker (id stable across retries).
+CREATE TABLE trigger_fires (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  trigger_id TEXT NOT NULL,
+  profile_id TEXT NOT NULL,
+  mode TEXT NOT NULL CHECK (mode IN ('live','test')),
+  reason TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('pending','delivered','failed','cancelled')),
+  due_at INTEGER NOT NULL,
+  deferred INTEGER NOT NULL DEFAULT 0,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER NOT NULL,
+  last_status INTEGER,
+  last_error TEXT,
+  created_by TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  delivered_at INTEGER
+);
+CREATE INDEX trigger_fires_due ON trigger_fires (state, next_attempt_at);
+CREATE INDEX trigger_fires_cap ON trigger_fires (trigger_id, profile_id, created_at);
+CREATE INDEX trigger_fires_site ON trigger_fires (site_id, created_at);
+CREATE INDEX trigger_fires_profile ON trigger_fires (profile_id);
+`,
+  },
+  {
     version: 19,
     name: 'campaigns: components that go live together, and the record of every launch, pause and close',
     sql: `

@@ -1,4 +1,5 @@
 import type { Sql } from './sql.js';
+import { LeadsRepo } from './leads.js';
 
 export interface ErasureCounts {
   profiles: number;
@@ -64,6 +65,8 @@ export class PrivacyRepo {
       for (const v of needles) if (v.length >= 4) n += (await x.run(sql, [siteId, JSON.stringify(v)])).changes;
       return n;
     };
+    // Lead notes, tasks, calls (transcripts) and trigger fires of the person go first (they hang off the leads).
+    await new LeadsRepo(x).eraseProfiles(siteId, ids);
     const counts: ErasureCounts = {
       identities: await del('identities'),
       identity_hashes: await del('identity_hashes'),

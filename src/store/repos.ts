@@ -19,6 +19,8 @@ import { RetentionRepo } from './retention.js';
 import { WebRepo } from './web.js';
 import { CampaignsRepo } from './campaigns.js';
 import { ExperimentsRepo } from './experiments.js';
+import { LeadsRepo } from './leads.js';
+import { TriggersRepo } from './triggers.js';
 
 /**
  * What the repositories of one store share whichever connection they run on:
@@ -27,11 +29,11 @@ import { ExperimentsRepo } from './experiments.js';
  */
 export interface RepoShared {
   sites: SiteCache;
-  enqueued: { outbox: number; adJobs: number };
+  enqueued: { outbox: number; adJobs: number; fires: number };
 }
 
 export function newRepoShared(): RepoShared {
-  return { sites: new Map(), enqueued: { outbox: 0, adJobs: 0 } };
+  return { sites: new Map(), enqueued: { outbox: 0, adJobs: 0, fires: 0 } };
 }
 
 /**
@@ -61,6 +63,8 @@ export class Repos {
   readonly web: WebRepo;
   readonly campaigns: CampaignsRepo;
   readonly experiments: ExperimentsRepo;
+  readonly leads: LeadsRepo;
+  readonly triggers: TriggersRepo;
 
   constructor(
     readonly sql: Sql,
@@ -86,6 +90,8 @@ export class Repos {
     this.web = new WebRepo(sql);
     this.campaigns = new CampaignsRepo(sql);
     this.experiments = new ExperimentsRepo(sql);
+    this.leads = new LeadsRepo(sql);
+    this.triggers = new TriggersRepo(sql, shared.enqueued);
   }
 }
 

@@ -81,7 +81,7 @@ describe('decide (the MCP scope policy)', () => {
 describe('the tool registry', () => {
   it('has unique names, one area per tool, and no data-changing read tool', () => {
     expect(new Set(TOOLS.map((t) => t.name)).size).toBe(TOOLS.length);
-    expect(AREAS).toEqual(['access', 'adplatforms', 'analytics', 'campaigns', 'conversions', 'events', 'leads', 'profiles', 'recommendations', 'segments', 'webhooks']);
+    expect(AREAS).toEqual(['access', 'adplatforms', 'analytics', 'calls', 'campaigns', 'content', 'conversions', 'events', 'experiments', 'leads', 'overrides', 'pages', 'placements', 'profiles', 'recommendations', 'segments', 'triggers', 'variants', 'webhooks', 'zones']);
     for (const t of TOOLS) {
       if (t.flags.changesData) expect(t.scope).not.toBe('read');
       if (t.flags.destructive) expect(t.flags.changesData).toBe(true);

@@ -11,6 +11,7 @@ import { planIdentify } from '../identity/plan.js';
 import { clickIdsFromUrl } from './click-ids.js';
 import { recordWebVitals, webVitalsOf } from '../experiments/service.js';
 import { captureSignals } from '../../adplatforms/signals.js';
+import * as triggers from '../triggers/service.js';
 import {
   BEHAVIOURAL_WEBHOOK_TYPES,
   behaviouralPayload,
@@ -224,6 +225,7 @@ export class IngestionService {
       const eventId = `evt_${rowId}`;
       if (render) await recordVariantRender(tx, req.site_id, render, now);
       if (vitals) await recordWebVitals(tx, req.site_id, s.visitorId, url, vitals, now);
+      await triggers.onEvent(tx, req.site_id, s.profileId, req.type, now);
       if (BEHAVIOURAL_WEBHOOK_TYPES.has(req.type)) {
         const properties: Record<string, unknown> = {};
         for (const [k, v] of Object.entries(req)) if (!EVENT_KEYS.has(k)) properties[k] = v;
@@ -262,6 +264,7 @@ export class IngestionService {
         body: raw,
         now,
       });
+      await triggers.onScore(tx, req.site_id, s.profileId, rowId, req.score ?? null, now);
       await this.membership.recompute(tx, req.site_id, s.profileId, now);
       return { score_id: `scr_${rowId}`, profile_id: s.profileId };
     });

@@ -3,6 +3,7 @@ import type { Repos } from '../../store/repos.js';
 import type { SegmentRow } from '../../store/segments.js';
 import { profileMatchesSql } from '../../store/rule-sql.js';
 import { parseRule, referencedSegments, type Rule } from './rules.js';
+import { onSegmentEntered } from '../triggers/service.js';
 
 interface CompiledSegment {
   row: SegmentRow;
@@ -94,7 +95,10 @@ export class SegmentMembership {
     for (const s of segments) {
       const { sql, params } = profileMatchesSql(s.rule, { profileId, now, dialect: tx.sql.dialect });
       const match = Number((await repo.get1<{ m: number }>(sql, params))?.m ?? 0) === 1;
-      if (match && !before.has(s.row.id)) await repo.addMember(s.row.id, profileId, siteId, now);
+      if (match && !before.has(s.row.id)) {
+        await repo.addMember(s.row.id, profileId, siteId, now);
+        await onSegmentEntered(tx, siteId, profileId, s.row.id, now); // triggered messages
+      }
       if (!match && before.has(s.row.id)) await repo.removeMember(s.row.id, profileId);
       if (match && (primary === null || s.row.priority > primary.priority || (s.row.priority === primary.priority && s.row.id < primary.id))) {
         primary = s.row;

@@ -16,10 +16,12 @@ import * as variants from './variants.js';
 import * as placements from './placements.js';
 import * as overrides from './overrides.js';
 import * as experiments from './experiments.js';
+import * as calls from './calls.js';
+import * as triggers from './triggers.js';
 import * as campaigns from './campaigns.js';
 
 /** One module per product area; every tool a module exports is collected. Adding an area is one file and one line here. */
-const AREA_MODULES: readonly Record<string, unknown>[] = [access, profiles, segments, leads, conversions, events, analytics, webhooks, recommendations, adplatforms, pages, zones, content, variants, placements, overrides, experiments, campaigns];
+const AREA_MODULES: readonly Record<string, unknown>[] = [access, profiles, segments, leads, conversions, events, analytics, webhooks, recommendations, adplatforms, pages, zones, content, variants, placements, overrides, experiments, calls, triggers, campaigns];
 
 function isTool(v: unknown): v is ToolDef {
   return typeof v === 'object' && v !== null && typeof (v as ToolDef).name === 'string' && typeof (v as ToolDef).handler === 'function';

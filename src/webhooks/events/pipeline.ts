@@ -57,6 +57,8 @@ export const leadCaptured = defineEvent({
 
 /** Outcomes a voice call can be mapped to. */
 export const CALL_OUTCOMES = [
+  'connected',
+  'interested',
   'booked',
   'callback_requested',
   'qualified',
@@ -64,6 +66,7 @@ export const CALL_OUTCOMES = [
   'no_answer',
   'voicemail',
   'wrong_number',
+  'no_contact',
   'other',
 ] as const;
 
