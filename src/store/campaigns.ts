@@ -52,24 +52,6 @@ export interface CampaignRunRow {
   created_at: number;
 }
 
-/** The lifecycle fields of a variant, placement or experiment a campaign step reads. */
-export interface VariantState {
-  id: string;
-  status: 'draft' | 'approved' | 'published' | 'disabled' | 'archived';
-}
-export interface PlacementState {
-  id: string;
-  variant_id: string;
-  enabled: number;
-  variant_status: VariantState['status'] | null;
-}
-export interface ExperimentState {
-  id: string;
-  status: 'draft' | 'running' | 'paused' | 'ended' | 'shipped';
-  started_at: number | null;
-  arms: number;
-}
-
 /** Aggregates of one group of exposed visitors (the campaign's, or the holdout on the same zones). */
 export interface ExposureGroupStats {
   visitors: number;
@@ -129,9 +111,9 @@ const TREATED_STATS = groupStatsSql(`e.holdout = 0 AND (e.variant_id IN (${CAMPA
 const HOLDOUT_STATS = groupStatsSql(`e.holdout = 1 AND e.zone_id IN (${CAMPAIGN_ZONES})`);
 
 /**
- * Campaigns, their components and runs, and the campaign steps over the lifecycle columns of the
- * components' own tables (segments, variants, placements, experiments). Methods that write must run
- * inside a write operation; every query is scoped by site.
+ * Campaigns, their components and runs, and the exposure statistics of the close snapshot. The components'
+ * own changes go through their areas' domain functions (see src/domain/campaigns/runners.ts). Methods that
+ * write must run inside a write operation; every query is scoped by site.
  */
 export class CampaignsRepo {
   constructor(private readonly x: Sql) {}
@@ -257,83 +239,6 @@ export class CampaignsRepo {
       siteId,
       limit,
     ]);
-  }
-
-  // ---- the components' own lifecycle columns (core schema)
-
-  async segmentExists(siteId: string, id: string): Promise<boolean> {
-    return (await this.x.get('SELECT 1 AS one FROM segments WHERE id = ? AND site_id = ?', [id, siteId])) !== undefined;
-  }
-
-  variant(siteId: string, id: string): Promise<VariantState | undefined> {
-    return this.x.get<VariantState>('SELECT id, status FROM variants WHERE id = ? AND site_id = ?', [id, siteId]);
-  }
-
-  /** approved → published; returns whether it changed. */
-  async publishVariant(siteId: string, id: string, actor: string, now: number): Promise<boolean> {
-    const r = await this.x.run(
-      `UPDATE variants SET status = 'published', published_by = ?, published_at = ?, updated_at = ? WHERE id = ? AND site_id = ? AND status = 'approved'`,
-      [actor, now, now, id, siteId],
-    );
-    return r.changes === 1;
-  }
-
-  /** published → disabled with a reason; returns whether it changed. */
-  async disableVariant(siteId: string, id: string, reason: string, now: number): Promise<boolean> {
-    const r = await this.x.run(
-      `UPDATE variants SET status = 'disabled', disabled_at = ?, disabled_reason = ?, updated_at = ? WHERE id = ? AND site_id = ? AND status = 'published'`,
-      [now, reason, now, id, siteId],
-    );
-    return r.changes === 1;
-  }
-
-  placement(siteId: string, id: string): Promise<PlacementState | undefined> {
-    return this.x.get<PlacementState>(
-      `SELECT p.id, p.variant_id, p.enabled, v.status AS variant_status FROM placements p
-       LEFT JOIN variants v ON v.id = p.variant_id AND v.site_id = p.site_id WHERE p.id = ? AND p.site_id = ?`,
-      [id, siteId],
-    );
-  }
-
-  /** Sets a placement's enabled flag; returns whether it changed. */
-  async setPlacementEnabled(siteId: string, id: string, enabled: boolean, now: number): Promise<boolean> {
-    const r = await this.x.run('UPDATE placements SET enabled = ?, updated_at = ? WHERE id = ? AND site_id = ? AND enabled <> ?', [
-      enabled ? 1 : 0,
-      now,
-      id,
-      siteId,
-      enabled ? 1 : 0,
-    ]);
-    return r.changes === 1;
-  }
-
-  experiment(siteId: string, id: string): Promise<ExperimentState | undefined> {
-    return this.x.get<ExperimentState>(
-      `SELECT e.id, e.status, e.started_at, (SELECT count(*) FROM experiment_arms a WHERE a.experiment_id = e.id) AS arms
-       FROM experiments e WHERE e.id = ? AND e.site_id = ?`,
-      [id, siteId],
-    ).then((r) => (r === undefined ? r : { ...r, arms: Number(r.arms) }));
-  }
-
-  /** draft|paused → running (started_at kept from the first start); returns whether it changed. */
-  async startExperiment(siteId: string, id: string, now: number): Promise<boolean> {
-    const r = await this.x.run(
-      `UPDATE experiments SET status = 'running', started_at = coalesce(started_at, ?), paused_at = NULL, updated_at = ?
-       WHERE id = ? AND site_id = ? AND status IN ('draft','paused')`,
-      [now, now, id, siteId],
-    );
-    return r.changes === 1;
-  }
-
-  /** running → paused; returns whether it changed. */
-  async pauseExperiment(siteId: string, id: string, now: number): Promise<boolean> {
-    const r = await this.x.run(`UPDATE experiments SET status = 'paused', paused_at = ?, updated_at = ? WHERE id = ? AND site_id = ? AND status = 'running'`, [
-      now,
-      now,
-      id,
-      siteId,
-    ]);
-    return r.changes === 1;
   }
 
   // ---- the outcome snapshot at close

@@ -15,7 +15,7 @@ let svc: Svc;
 let dataDir: string;
 let site: string;
 let rx: Awaited<ReturnType<typeof startReceiver>>;
-const tok = { write: '', propose: '', read: '' };
+const tok = { write: '', propose: '', read: '', admin: '' };
 const clients: Client[] = [];
 const EMAIL = 'grace.hopper@example.com';
 const PHONE = '+1 555 0100 777';
@@ -71,6 +71,7 @@ function seedComponents() {
 
 const variantStatus = (id: string) => query<{ status: string }>(dataDir, 'SELECT status FROM variants WHERE id = ?', id)[0]!.status;
 const placementEnabled = (id: string) => Number(query<{ enabled: number }>(dataDir, 'SELECT enabled FROM placements WHERE id = ?', id)[0]!.enabled);
+const triggerEnabled = (id: string) => Number(query<{ enabled: number }>(dataDir, 'SELECT enabled FROM triggers WHERE id = ?', id)[0]!.enabled);
 const experimentStatus = (id: string) => query<{ status: string }>(dataDir, 'SELECT status FROM experiments WHERE id = ?', id)[0]!.status;
 
 beforeAll(async () => {
@@ -82,6 +83,7 @@ beforeAll(async () => {
   tok.write = mint(['--scope', 'write']);
   tok.propose = mint(['--scope', 'write', '--propose-only']);
   tok.read = mint(['--scope', 'read']);
+  tok.admin = mint(['--scope', 'admin']);
   seedComponents();
   svc = await startSvc({ dataDir, args: ['--allow-private-destinations'], env: { SVC_WEBHOOK_POLL_MS: '50' } });
   // A known visitor with personal data the campaign events must never carry.
@@ -122,6 +124,10 @@ describe('campaigns through MCP', () => {
   it('creates, launches (after a rolled-back attempt), pauses and closes a campaign, emitting its events', async () => {
     const w = await connect(tok.write);
     const seg = await ok(w, 'segments_create', { name: 'Sale shoppers', rule: { trait: 'plan', op: 'eq', value: 'gold' } });
+    // A triggered message, made with the pipeline area's tools (its live endpoint needs the admin scope).
+    await ok(await connect(tok.admin), 'triggers_endpoint_set', { url: `${rx.url}/messages` });
+    const trg = await ok(w, 'triggers_create', { name: 'Sale welcome', on_kind: 'event', event_type: 'sale_signup', message_id: 'tpl_sale' });
+    expect(trg.enabled).toBe(false);
     const c = await ok(w, 'campaigns_create', { name: 'Summer sale', description: 'Hero banner and layout test' });
     expect(c).toMatchObject({ status: 'draft', components: [], first_launched_at: null, outcome: null });
     for (const [kind, ref_id] of [
@@ -130,6 +136,7 @@ describe('campaigns through MCP', () => {
       ['placement', 'plc_sale'],
       ['experiment', 'exp_layout'],
       ['variant', 'var_draft'],
+      ['trigger', trg.id],
     ]) {
       await ok(w, 'campaigns_add_component', { id: c.id, kind, ref_id });
     }
@@ -145,7 +152,7 @@ describe('campaigns through MCP', () => {
     expect(failed.structuredContent.error.details.steps).toContainEqual(
       expect.objectContaining({ kind: 'variant', ref_id: 'var_draft', step: 'publish', outcome: 'failed', error_code: 'not_approved' }),
     );
-    expect([variantStatus('var_sale'), placementEnabled('plc_sale'), experimentStatus('exp_layout')]).toEqual(['approved', 0, 'draft']);
+    expect([variantStatus('var_sale'), placementEnabled('plc_sale'), experimentStatus('exp_layout'), triggerEnabled(trg.id)]).toEqual(['approved', 0, 'draft', 0]);
     const afterFail = await ok(w, 'campaigns_get', { id: c.id });
     expect(afterFail.status).toBe('draft');
     expect(afterFail.runs).toHaveLength(1);
@@ -173,8 +180,18 @@ describe('campaigns through MCP', () => {
       ['variant', 'var_draft', 'publish', 'failed'],
       ['placement', 'plc_sale', 'enable', 'succeeded'],
       ['experiment', 'exp_layout', 'start', 'succeeded'],
+      ['trigger', trg.id, 'enable', 'succeeded'],
     ]);
-    expect([variantStatus('var_sale'), variantStatus('var_draft'), placementEnabled('plc_sale'), experimentStatus('exp_layout')]).toEqual(['published', 'draft', 1, 'running']);
+    expect([variantStatus('var_sale'), variantStatus('var_draft'), placementEnabled('plc_sale'), experimentStatus('exp_layout'), triggerEnabled(trg.id)]).toEqual([
+      'published',
+      'draft',
+      1,
+      'running',
+      1,
+    ]);
+    // The other areas' own tools see the result.
+    expect((await ok(w, 'triggers_get', { id: trg.id })).enabled).toBe(true);
+    expect((await ok(w, 'experiments_get', { id: 'exp_layout' })).status).toBe('running');
     const editLive = await call(w, 'campaigns_remove_component', { id: c.id, kind: 'variant', ref_id: 'var_draft' });
     expect(editLive.structuredContent.error.code).toBe('conflict');
 
@@ -189,13 +206,14 @@ describe('campaigns through MCP', () => {
     const paused = await ok(w, 'campaigns_pause', { id: c.id });
     expect(paused.campaign.status).toBe('paused');
     expect(paused.run.steps.map((s: any) => [s.kind, s.step, s.outcome])).toEqual([
+      ['trigger', 'disable', 'succeeded'],
       ['experiment', 'pause', 'succeeded'],
       ['placement', 'disable', 'succeeded'],
       ['variant', 'keep', 'skipped'],
       ['variant', 'keep', 'skipped'],
       ['segment', 'none', 'skipped'],
     ]);
-    expect([placementEnabled('plc_sale'), experimentStatus('exp_layout'), variantStatus('var_sale')]).toEqual([0, 'paused', 'published']);
+    expect([placementEnabled('plc_sale'), experimentStatus('exp_layout'), variantStatus('var_sale'), triggerEnabled(trg.id)]).toEqual([0, 'paused', 'published', 0]);
 
     const closed = await ok(w, 'campaigns_close', { id: c.id });
     expect(closed.campaign).toMatchObject({ status: 'closed', live_since: null });
@@ -211,11 +229,19 @@ describe('campaigns through MCP', () => {
       lift: null,
     });
     expect(closed.campaign.outcome).toEqual(closed.outcome);
-    expect(variantStatus('var_sale')).toBe('disabled');
+    expect(closed.run.steps.map((s: any) => [s.kind, s.step, s.outcome])).toEqual([
+      ['trigger', 'disable', 'skipped'],
+      ['experiment', 'end', 'succeeded'],
+      ['placement', 'disable', 'skipped'],
+      ['variant', 'disable', 'succeeded'],
+      ['variant', 'disable', 'skipped'],
+      ['segment', 'none', 'skipped'],
+    ]);
+    expect([variantStatus('var_sale'), experimentStatus('exp_layout')]).toEqual(['disabled', 'ended']);
     expect((await call(w, 'campaigns_launch', { id: c.id })).structuredContent.error.code).toBe('conflict');
 
     const list = await ok(w, 'campaigns_list', { status: 'closed' });
-    expect(list.campaigns).toEqual([expect.objectContaining({ id: c.id, name: 'Summer sale', components: 5, status: 'closed' })]);
+    expect(list.campaigns).toEqual([expect.objectContaining({ id: c.id, name: 'Summer sale', components: 6, status: 'closed' })]);
     expect((await ok(w, 'campaigns_list', { status: 'live' })).campaigns).toEqual([]);
     const got = await ok(r, 'campaigns_get', { id: c.id });
     expect(got.runs.map((x: any) => [x.action, x.result])).toEqual([

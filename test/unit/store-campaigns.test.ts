@@ -11,7 +11,7 @@ import {
   pauseCampaign,
   removeComponent,
 } from '../../src/domain/campaigns/service.js';
-import { coreRunners, type ComponentStepRunner, type RunnerRegistry } from '../../src/domain/campaigns/runners.js';
+import { campaignRunners, type ComponentStepRunner, type RunnerRegistry } from '../../src/domain/campaigns/runners.js';
 import { failed, succeeded, type StepRecord } from '../../src/domain/campaigns/model.js';
 import type { CampaignComponentKind } from '../../src/store/campaigns.js';
 import { PG_BASE_URL, databaseUrlFor } from '../helpers/backend.js';
@@ -25,7 +25,7 @@ import { cleanup, tempDir } from '../helpers/svc.js';
 let store: Store;
 let dataDir: string;
 let site: string;
-const runners = coreRunners();
+const runners = campaignRunners();
 const ACTOR = 'token:test';
 let n = 0;
 
@@ -61,12 +61,12 @@ async function fixture() {
     await exec('INSERT INTO placements (id, site_id, zone_id, variant_id, segment_id, priority, enabled, created_at, updated_at) VALUES (?, ?, ?, ?, NULL, 0, ?, ?, ?)', id, site, zone, variantId, enabled, now, now);
     return id;
   };
-  const experiment = async (status: string, armVariant: string | null) => {
+  const experiment = async (status: string, armVariant: string | null, pauseReason: string | null = null) => {
     const id = `exp_${k}_${++v}`;
     await exec(
-      `INSERT INTO experiments (id, site_id, name, page_id, zone_id, status, seed, primary_metric, created_by, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, 'conversion', 'token:x', ?, ?)`,
-      id, site, 'Test', page, zone, status, 'seed', now, now,
+      `INSERT INTO experiments (id, site_id, name, page_id, zone_id, status, seed, primary_metric, pause_reason, created_by, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, 'conversion', ?, 'token:x', ?, ?)`,
+      id, site, 'Test', page, zone, status, 'seed', pauseReason, now, now,
     );
     await exec('INSERT INTO experiment_arms (id, site_id, experiment_id, label, is_control, variant_id, weight, position) VALUES (?, ?, ?, ?, 1, NULL, 0.5, 0)', `${id}_a`, site, id, 'Control');
     if (armVariant !== null) {
@@ -74,7 +74,16 @@ async function fixture() {
     }
     return id;
   };
-  return { zone, variant, placement, experiment };
+  const trigger = async (enabled: number) => {
+    const id = `trg_${k}_${++v}`;
+    await exec(
+      `INSERT INTO triggers (id, site_id, name, on_kind, on_value, message_id, cap_count, cap_window_ms, enabled, created_by, created_at, updated_at)
+       VALUES (?, ?, 'Welcome', 'event', 'signup', 'tpl_welcome', 1, 86400000, ?, 'token:x', ?, ?)`,
+      id, site, enabled, now, now,
+    );
+    return id;
+  };
+  return { zone, variant, placement, experiment, trigger };
 }
 
 async function campaign(components: { kind: CampaignComponentKind; ref_id: string; required?: boolean }[], reg: RunnerRegistry = runners) {
@@ -202,13 +211,17 @@ describe('launch and rollback', () => {
     const live = await f.placement(published, 1);
     const orphan = await f.placement(draft);
     const running = await f.experiment('running', published);
-    const incomplete = await f.experiment('draft', null);
+    const ended = await f.experiment('ended', published);
+    const guarded = await f.experiment('paused', published, 'guardrail:lcp');
+    const clash = await f.experiment('draft', published);
     const id = await campaign([
       { kind: 'variant', ref_id: published },
       { kind: 'placement', ref_id: live },
       { kind: 'placement', ref_id: orphan, required: false },
       { kind: 'experiment', ref_id: running },
-      { kind: 'experiment', ref_id: incomplete, required: false },
+      { kind: 'experiment', ref_id: ended, required: false },
+      { kind: 'experiment', ref_id: guarded, required: false },
+      { kind: 'experiment', ref_id: clash, required: false },
     ]);
     const r = await launchCampaign(store, runners, site, id, ACTOR);
     expect(r.steps.map((s) => [s.ref_id, s.outcome, s.error_code])).toEqual([
@@ -216,9 +229,15 @@ describe('launch and rollback', () => {
       [live, 'skipped', null],
       [orphan, 'failed', 'variant_not_published'],
       [running, 'skipped', null],
-      [incomplete, 'failed', 'experiment_incomplete'],
+      [ended, 'failed', 'experiment_ended'],
+      // A guardrail pause is for a person to lift, not a campaign relaunch.
+      [guarded, 'failed', 'guardrail_paused'],
+      // The experiments area's own start rule: one live test per zone.
+      [clash, 'failed', 'conflict'],
     ]);
+    expect(r.steps[6]!.reason).toContain('another live test');
     expect(await placementEnabled(orphan)).toBe(0);
+    expect([(await experimentRow(guarded)).status, (await experimentRow(clash)).status]).toEqual(['paused', 'draft']);
   });
 
   it('records a step runner that throws an AppError as a failed step, and rolls back when it is required', async () => {
@@ -235,7 +254,7 @@ describe('launch and rollback', () => {
       pause: async () => succeeded('ok'),
       close: async () => failed('x', 'x'),
     };
-    const reg = new Map(runners);
+    const reg = new Map<CampaignComponentKind, ComponentStepRunner>(runners);
     reg.set('segment', throwing);
     const id = await campaign([{ kind: 'variant', ref_id: approved }, { kind: 'segment', ref_id: seg.id }], reg);
     const err = await launchError(id, reg);
@@ -270,7 +289,8 @@ describe('components', () => {
     const v = await f.variant('approved');
     const c = await createCampaign(store, site, ACTOR, { name: 'edit' });
     await expect(addComponent(store, runners, site, c.id, { kind: 'variant', ref_id: 'var_nope', required: true })).rejects.toMatchObject({ code: 'not_found' });
-    await expect(addComponent(store, runners, site, c.id, { kind: 'trigger', ref_id: 'trg_x', required: true })).rejects.toMatchObject({ code: 'validation_failed' });
+    await expect(addComponent(store, runners, site, c.id, { kind: 'trigger', ref_id: 'trg_x', required: true })).rejects.toMatchObject({ code: 'not_found' });
+    await expect(addComponent(store, new Map(), site, c.id, { kind: 'variant', ref_id: v, required: true })).rejects.toMatchObject({ code: 'validation_failed' });
     const a = await addComponent(store, runners, site, c.id, { kind: 'variant', ref_id: v, required: true });
     expect(a.added).toBe(true);
     const b = await addComponent(store, runners, site, c.id, { kind: 'variant', ref_id: v, required: false });
@@ -334,16 +354,48 @@ describe('pause, relaunch and close', () => {
     const closed = await closeCampaign(store, runners, site, id, ACTOR);
     expect(closed.campaign).toMatchObject({ status: 'closed', closed_by: ACTOR, live_since: null });
     expect(closed.steps.map((s) => [s.kind, s.step, s.outcome])).toEqual([
-      ['experiment', 'pause', 'succeeded'],
+      ['experiment', 'end', 'succeeded'],
       ['placement', 'disable', 'succeeded'],
       ['variant', 'disable', 'succeeded'],
     ]);
     expect(await variantStatus(v)).toBe('disabled');
+    expect((await experimentRow(exp)).status).toBe('ended');
+    // Ending the test went through the experiments area: its experiment.ended was emitted in the same transaction.
+    const ended = await store.sql.all<{ payload: string }>("SELECT payload FROM outbox WHERE site_id = ? AND event_type = 'experiment.ended'", [site]);
+    expect(ended.map((e) => (JSON.parse(e.payload) as { experiment_id: string }).experiment_id)).toContain(exp);
     expect(await one<{ disabled_reason: string }>('SELECT disabled_reason FROM variants WHERE id = ?', v)).toEqual({ disabled_reason: 'campaign_closed' });
     const ev = await events(id);
     expect(ev.map((e) => e.type)).toEqual(['campaign.launched', 'campaign.paused', 'campaign.launched', 'campaign.closed']);
     for (const e of ev) expect(validatePayload(e.type as 'campaign.closed', e.payload).success).toBe(true);
     expect(ev[1]!.payload).toMatchObject({ reason: 'manual', steps: [{ component: 'experiment', step: 'pause', outcome: 'succeeded' }, {}, {}] });
+  });
+
+  it('enables triggers once the live endpoint is set, and disables them on pause with their pending fires cancelled', async () => {
+    const f = await fixture();
+    const on = await f.trigger(0);
+    const id = await campaign([{ kind: 'trigger', ref_id: on }]);
+    const err = await launchError(id);
+    expect(err.details!.steps).toMatchObject([{ kind: 'trigger', step: 'enable', outcome: 'failed', error_code: 'endpoint_not_set' }]);
+    await store.write((tx) => tx.triggers.setEndpoint({ site_id: site, url: 'https://mailer.example/hook', secret_enc: null, test_url: null, updated_by: ACTOR, updated_at: Date.now() }));
+    const r = await launchCampaign(store, runners, site, id, ACTOR);
+    expect(r.steps).toMatchObject([{ kind: 'trigger', step: 'enable', outcome: 'succeeded' }]);
+    const enabled = () => one<{ enabled: number }>('SELECT enabled FROM triggers WHERE id = ?', on).then((x) => Number(x.enabled));
+    expect(await enabled()).toBe(1);
+    const now = Date.now();
+    for (const [fid, reason] of [['fire_auto', 'event'], ['fire_hand', 'manual']]) {
+      await exec(
+        `INSERT INTO trigger_fires (id, site_id, trigger_id, profile_id, mode, reason, state, due_at, next_attempt_at, created_by, created_at)
+         VALUES (?, ?, ?, 'prof_1', 'live', ?, 'pending', ?, ?, 'token:x', ?)`,
+        `${fid}_${on}`, site, on, reason, now + 60_000, now + 60_000, now,
+      );
+    }
+    const p = await pauseCampaign(store, runners, site, id, ACTOR);
+    expect(p.steps).toMatchObject([{ kind: 'trigger', step: 'disable', outcome: 'succeeded', reason: 'disabled; 1 pending fires cancelled' }]);
+    expect(await enabled()).toBe(0);
+    const states = await store.sql.all<{ id: string; state: string }>('SELECT id, state FROM trigger_fires WHERE trigger_id = ? ORDER BY id', [on]);
+    expect(states.map((x) => x.state)).toEqual(['cancelled', 'pending']);
+    const c = await closeCampaign(store, runners, site, id, ACTOR);
+    expect(c.steps).toMatchObject([{ kind: 'trigger', step: 'disable', outcome: 'skipped' }]);
   });
 
   it('closes a campaign that never launched with an empty snapshot', async () => {

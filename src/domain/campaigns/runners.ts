@@ -1,6 +1,9 @@
 import type { Repos } from '../../store/repos.js';
 import type { CampaignAction, CampaignComponentKind } from '../../store/campaigns.js';
 import { failed, skipped, succeeded, type StepResult } from './model.js';
+import { transitionVariant, updatePlacement } from '../web/service.js';
+import { servableByPlacement } from '../web/lifecycle.js';
+import { endExperiment, pauseExperiment, resumeExperiment, startExperiment } from '../experiments/service.js';
 
 /** What a step runs with: the write transaction of the launch, pause or close, and who asked. */
 export interface StepContext {
@@ -37,9 +40,9 @@ const missing = (kind: string, id: string) => failed('not_found', `${kind} ${id}
 export const segmentRunner: ComponentStepRunner = {
   kind: 'segment',
   steps: { launch: 'verify', pause: 'none', close: 'none' },
-  exists: (tx, siteId, id) => tx.campaigns.segmentExists(siteId, id),
+  exists: async (tx, siteId, id) => (await tx.segments.get(siteId, id)) !== undefined,
   async launch(ctx, id) {
-    return (await ctx.tx.campaigns.segmentExists(ctx.siteId, id)) ? succeeded('segment exists') : missing('segment', id);
+    return (await ctx.tx.segments.get(ctx.siteId, id)) ? succeeded('segment exists') : missing('segment', id);
   },
   async pause() {
     return skipped('segments are shared definitions; nothing to pause');
@@ -50,58 +53,61 @@ export const segmentRunner: ComponentStepRunner = {
 };
 
 /**
- * Variants: launch publishes an approved variant (approval stays a human decision: a draft fails, and so
- * does a disabled or archived one, which needs a new approval). Pause keeps variants published: a variant
- * reaches visitors through placements and tests, which the pause stops, and republishing on the next launch
- * would bypass the watchdog's disablement. Close disables the published variants.
+ * Variants, through the web area's lifecycle (src/domain/web/lifecycle.ts). Launch publishes an approved
+ * variant; approval stays a human decision, so a draft fails. A disabled variant fails too: it was stopped
+ * by hand or by the render watchdog, and only a person re-publishes it (variants_publish) after a fix.
+ * Pause keeps variants published: a variant reaches visitors through placements and tests, which the pause
+ * stops. Close disables the published variants (reason `campaign_closed`).
  */
 export const variantRunner: ComponentStepRunner = {
   kind: 'variant',
   steps: { launch: 'publish', pause: 'keep', close: 'disable' },
-  exists: async (tx, siteId, id) => (await tx.campaigns.variant(siteId, id)) !== undefined,
+  exists: async (tx, siteId, id) => (await tx.web.variant(siteId, id)) !== undefined,
   async launch(ctx, id) {
-    const v = await ctx.tx.campaigns.variant(ctx.siteId, id);
+    const v = await ctx.tx.web.variant(ctx.siteId, id);
     if (!v) return missing('variant', id);
     switch (v.status) {
       case 'published':
         return skipped('already published');
       case 'approved':
-        await ctx.tx.campaigns.publishVariant(ctx.siteId, id, ctx.actor, ctx.now);
+        await transitionVariant(ctx.tx, ctx.siteId, id, 'publish', ctx.actor, ctx.now);
         return succeeded('published');
       case 'draft':
         return failed('not_approved', 'the variant is a draft; it must be approved before it can be published');
       case 'disabled':
+        return failed('variant_disabled', 'the variant was disabled (by hand or by the render watchdog); re-publish it with variants_publish after a fix');
       case 'archived':
-        return failed(`variant_${v.status}`, `the variant is ${v.status}; it must be approved again before it can be published`);
+        return failed('variant_archived', 'the variant is archived; it is never served again');
     }
   },
   async pause(ctx, id) {
-    const v = await ctx.tx.campaigns.variant(ctx.siteId, id);
+    const v = await ctx.tx.web.variant(ctx.siteId, id);
     if (!v) return missing('variant', id);
     return skipped(`stays ${v.status}: the campaign's placements and tests stop serving it`);
   },
   async close(ctx, id) {
-    const v = await ctx.tx.campaigns.variant(ctx.siteId, id);
+    const v = await ctx.tx.web.variant(ctx.siteId, id);
     if (!v) return missing('variant', id);
     if (v.status !== 'published') return skipped(`not published (${v.status})`);
-    await ctx.tx.campaigns.disableVariant(ctx.siteId, id, 'campaign_closed', ctx.now);
+    await transitionVariant(ctx.tx, ctx.siteId, id, 'disable', ctx.actor, ctx.now, 'campaign_closed');
     return succeeded('disabled');
   },
 };
 
-/** Placements: launch enables (its variant must be published by then); pause and close disable. */
+/** Placements, through the web area's updatePlacement: launch enables (its variant must be published by then); pause and close disable. */
 export const placementRunner: ComponentStepRunner = {
   kind: 'placement',
   steps: { launch: 'enable', pause: 'disable', close: 'disable' },
-  exists: async (tx, siteId, id) => (await tx.campaigns.placement(siteId, id)) !== undefined,
+  exists: async (tx, siteId, id) => (await tx.web.placement(siteId, id)) !== undefined,
   async launch(ctx, id) {
-    const p = await ctx.tx.campaigns.placement(ctx.siteId, id);
+    const p = await ctx.tx.web.placement(ctx.siteId, id);
     if (!p) return missing('placement', id);
-    if (p.variant_status !== 'published') {
-      return failed('variant_not_published', `the placement's variant ${p.variant_id} is ${p.variant_status ?? 'missing'}, not published`);
+    const v = await ctx.tx.web.variant(ctx.siteId, p.variant_id);
+    if (!v || !servableByPlacement(v.status)) {
+      return failed('variant_not_published', `the placement's variant ${p.variant_id} is ${v?.status ?? 'missing'}, not published`);
     }
     if (Number(p.enabled) === 1) return skipped('already enabled');
-    await ctx.tx.campaigns.setPlacementEnabled(ctx.siteId, id, true, ctx.now);
+    await updatePlacement(ctx.tx, ctx.siteId, id, { enabled: true }, ctx.now);
     return succeeded('enabled');
   },
   pause: disablePlacement,
@@ -109,49 +115,97 @@ export const placementRunner: ComponentStepRunner = {
 };
 
 async function disablePlacement(ctx: StepContext, id: string): Promise<StepResult> {
-  const p = await ctx.tx.campaigns.placement(ctx.siteId, id);
+  const p = await ctx.tx.web.placement(ctx.siteId, id);
   if (!p) return missing('placement', id);
   if (Number(p.enabled) === 0) return skipped('already disabled');
-  await ctx.tx.campaigns.setPlacementEnabled(ctx.siteId, id, false, ctx.now);
+  await updatePlacement(ctx.tx, ctx.siteId, id, { enabled: false }, ctx.now);
   return succeeded('disabled');
 }
 
 /**
- * Layout tests: launch starts a draft or paused test (a control and at least one variant arm needed);
- * pause pauses a running one. Close pauses it too: ending a test is an analysis decision (end or ship it
- * with the experiments tools), not a side effect of closing the campaign.
+ * Layout tests, through the experiments area's lifecycle (its start checks apply: arm variants servable,
+ * scheduled end ahead, no other live test on the same zones). Launch starts a draft or resumes a paused
+ * test, except one the Core Web Vitals guardrail paused: that one fails (`guardrail_paused`) until a person
+ * resumes it with experiments_resume. Pause pauses a running test. Close ends a running or paused test by
+ * hand (it emits experiment.ended with the per-arm results; ship it afterwards with experiments_ship).
  */
 export const experimentRunner: ComponentStepRunner = {
   kind: 'experiment',
-  steps: { launch: 'start', pause: 'pause', close: 'pause' },
-  exists: async (tx, siteId, id) => (await tx.campaigns.experiment(siteId, id)) !== undefined,
+  steps: { launch: 'start', pause: 'pause', close: 'end' },
+  exists: async (tx, siteId, id) => (await tx.experiments.get(siteId, id)) !== undefined,
   async launch(ctx, id) {
-    const e = await ctx.tx.campaigns.experiment(ctx.siteId, id);
+    const e = await ctx.tx.experiments.get(ctx.siteId, id);
     if (!e) return missing('experiment', id);
-    if (e.status === 'running') return skipped('already running');
-    if (e.status === 'ended' || e.status === 'shipped') return failed('experiment_ended', `the test is ${e.status}; it cannot run again`);
-    if (e.arms < 2) return failed('experiment_incomplete', 'the test needs a control and at least one variant arm');
-    await ctx.tx.campaigns.startExperiment(ctx.siteId, id, ctx.now);
-    return succeeded(e.status === 'paused' ? 'resumed' : 'started');
+    switch (e.status) {
+      case 'running':
+        return skipped('already running');
+      case 'draft':
+        await startExperiment(ctx.tx, ctx.siteId, id, ctx.now);
+        return succeeded('started');
+      case 'paused':
+        if (e.pause_reason?.startsWith('guardrail:') === true) {
+          return failed('guardrail_paused', 'the Core Web Vitals guardrail paused the test; check it and resume it with experiments_resume');
+        }
+        await resumeExperiment(ctx.tx, ctx.siteId, id, ctx.now);
+        return succeeded('resumed');
+      case 'ended':
+      case 'shipped':
+        return failed('experiment_ended', `the test is ${e.status}; it cannot run again`);
+    }
   },
-  pause: pauseExperiment,
-  close: pauseExperiment,
+  async pause(ctx, id) {
+    const e = await ctx.tx.experiments.get(ctx.siteId, id);
+    if (!e) return missing('experiment', id);
+    if (e.status !== 'running') return skipped(`not running (${e.status})`);
+    await pauseExperiment(ctx.tx, ctx.siteId, id, ctx.actor, ctx.now);
+    return succeeded('paused');
+  },
+  async close(ctx, id) {
+    const e = await ctx.tx.experiments.get(ctx.siteId, id);
+    if (!e) return missing('experiment', id);
+    if (e.status !== 'running' && e.status !== 'paused') return skipped(`already ${e.status}`);
+    await endExperiment(ctx.tx, ctx.siteId, id, 'manual', ctx.actor, ctx.now);
+    return succeeded('ended');
+  },
 };
 
-async function pauseExperiment(ctx: StepContext, id: string): Promise<StepResult> {
-  const e = await ctx.tx.campaigns.experiment(ctx.siteId, id);
-  if (!e) return missing('experiment', id);
-  if (e.status !== 'running') return skipped(`not running (${e.status})`);
-  await ctx.tx.campaigns.pauseExperiment(ctx.siteId, id, ctx.now);
-  return succeeded('paused');
+/**
+ * Triggered messages, with the pipeline area's rules (as triggers_enable / triggers_disable apply them):
+ * enabling needs the site's live endpoint; disabling cancels the trigger's pending automatic fires.
+ */
+export const triggerRunner: ComponentStepRunner = {
+  kind: 'trigger',
+  steps: { launch: 'enable', pause: 'disable', close: 'disable' },
+  exists: async (tx, siteId, id) => (await tx.triggers.get(siteId, id)) !== undefined,
+  async launch(ctx, id) {
+    const t = await ctx.tx.triggers.get(ctx.siteId, id);
+    if (!t) return missing('trigger', id);
+    if (Number(t.enabled) === 1) return skipped('already enabled');
+    const endpoint = await ctx.tx.triggers.endpoint(ctx.siteId);
+    if (!endpoint?.url) return failed('endpoint_not_set', "the site's live endpoint for triggered messages is not set (triggers_endpoint_set)");
+    await ctx.tx.triggers.setEnabled(ctx.siteId, id, true, ctx.now);
+    return succeeded('enabled');
+  },
+  pause: disableTrigger,
+  close: disableTrigger,
+};
+
+async function disableTrigger(ctx: StepContext, id: string): Promise<StepResult> {
+  const t = await ctx.tx.triggers.get(ctx.siteId, id);
+  if (!t) return missing('trigger', id);
+  if (Number(t.enabled) === 0) return skipped('already disabled');
+  await ctx.tx.triggers.setEnabled(ctx.siteId, id, false, ctx.now);
+  const cancelled = await ctx.tx.triggers.cancelPending(ctx.siteId, id);
+  return succeeded(cancelled > 0 ? `disabled; ${cancelled} pending fires cancelled` : 'disabled');
 }
 
-/** The runners over the core schema. */
-export function coreRunners(): Map<CampaignComponentKind, ComponentStepRunner> {
+/** The step runner of every component kind. */
+export function campaignRunners(): Map<CampaignComponentKind, ComponentStepRunner> {
   return new Map<CampaignComponentKind, ComponentStepRunner>([
     ['segment', segmentRunner],
     ['variant', variantRunner],
     ['placement', placementRunner],
     ['experiment', experimentRunner],
+    ['trigger', triggerRunner],
   ]);
 }

@@ -3,7 +3,8 @@ import { AppError } from '../../http/errors.js';
 import type { Store } from '../../store/store.js';
 import type { CampaignComponentRow, CampaignRow, CampaignRunRow } from '../../store/campaigns.js';
 import { COMPONENT_KINDS, liveMs, STEP_OUTCOMES, type CampaignOutcome, type StepRecord } from '../../domain/campaigns/model.js';
-import { coreRunners, type RunnerRegistry } from '../../domain/campaigns/runners.js';
+import { campaignRunners } from '../../domain/campaigns/runners.js';
+import { decisionService } from '../../domain/web/decisions.js';
 import {
   addComponent,
   closeCampaign,
@@ -19,9 +20,12 @@ import { iso, limitInput } from './shared.js';
 
 const area = 'campaigns';
 
-/** The step runners of every component kind this server can launch. */
-function runners(_ctx: ToolContext): RunnerRegistry {
-  return coreRunners();
+/** The step runners of every component kind. */
+const RUNNERS = campaignRunners();
+
+/** After a launch, pause or close: the site's cached decision snapshot is stale (as after the web tools' changes). */
+function changed(ctx: ToolContext): void {
+  decisionService(ctx.store).invalidate(ctx.grant.siteId);
 }
 
 const actorOf = (ctx: ToolContext) => `token:${ctx.grant.tokenId}`;
@@ -255,7 +259,7 @@ export const campaignsAddComponent = defineTool({
   }),
   output: z.object({ campaign: campaignView.describe('The campaign after the change.'), component: componentView.describe('The component.'), added: z.boolean().describe('False when the campaign already had it.') }),
   handler: async (ctx, input) => {
-    const r = await addComponent(ctx.store, runners(ctx), ctx.grant.siteId, input.id, input);
+    const r = await addComponent(ctx.store, RUNNERS, ctx.grant.siteId, input.id, input);
     return { campaign: await view(ctx.store, await own(ctx, r.campaign.id)), component: componentOut(r.component), added: r.added };
   },
 });
@@ -285,7 +289,11 @@ export const campaignsLaunch = defineTool({
   flags: { changesData: true, approvesOrPublishes: true },
   input: z.object({ id: campaignId }),
   output: actionOutput,
-  handler: async (ctx, input) => actionOut(ctx.store, await launchCampaign(ctx.store, runners(ctx), ctx.grant.siteId, input.id, actorOf(ctx))),
+  handler: async (ctx, input) => {
+    const r = await launchCampaign(ctx.store, RUNNERS, ctx.grant.siteId, input.id, actorOf(ctx));
+    changed(ctx);
+    return actionOut(ctx.store, r);
+  },
 });
 
 export const campaignsPause = defineTool({
@@ -298,7 +306,11 @@ export const campaignsPause = defineTool({
   flags: { changesData: true },
   input: z.object({ id: campaignId }),
   output: actionOutput,
-  handler: async (ctx, input) => actionOut(ctx.store, await pauseCampaign(ctx.store, runners(ctx), ctx.grant.siteId, input.id, actorOf(ctx))),
+  handler: async (ctx, input) => {
+    const r = await pauseCampaign(ctx.store, RUNNERS, ctx.grant.siteId, input.id, actorOf(ctx));
+    changed(ctx);
+    return actionOut(ctx.store, r);
+  },
 });
 
 export const campaignsClose = defineTool({
@@ -312,7 +324,8 @@ export const campaignsClose = defineTool({
   input: z.object({ id: campaignId }),
   output: actionOutput.extend({ outcome: outcomeView }),
   handler: async (ctx, input) => {
-    const r = await closeCampaign(ctx.store, runners(ctx), ctx.grant.siteId, input.id, actorOf(ctx));
+    const r = await closeCampaign(ctx.store, RUNNERS, ctx.grant.siteId, input.id, actorOf(ctx));
+    changed(ctx);
     return { ...(await actionOut(ctx.store, r)), outcome: r.outcome! };
   },
 });
