@@ -54,12 +54,16 @@ export interface CampaignRunRow {
 
 /** Aggregates of one group of exposed visitors (the campaign's, or the holdout on the same zones). */
 export interface ExposureGroupStats {
+  /** Distinct exposed visitor ids. */
   visitors: number;
-  sessions: number;
+  /** Distinct profiles of those visitors. */
   profiles: number;
+  sessions: number;
   conversions: number;
+  /** Revenue of the conversions in the site currency. */
   revenue: number;
-  converting_visitors: number;
+  /** Profiles with at least one conversion. */
+  converters: number;
   leads: number;
 }
 
@@ -78,33 +82,43 @@ const CAMPAIGN_ZONES = `SELECT v.zone_id FROM campaign_components cc JOIN varian
   WHERE cc.campaign_id = ? AND cc.kind = 'experiment'`;
 
 /**
- * The statistics of one exposed group: `exposed` (visitor_id, first_at) is the group; its sessions are the
- * visitor's sessions active at or after its first exposure and before the end (last_seen is refreshed at most
- * every TOUCH_INTERVAL_MS, so a session last touched that long before the exposure counts); conversions and leads count
- * from the first exposure to the end. Parameters after the group's own: site, end, site, end, currency,
- * site, end, site, end.
+ * The statistics of one exposed group. `exposed`: the group's visitors with their first exposure in the
+ * window. Each visitor is counted as the profile its visitor identity names now (else the one the exposure
+ * recorded), as the layout tests count their arms; a profile's first exposure is its visitors' earliest.
+ * Its sessions are those active at or after that first exposure and before the end (last_seen is refreshed at
+ * most every TOUCH_INTERVAL_MS, so a session last touched that long before the exposure counts); its
+ * conversions and leads are those from the first exposure to the end. Every join goes through an index
+ * (identities primary key, sessions/conversions/leads by profile; CROSS JOIN makes SQLite keep the profiles
+ * as the outer loop, PostgreSQL plans it as a plain join). Conversions and leads are not filtered by site
+ * again: the profiles come from the site's own exposures and identities, and a filter on site_id would
+ * steer SQLite to the (site_id, created_at) index, scanning the whole window once per profile. Parameters after the group's own:
+ * site, site, end, end, currency, end.
  */
 function groupStatsSql(exposedFilter: string): string {
   return `WITH exposed AS (
-  SELECT e.visitor_id, min(e.created_at) AS first_at FROM exposures e
+  SELECT e.visitor_id, min(e.created_at) AS first_at, max(e.profile_id) AS exposure_profile FROM exposures e
   WHERE e.site_id = ? AND e.created_at >= ? AND e.created_at <= ? AND ${exposedFilter}
   GROUP BY e.visitor_id
+), profs AS (
+  SELECT coalesce(i.profile_id, x.exposure_profile) AS profile_id, min(x.first_at) AS first_at FROM exposed x
+  LEFT JOIN identities i ON i.site_id = ? AND i.kind = 'visitor' AND i.value = x.visitor_id
+  WHERE coalesce(i.profile_id, x.exposure_profile) IS NOT NULL
+  GROUP BY coalesce(i.profile_id, x.exposure_profile)
 ), xs AS (
-  SELECT s.id, s.profile_id, s.visitor_id, x.first_at FROM exposed x
-  JOIN sessions s ON s.site_id = ? AND s.visitor_id = x.visitor_id
-  WHERE s.last_seen >= x.first_at - ${TOUCH_INTERVAL_MS} AND s.first_seen <= ?
+  SELECT s.id FROM profs p CROSS JOIN sessions s
+  WHERE s.profile_id = p.profile_id AND s.site_id = ? AND s.last_seen >= p.first_at - ${TOUCH_INTERVAL_MS} AND s.first_seen <= ?
 ), xc AS (
-  SELECT c.id, c.revenue, c.currency, xs.visitor_id FROM conversions c JOIN xs ON c.site_id = ? AND c.session_id = xs.id
-  WHERE c.created_at >= xs.first_at AND c.created_at <= ?
+  SELECT c.id, c.revenue, c.currency, c.profile_id FROM profs p CROSS JOIN conversions c
+  WHERE c.profile_id = p.profile_id AND c.created_at >= p.first_at AND c.created_at <= ?
 )
 SELECT (SELECT count(*) FROM exposed) AS visitors,
+  (SELECT count(*) FROM profs) AS profiles,
   (SELECT count(*) FROM xs) AS sessions,
-  (SELECT count(DISTINCT profile_id) FROM xs) AS profiles,
-  (SELECT count(DISTINCT id) FROM xc) AS conversions,
-  (SELECT coalesce(sum(revenue), 0) FROM (SELECT DISTINCT id, revenue FROM xc WHERE currency = ?) r) AS revenue,
-  (SELECT count(DISTINCT visitor_id) FROM xc) AS converting_visitors,
-  (SELECT count(*) FROM leads l WHERE l.site_id = ? AND l.created_at <= ?
-     AND l.created_at >= (SELECT min(xs.first_at) FROM xs WHERE xs.profile_id = l.profile_id)) AS leads`;
+  (SELECT count(*) FROM xc) AS conversions,
+  (SELECT coalesce(sum(revenue), 0) FROM xc WHERE currency = ?) AS revenue,
+  (SELECT count(DISTINCT profile_id) FROM xc) AS converters,
+  (SELECT count(*) FROM profs p CROSS JOIN leads l
+     WHERE l.profile_id = p.profile_id AND l.created_at >= p.first_at AND l.created_at <= ?) AS leads`;
 }
 
 const TREATED_STATS = groupStatsSql(`e.holdout = 0 AND (e.variant_id IN (${CAMPAIGN_VARIANTS}) OR e.experiment_id IN (${CAMPAIGN_EXPERIMENTS}))`);
@@ -248,7 +262,7 @@ export class CampaignsRepo {
    * variants, placements and tests were shown to (not in the holdout), and the holdout visitors of the same zones.
    */
   async exposureStats(siteId: string, campaignId: string, from: number, to: number, currency: string): Promise<{ treated: ExposureGroupStats; holdout: ExposureGroupStats }> {
-    const tail = [siteId, to, siteId, to, currency, siteId, to];
+    const tail = [siteId, siteId, to, to, currency, to];
     const treated = await this.x.get<ExposureGroupStats>(TREATED_STATS, [siteId, from, to, campaignId, campaignId, campaignId, ...tail]);
     const holdout = await this.x.get<ExposureGroupStats>(HOLDOUT_STATS, [siteId, from, to, campaignId, campaignId, campaignId, ...tail]);
     return { treated: numbers(treated!), holdout: numbers(holdout!) };
@@ -262,7 +276,7 @@ function numbers(r: ExposureGroupStats): ExposureGroupStats {
     profiles: Number(r.profiles),
     conversions: Number(r.conversions),
     revenue: Number(r.revenue),
-    converting_visitors: Number(r.converting_visitors),
+    converters: Number(r.converters),
     leads: Number(r.leads),
   };
 }

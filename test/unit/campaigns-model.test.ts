@@ -31,7 +31,7 @@ const group = (patch: Partial<ExposureGroupStats>): ExposureGroupStats => ({
   profiles: 0,
   conversions: 0,
   revenue: 0,
-  converting_visitors: 0,
+  converters: 0,
   leads: 0,
   ...patch,
 });
@@ -110,7 +110,7 @@ describe('buildOutcome', () => {
       leads: 0,
       lift: null,
     });
-    expect(buildOutcome(group({ visitors: 10, sessions: 10, converting_visitors: 2 }), group({}), 0, 'EUR').lift).toBeNull();
+    expect(buildOutcome(group({ profiles: 10, sessions: 10, converters: 2 }), group({}), 0, 'EUR').lift).toBeNull();
   });
 
   it('rounds days down at the day boundary', () => {
@@ -121,19 +121,19 @@ describe('buildOutcome', () => {
 
   it('computes the rate per session (capped at 1) and the lift per visitor against the holdout', () => {
     const o = buildOutcome(
-      group({ visitors: 200, sessions: 250, profiles: 190, conversions: 30, revenue: 1234.567, converting_visitors: 24, leads: 7 }),
-      group({ visitors: 100, converting_visitors: 8 }),
+      group({ visitors: 210, sessions: 250, profiles: 200, conversions: 30, revenue: 1234.567, converters: 24, leads: 7 }),
+      group({ visitors: 100, profiles: 100, converters: 8 }),
       0,
       'USD',
     );
-    expect(o).toMatchObject({ sessions: 250, profiles: 190, conversions: 30, conversion_rate: 0.12, revenue: 1234.57, leads: 7 });
-    // exposed 24/200 = 0.12 against holdout 8/100 = 0.08: +50%.
+    expect(o).toMatchObject({ sessions: 250, profiles: 200, conversions: 30, conversion_rate: 0.12, revenue: 1234.57, leads: 7 });
+    // exposed 24/200 profiles = 0.12 against holdout 8/100 = 0.08: +50%.
     expect(o.lift).toBeCloseTo(0.5, 9);
-    expect(buildOutcome(group({ visitors: 1, sessions: 1, conversions: 3, converting_visitors: 1 }), group({ visitors: 1 }), 0, 'USD')).toMatchObject({
+    expect(buildOutcome(group({ profiles: 1, sessions: 1, conversions: 3, converters: 1 }), group({ profiles: 1 }), 0, 'USD')).toMatchObject({
       conversion_rate: 1,
       lift: null, // holdout rate 0: unmeasurable, not infinite
     });
     // Worse than the holdout: negative lift.
-    expect(buildOutcome(group({ visitors: 100, converting_visitors: 5 }), group({ visitors: 100, converting_visitors: 10 }), 0, 'USD').lift).toBe(-0.5);
+    expect(buildOutcome(group({ profiles: 100, converters: 5 }), group({ profiles: 100, converters: 10 }), 0, 'USD').lift).toBe(-0.5);
   });
 });

@@ -420,8 +420,13 @@ describe('the outcome snapshot at close', () => {
     const t0 = Date.now() - 10 * 86_400_000 - 1000;
     await exec('UPDATE campaigns SET first_launched_at = ?, live_since = ? WHERE id = ?', t0, t0, id);
     const k = ++n;
-    const session = (sid: string, visitor: string, profile: string, first: number, last: number) =>
-      exec('INSERT INTO sessions (site_id, id, profile_id, visitor_id, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?)', site, sid, profile, visitor, first, last);
+    const seen = new Set<string>();
+    const session = async (sid: string, visitor: string, profile: string, first: number, last: number) => {
+      // As ingestion does: the visitor id is an identity of the profile.
+      if (!seen.has(visitor)) await exec("INSERT INTO identities (site_id, kind, value, profile_id, created_at) VALUES (?, 'visitor', ?, ?, ?)", site, visitor, profile, first);
+      seen.add(visitor);
+      await exec('INSERT INTO sessions (site_id, id, profile_id, visitor_id, first_seen, last_seen) VALUES (?, ?, ?, ?, ?, ?)', site, sid, profile, visitor, first, last);
+    };
     const expose = (visitor: string, profile: string | null, variant: string | null, holdout: number, at: number) =>
       exec('INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, holdout, url, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)', site, visitor, profile, f.zone, variant, holdout, '/p', at);
     const convert = (cid: string, sid: string, profile: string, revenue: number, currency: string, at: number) =>
@@ -429,7 +434,8 @@ describe('the outcome snapshot at close', () => {
     const lead = (lid: string, profile: string, at: number) =>
       exec("INSERT INTO leads (id, site_id, profile_id, form_id, kind, workable, status, created_at) VALUES (?, ?, ?, 'f', 'lead_form', 1, 'new', ?)", lid, site, profile, at);
     // Exposed: visitors a (2 sessions, one conversion before the exposure that must not count, one after,
-    // plus one in USD that counts but adds no EUR revenue) and b (no conversion); c exposed before launch: not counted.
+    // plus one in USD that counts but adds no EUR revenue) and b (no conversion; its exposure names no
+    // profile, its visitor identity does); c exposed before launch: not counted.
     await session(`s${k}a1`, `va${k}`, `pa${k}`, t0 + 10, t0 + 100);
     await session(`s${k}a2`, `va${k}`, `pa${k}`, t0 + 200, t0 + 300);
     await session(`s${k}b1`, `vb${k}`, `pb${k}`, t0 + 10, t0 + 50);

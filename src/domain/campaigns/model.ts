@@ -134,17 +134,17 @@ const DAY_MS = 86_400_000;
  * The snapshot from the exposure statistics (see CampaignsRepo.exposureStats):
  * - days_live: whole days the campaign was live (paused periods do not count), rounded down;
  * - sessions, profiles, conversions, revenue (in the site currency; conversions in another currency count
- *   as conversions but add no revenue), leads: of the visitors exposed to the campaign's variants,
- *   placements and tests, from each visitor's first exposure to the close;
+ *   as conversions but add no revenue), leads: of the profiles of the visitors exposed to the campaign's
+ *   variants, placements and tests, from each profile's first exposure to the close;
  * - conversion_rate: conversions / sessions, capped at 1 (0 without sessions);
- * - lift: (rate_exposed − rate_holdout) / rate_holdout with rate = converting visitors / visitors, the
+ * - lift: (rate_exposed − rate_holdout) / rate_holdout with rate = converting profiles / profiles, the
  *   holdout being the site's holdout visitors seen on the same zones; null when unmeasured (no exposed
- *   or no holdout visitors, or a holdout rate of 0).
+ *   or no holdout profiles, or a holdout rate of 0).
  */
 export function buildOutcome(treated: ExposureGroupStats, holdout: ExposureGroupStats, liveMillis: number, currency: string): CampaignOutcome {
   const rate = treated.sessions > 0 ? Math.min(1, treated.conversions / treated.sessions) : 0;
-  const rT = treated.visitors > 0 ? treated.converting_visitors / treated.visitors : null;
-  const rH = holdout.visitors > 0 ? holdout.converting_visitors / holdout.visitors : null;
+  const rT = treated.profiles > 0 ? treated.converters / treated.profiles : null;
+  const rH = holdout.profiles > 0 ? holdout.converters / holdout.profiles : null;
   const lift = rT === null || rH === null || rH === 0 ? null : (rT - rH) / rH;
   return {
     days_live: Math.floor(Math.max(0, liveMillis) / DAY_MS),

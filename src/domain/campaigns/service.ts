@@ -253,4 +253,4 @@ export async function closeCampaign(store: Store, runners: RunnerRegistry, siteI
   });
 }
 
-const EMPTY = { visitors: 0, sessions: 0, profiles: 0, conversions: 0, revenue: 0, converting_visitors: 0, leads: 0 };
+const EMPTY = { visitors: 0, profiles: 0, sessions: 0, conversions: 0, revenue: 0, converters: 0, leads: 0 };
