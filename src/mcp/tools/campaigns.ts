@@ -65,14 +65,14 @@ const runView = z.object({
 const outcomeView = z
   .object({
     days_live: z.number().int().describe('Whole days the campaign was live (paused time excluded).'),
-    sessions: z.number().int().describe('Sessions of visitors exposed to the campaign, from their first exposure.'),
-    profiles: z.number().int().describe('Distinct profiles of those sessions.'),
-    conversions: z.number().int().describe('Conversions in those sessions after the first exposure.'),
+    sessions: z.number().int().describe('Sessions of the profiles exposed to the campaign, from their first exposure.'),
+    profiles: z.number().int().describe('Distinct profiles exposed to the campaign (a visitor counts as its profile).'),
+    conversions: z.number().int().describe('Conversions of those profiles after their first exposure.'),
     conversion_rate: z.number().describe('conversions / sessions (0 without sessions).'),
     revenue: z.number().describe('Revenue of those conversions in the site currency.'),
     currency: z.string().describe('ISO 4217 currency of revenue.'),
     leads: z.number().int().describe('Leads of exposed profiles after their first exposure.'),
-    lift: z.number().nullable().describe('Relative lift of the visitor conversion rate over the holdout on the same zones; null when unmeasured.'),
+    lift: z.number().nullable().describe('Relative lift of the profile conversion rate over the holdout on the same zones; null when unmeasured.'),
   })
   .describe('The outcome snapshot taken at close.');
 
