@@ -322,7 +322,7 @@ describe('content in use', () => {
 });
 
 describe('variant watchdog', () => {
-  const render = (variant: string, okFlag: boolean, i: number) =>
+  const render = (variant: string | undefined, okFlag: boolean, i: number) =>
     post(`${svc.url}/api/events`, { site_id: site, session_id: `wd-${i}`, visitor_id: `wd-v${i}`, type: 'variant_render', variant_id: variant, ok: okFlag, ...(okFlag ? {} : { error: 'selector #hero not found' }) });
 
   it('refuses malformed renders and unknown variants, storing nothing', async () => {
@@ -389,6 +389,32 @@ describe('deleting', () => {
     }
     for (const n of ['content_delete', 'overrides_publish', 'overrides_force_arm', 'pages_delete', 'zones_delete', 'placements_delete']) {
       expect(byName.get(n)?.annotations?.destructiveHint, n).toBe(true);
+    }
+  });
+});
+
+describe('rate limits of /api/decide', () => {
+  it('answers 429 with Retry-After past the per-site burst, stores nothing for refused requests', async () => {
+    const dir = tempDir();
+    const other = createSite(dir, 'Limited');
+    const limited = await startSvc({ dataDir: dir, env: { SVC_INGEST_SITE_RATE: '1', SVC_INGEST_SITE_BURST: '2' } });
+    try {
+      const u = `${limited.url}/api/decide?site_id=${other}&visitor_id=v1&url=%2Fpricing`;
+      const statuses: number[] = [];
+      let refused: Response | undefined;
+      for (let i = 0; i < 4; i++) {
+        const r = await fetch(u);
+        statuses.push(r.status);
+        if (r.status === 429) refused = r;
+        else await r.text();
+      }
+      expect(statuses.slice(0, 2)).toEqual([200, 200]);
+      expect(statuses).toContain(429);
+      expect(refused!.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect((await refused!.json()).error).toMatchObject({ code: 'rate_limited', details: { scope: 'site' } });
+    } finally {
+      await limited.stop();
+      cleanup(dir);
     }
   });
 });

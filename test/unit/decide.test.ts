@@ -198,7 +198,7 @@ describe('overrides', () => {
       ],
     });
   it('override > shipped > experiment > placement > default, step by step', () => {
-    const snap = all();
+    let snap = all();
     // The QA visitor: force_arm wins over everything.
     expect(hero(snap, visitor({ visitorId: 'vis_qa' }))).toMatchObject({ reason: 'override_force_arm', override_id: 'ovr_force_arm', arm_id: 'arm_c', variant_id: null });
     // Anyone else: the pin.
@@ -211,7 +211,7 @@ describe('overrides', () => {
     expect(hero(snap)).toMatchObject({ reason: 'experiment_arm', variant_id: 'v2' });
     snap.experiments = [];
     expect(hero(snap)).toMatchObject({ reason: 'placement', variant_id: 'v1' });
-    snap.placements = [];
+    snap = { ...snap, placements: [] }; // a new snapshot, as every reload makes
     expect(hero(snap)).toMatchObject({ reason: 'default', variant_id: null });
   });
   it('personalization_off leaves other pages alone', () => {

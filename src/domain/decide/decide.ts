@@ -172,39 +172,67 @@ export function decide(snap: SiteSnapshot, visitor: VisitorInput): Decision | un
   return { url: parts, holdout, pages: pages.map((p) => ({ id: p.id, name: p.name })), zones };
 }
 
+/** Placements per zone, in snapshot order, computed once per snapshot (a snapshot is never changed once built). */
+const byZone = new WeakMap<SiteSnapshot, Map<string, SnapshotPlacement[]>>();
+const NONE: SnapshotPlacement[] = [];
+
+function placementsOf(snap: SiteSnapshot, zoneId: string): SnapshotPlacement[] {
+  let index = byZone.get(snap);
+  if (!index) {
+    index = new Map();
+    for (const p of snap.placements) {
+      let list = index.get(p.zone_id);
+      if (!list) index.set(p.zone_id, (list = []));
+      list.push(p);
+    }
+    byZone.set(snap, index);
+  }
+  return index.get(zoneId) ?? NONE;
+}
+
+function contentOf(snap: SiteSnapshot, id: string | null): ZoneDecision['content'] {
+  const c = id === null ? undefined : snap.contents.get(id);
+  return c ? { id: c.id, kind: c.kind, body: c.body } : null;
+}
+
+/** The variant an arm serves (null: the control, the zone default), or why it cannot be served. */
+function armVariant(snap: SiteSnapshot, arm: SnapshotArm): { ok: true; variantId: string | null } | { ok: false; why: string } {
+  if (arm.variant_id === null) return { ok: true, variantId: null };
+  const v = snap.variants.get(arm.variant_id);
+  if (!v) return { ok: false, why: `variant ${arm.variant_id} no longer exists` };
+  if (!servableByArm(v.status)) return { ok: false, why: `variant ${v.id} is ${v.status}` };
+  return { ok: true, variantId: v.id };
+}
+
+interface Applied {
+  variantId?: string | null;
+  experimentId?: string | null;
+  armId?: string | null;
+  placementId?: string | null;
+  overrideId?: string | null;
+}
+
+function result(snap: SiteSnapshot, z: SnapshotZone, holdout: boolean, chain: ReasonStep[], reason: DecisionReason, r: Applied): ZoneDecision {
+  const variant = r.variantId ? snap.variants.get(r.variantId) : undefined;
+  return {
+    zone_id: z.id,
+    page_id: z.page_id,
+    name: z.name,
+    selector: z.selector,
+    holdout,
+    content: contentOf(snap, variant ? variant.content_id : z.default_content_id),
+    variant_id: variant ? variant.id : null,
+    experiment_id: r.experimentId ?? null,
+    arm_id: r.armId ?? null,
+    placement_id: r.placementId ?? null,
+    override_id: r.overrideId ?? null,
+    reason,
+    chain,
+  };
+}
+
 function decideZone(snap: SiteSnapshot, visitor: VisitorInput, z: SnapshotZone, holdout: boolean): ZoneDecision {
   const chain: ReasonStep[] = [];
-  const base = { zone_id: z.id, page_id: z.page_id, name: z.name, selector: z.selector, holdout };
-  const contentOf = (id: string | null) => {
-    const c = id === null ? undefined : snap.contents.get(id);
-    return c ? { id: c.id, kind: c.kind, body: c.body } : null;
-  };
-  const zoneDefault = () => contentOf(z.default_content_id);
-  const result = (
-    reason: DecisionReason,
-    r: { variantId?: string | null; experimentId?: string | null; armId?: string | null; placementId?: string | null; overrideId?: string | null },
-  ): ZoneDecision => {
-    const variant = r.variantId ? snap.variants.get(r.variantId) : undefined;
-    return {
-      ...base,
-      content: variant ? contentOf(variant.content_id) : zoneDefault(),
-      variant_id: variant ? variant.id : null,
-      experiment_id: r.experimentId ?? null,
-      arm_id: r.armId ?? null,
-      placement_id: r.placementId ?? null,
-      override_id: r.overrideId ?? null,
-      reason,
-      chain,
-    };
-  };
-  const armVariant = (arm: SnapshotArm): { ok: true; variantId: string | null } | { ok: false; why: string } => {
-    if (arm.variant_id === null) return { ok: true, variantId: null };
-    const v = snap.variants.get(arm.variant_id);
-    if (!v) return { ok: false, why: `variant ${arm.variant_id} no longer exists` };
-    if (!servableByArm(v.status)) return { ok: false, why: `variant ${v.id} is ${v.status}` };
-    return { ok: true, variantId: v.id };
-  };
-
   // 1. Overrides: force_arm > pin_zone > personalization_off.
   let overrideSeen = false;
   for (const o of snap.overrides) {
@@ -217,7 +245,7 @@ function decideZone(snap: SiteSnapshot, visitor: VisitorInput, z: SnapshotZone, 
       chain.push({ step: 'override', outcome: 'skipped', detail: `force_arm ${o.id}: arm ${o.arm_id ?? '?'} is not an arm of ${e.id}` });
       continue;
     }
-    const av = armVariant(arm);
+    const av = armVariant(snap, arm);
     if (!av.ok) {
       chain.push({ step: 'override', outcome: 'skipped', detail: `force_arm ${o.id}: ${av.why}` });
       continue;
@@ -227,7 +255,7 @@ function decideZone(snap: SiteSnapshot, visitor: VisitorInput, z: SnapshotZone, 
       outcome: 'applied',
       detail: `force_arm ${o.id} set by ${o.set_by}: visitor forced into arm ${arm.label} (${arm.id}) of experiment ${e.id}${arm.variant_id === null ? ', the control (zone default)' : ''}`,
     });
-    return result('override_force_arm', { variantId: av.variantId, experimentId: e.id, armId: arm.id, overrideId: o.id });
+    return result(snap, z, holdout, chain, 'override_force_arm', { variantId: av.variantId, experimentId: e.id, armId: arm.id, overrideId: o.id });
   }
   for (const o of snap.overrides) {
     if (o.kind !== 'pin_zone' || o.zone_id !== z.id) continue;
@@ -238,19 +266,19 @@ function decideZone(snap: SiteSnapshot, visitor: VisitorInput, z: SnapshotZone, 
       continue;
     }
     chain.push({ step: 'override', outcome: 'applied', detail: `pin_zone ${o.id} set by ${o.set_by}: zone pinned to variant ${v.id} for everyone` });
-    return result('override_pin_zone', { variantId: v.id, overrideId: o.id });
+    return result(snap, z, holdout, chain, 'override_pin_zone', { variantId: v.id, overrideId: o.id });
   }
   const off = snap.overrides.find((o) => o.kind === 'personalization_off' && o.page_id === z.page_id);
   if (off) {
     chain.push({ step: 'override', outcome: 'applied', detail: `personalization_off ${off.id} set by ${off.set_by}: the page shows zone defaults` });
-    return result('override_personalization_off', { overrideId: off.id });
+    return result(snap, z, holdout, chain, 'override_personalization_off', { overrideId: off.id });
   }
   if (!overrideSeen) chain.push({ step: 'override', outcome: 'none', detail: 'no active override for this zone or visitor' });
 
   // 2. Holdout.
   if (holdout) {
     chain.push({ step: 'holdout', outcome: 'applied', detail: `visitor is in the site holdout (${snap.holdoutShare}): zone default` });
-    return result('holdout', {});
+    return result(snap, z, holdout, chain, 'holdout', {});
   }
   chain.push({ step: 'holdout', outcome: 'none', detail: snap.holdoutShare > 0 ? `visitor is outside the holdout (${snap.holdoutShare})` : 'the site has no holdout' });
 
@@ -264,7 +292,7 @@ function decideZone(snap: SiteSnapshot, visitor: VisitorInput, z: SnapshotZone, 
       chain.push({ step: 'shipped', outcome: 'skipped', detail: `experiment ${e.id}: shipped arm ${e.shipped_arm_id ?? '?'} not found` });
       continue;
     }
-    const av = armVariant(arm);
+    const av = armVariant(snap, arm);
     if (!av.ok) {
       chain.push({ step: 'shipped', outcome: 'skipped', detail: `experiment ${e.id}: ${av.why}` });
       continue;
@@ -274,7 +302,7 @@ function decideZone(snap: SiteSnapshot, visitor: VisitorInput, z: SnapshotZone, 
       outcome: 'applied',
       detail: `experiment ${e.id} shipped arm ${arm.label} (${arm.id}) for everyone${arm.variant_id === null ? ': the control (zone default)' : ''}`,
     });
-    return result('shipped_experiment', { variantId: av.variantId, experimentId: e.id, armId: arm.id });
+    return result(snap, z, holdout, chain, 'shipped_experiment', { variantId: av.variantId, experimentId: e.id, armId: arm.id });
   }
   if (!shippedSeen) chain.push({ step: 'shipped', outcome: 'none', detail: 'no shipped experiment on this zone' });
 
@@ -290,7 +318,7 @@ function decideZone(snap: SiteSnapshot, visitor: VisitorInput, z: SnapshotZone, 
       chain.push({ step: 'experiment', outcome: 'skipped', detail: `experiment ${e.id}: no arm with a weight above 0` });
       continue;
     }
-    const av = armVariant(arm);
+    const av = armVariant(snap, arm);
     if (!av.ok) {
       chain.push({ step: 'experiment', outcome: 'skipped', detail: `experiment ${e.id} arm ${arm.id}: ${av.why}` });
       continue;
@@ -300,14 +328,13 @@ function decideZone(snap: SiteSnapshot, visitor: VisitorInput, z: SnapshotZone, 
       outcome: 'applied',
       detail: `experiment ${e.id}: ${kept ? 'visitor keeps its earlier arm' : `assigned by hash of seed and visitor id`} ${arm.label} (${arm.id})${arm.variant_id === null ? ', the control (zone default)' : ''}`,
     });
-    return result('experiment_arm', { variantId: av.variantId, experimentId: e.id, armId: arm.id });
+    return result(snap, z, holdout, chain, 'experiment_arm', { variantId: av.variantId, experimentId: e.id, armId: arm.id });
   }
   if (!runningSeen) chain.push({ step: 'experiment', outcome: 'none', detail: 'no running experiment on this zone' });
 
   // 5. Placements (already ordered: priority descending, then id).
   let placementSeen = false;
-  for (const p of snap.placements) {
-    if (p.zone_id !== z.id) continue;
+  for (const p of placementsOf(snap, z.id)) {
     if (p.segment_id !== null && !visitor.segmentIds.has(p.segment_id)) continue;
     placementSeen = true;
     const v = snap.variants.get(p.variant_id);
@@ -320,13 +347,13 @@ function decideZone(snap: SiteSnapshot, visitor: VisitorInput, z: SnapshotZone, 
       outcome: 'applied',
       detail: `placement ${p.id} (priority ${p.priority}) for ${p.segment_id === null ? 'everyone' : `segment ${p.segment_id}, which the visitor is in`}: variant ${v.id}`,
     });
-    return result('placement', { variantId: v.id, placementId: p.id });
+    return result(snap, z, holdout, chain, 'placement', { variantId: v.id, placementId: p.id });
   }
   if (!placementSeen) chain.push({ step: 'placement', outcome: 'none', detail: 'no placement for the visitor\u2019s segments' });
 
   // 6. Default.
   chain.push({ step: 'default', outcome: 'applied', detail: z.default_content_id === null ? 'zone has no default content' : `zone default content ${z.default_content_id}` });
-  return result('default', {});
+  return result(snap, z, holdout, chain, 'default', {});
 }
 
 /** Placements in decision order: priority descending, then id ascending. */

@@ -502,7 +502,8 @@ CREATE TABLE web_versions (
   site_id TEXT PRIMARY KEY,
   version BIGINT NOT NULL
 );
-CREATE FUNCTION svc_web_bump() RETURNS trigger LANGUAGE plpgsql AS $$
+-- search_path pinned to the migration's schema, so the trigger finds web_versions from any session.
+CREATE FUNCTION svc_web_bump() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 DECLARE
   s TEXT;
   r JSONB;

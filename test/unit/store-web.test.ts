@@ -1,0 +1,147 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openStore, type Store } from '../../src/store/store.js';
+import { openPgStore } from '../../src/store/pg/store.js';
+import { cleanup, tempDir } from '../helpers/svc.js';
+import { databaseUrlFor, PG_BASE_URL } from '../helpers/backend.js';
+import { decisionService } from '../../src/domain/web/decisions.js';
+import { recordVariantRender, WATCHDOG } from '../../src/domain/web/watchdog.js';
+import { validatePayload } from '../../src/webhooks/catalogue.js';
+
+/** The web repository, the version triggers, the decision cache and the watchdog window on the store of the project (SQLite or PostgreSQL). */
+
+let dir: string;
+let store: Store;
+let siteId: string;
+let zoneId: string;
+let contentId: string;
+const WINDOW = WATCHDOG.windowMinutes * 60_000;
+
+async function newVariant(publishedAt: number): Promise<string> {
+  return store.write(async (tx) => {
+    const id = await tx.web.insertVariant({ siteId, zoneId, contentId, segmentId: null, name: 'v', createdBy: 'test', now: publishedAt });
+    await tx.web.transition(siteId, id, 'draft', 'approved', 'test', publishedAt);
+    await tx.web.transition(siteId, id, 'approved', 'published', 'test', publishedAt);
+    return id;
+  });
+}
+
+const render = (variantId: string, ok: boolean, at: number) =>
+  store.write((tx) => recordVariantRender(tx, siteId, { variantId, ok, error: ok ? null : 'boom' }, at));
+
+beforeAll(async () => {
+  dir = tempDir();
+  store = PG_BASE_URL !== undefined ? await openPgStore({ url: databaseUrlFor(dir), dataDir: dir }) : openStore({ dataDir: dir, synchronous: 'normal' });
+  siteId = (await store.write((tx) => tx.sites.create({ name: 'web' }))).id;
+  const now = Date.now();
+  await store.write(async (tx) => {
+    const pageId = await tx.web.insertPage({ siteId, name: 'p', matchType: 'exact', pattern: '/p', now });
+    contentId = await tx.web.insertContent({ siteId, name: 'c', kind: 'html', body: '<p>c</p>', now });
+    zoneId = await tx.web.insertZone({ siteId, pageId, name: 'z', selector: '#z', defaultContentId: contentId, now });
+  });
+});
+
+afterAll(async () => {
+  await store.close();
+  cleanup(dir);
+});
+
+describe('configuration version', () => {
+  it('moves with every change of the web tables and of the holdout share, and not with exposures or renders', async () => {
+    const v0 = await store.web.version(siteId);
+    expect(v0).toBeGreaterThan(0);
+    await store.write((tx) => tx.web.insertPage({ siteId, name: 'q', matchType: 'prefix', pattern: '/q', now: Date.now() }));
+    const v1 = await store.web.version(siteId);
+    expect(v1).toBeGreaterThan(v0);
+    await store.write((tx) => tx.sites.update(siteId, { holdout_share: 0.1 }));
+    const v2 = await store.web.version(siteId);
+    expect(v2).toBeGreaterThan(v1);
+    await store.write((tx) =>
+      tx.web.insertExposures([{ siteId, visitorId: 'v', profileId: null, zoneId, variantId: null, experimentId: null, armId: null, holdout: false, url: '/p', at: Date.now() }]),
+    );
+    expect(await store.web.version(siteId)).toBe(v2);
+    await store.write((tx) => tx.sites.update(siteId, { holdout_share: 0 }));
+  });
+
+  it('the decision cache serves a snapshot until the configuration changes, by any path', async () => {
+    const svc = decisionService(store);
+    const before = await svc.preview(siteId, 'vis', '/p');
+    expect(before!.decision.zones).toHaveLength(1);
+    // A change made behind the services' back (raw SQL, as another process would).
+    await store.write(async (tx) => {
+      await tx.sql.run('UPDATE zones SET selector = ? WHERE id = ?', ['#changed', zoneId]);
+    });
+    // SQLite sees the version move at once; PostgreSQL instances hear svc_web (simulated here: no listener in this store).
+    if (store.dialect === 'pg') store.remoteChange('web');
+    expect((await svc.preview(siteId, 'vis', '/p'))!.decision.zones[0]!.selector).toBe('#changed');
+  });
+
+  it('records exposures in one multi-row write and reads a visitor\u2019s earlier arms', async () => {
+    const rows = Array.from({ length: 130 }, (_, i) => ({
+      siteId,
+      visitorId: 'arms',
+      profileId: null,
+      zoneId,
+      variantId: null,
+      experimentId: i % 2 === 0 ? 'exp_a' : null,
+      armId: i % 2 === 0 ? (i === 0 ? 'arm_first' : 'arm_later') : null,
+      holdout: i === 1,
+      url: '/p',
+      at: 1000 + i,
+    }));
+    await store.write((tx) => tx.web.insertExposures(rows));
+    const n = await store.sql.get<{ n: number }>("SELECT count(*) AS n FROM exposures WHERE visitor_id = 'arms'");
+    expect(Number(n!.n)).toBe(130);
+    expect(await store.web.earlierArms(siteId, 'arms')).toEqual(new Map([['exp_a', 'arm_first']]));
+  });
+});
+
+describe('watchdog window', () => {
+  it('counts renders inside the last 15 minutes only, the edge included', async () => {
+    const t0 = Date.now() - 2 * WINDOW;
+    const v = await newVariant(t0 - 1);
+    for (let i = 0; i < WATCHDOG.minRenders - 1; i++) await render(v, false, t0);
+    // One more failure exactly one millisecond after the window left t0 behind: only 1 render counts.
+    expect(await render(v, false, t0 + WINDOW + 1)).toEqual({ disabled: false });
+    expect(await store.web.renderCounts(siteId, v, t0 + 1)).toEqual({ renders: 1, failures: 1 });
+    expect((await store.web.variant(siteId, v))!.status).toBe('published');
+    const w = await newVariant(t0 - 1);
+    for (let i = 0; i < WATCHDOG.minRenders - 1; i++) await render(w, false, t0);
+    // At exactly t0 + window the renders of t0 are still in: 50 renders, all failed.
+    expect(await render(w, false, t0 + WINDOW)).toEqual({ disabled: true });
+    const row = (await store.web.variant(siteId, w))!;
+    expect(row).toMatchObject({ status: 'disabled', disabled_reason: `watchdog: 50 of 50 renders failed in the last ${WATCHDOG.windowMinutes} minutes` });
+  });
+
+  it('ignores renders from before the variant was last published', async () => {
+    const now = Date.now();
+    const v = await newVariant(now - 60_000);
+    for (let i = 0; i < 60; i++) await render(v, false, now - 120_000 + i);
+    // Published after those failures: they are history.
+    await store.write((tx) => tx.sql.run('UPDATE variants SET published_at = ? WHERE id = ?', [now - 1000, v]));
+    expect(await render(v, false, now)).toEqual({ disabled: false });
+    expect((await store.web.variant(siteId, v))!.status).toBe('published');
+  });
+
+  it('trips at 20% with the minimum met, not at 18%, and enqueues a catalogue-valid event once', async () => {
+    const now = Date.now();
+    const ok = await newVariant(now - 10_000);
+    for (let i = 0; i < 41; i++) await render(ok, true, now - 5000 + i);
+    for (let i = 0; i < 9; i++) await render(ok, false, now - 4000 + i); // 9 of 50 = 18%
+    expect((await store.web.variant(siteId, ok))!.status).toBe('published');
+    const bad = await newVariant(now - 10_000);
+    await store.write((tx) => tx.web.insertPlacement({ siteId, zoneId, variantId: bad, segmentId: null, priority: 1, enabled: true, now }));
+    const svc = decisionService(store);
+    expect((await svc.preview(siteId, 'w', '/p'))!.decision.zones[0]).toMatchObject({ reason: 'placement', variant_id: bad });
+    for (let i = 0; i < 40; i++) await render(bad, true, now - 5000 + i);
+    for (let i = 0; i < 9; i++) await render(bad, false, now - 4000 + i);
+    expect(await render(bad, false, now)).toEqual({ disabled: true }); // 10 of 50 = 20%
+    expect(await render(bad, false, now + 1)).toEqual({ disabled: false });
+    const events = await store.sql.all<{ payload: string }>("SELECT payload FROM outbox WHERE event_type = 'variant.watchdog_disabled' AND site_id = ?", [siteId]);
+    const mine = events.map((e) => JSON.parse(e.payload) as { variant_id: string }).filter((p) => p.variant_id === bad);
+    expect(mine).toHaveLength(1);
+    expect(validatePayload('variant.watchdog_disabled', mine[0]).success).toBe(true);
+    expect(mine[0]).toMatchObject({ render_attempts: 50, render_failures: 10, window_minutes: 15, zone_id: zoneId, experiment_id: null });
+    // Served no more at once: the watchdog dropped the cached snapshot in its transaction.
+    expect((await svc.preview(siteId, 'w', '/p'))!.decision.zones[0]).toMatchObject({ reason: 'default', variant_id: null });
+  });
+});
