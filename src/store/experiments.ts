@@ -69,37 +69,42 @@ export interface NewArm {
 const VITAL_COLUMNS: Readonly<Record<Vital, string>> = { lcp: 'lcp', inp: 'inp', cls: 'cls' };
 
 /**
- * Per-arm aggregates of a test. A visitor belongs to the arm of its first exposure to the test
+ * Per-arm aggregates of a test, in one pass over its exposures (a window function picks each
+ * visitor's first exposure). A visitor belongs to the arm of its first exposure to the test
  * (ties broken by arm id); its profile is the one the visitor identity names now, else the one
  * the exposure recorded. Conversions and metric events count from the first exposure until `until`.
+ * They are joined by profile id alone: the profiles come from this site's exposures and identities
+ * (profile ids are unique across sites), and a site_id term would lead SQLite to the (site_id,
+ * created_at) index and a scan of every conversion per visitor instead of the profile index.
  */
 const AGGREGATES = `
-WITH firsts AS (
-  SELECT visitor_id, MIN(created_at) AS first_at FROM exposures
-   WHERE site_id = ? AND experiment_id = ? AND arm_id IS NOT NULL AND holdout = 0 AND created_at < ?
-   GROUP BY visitor_id
-), assigned AS (
-  SELECT f.visitor_id, f.first_at, MIN(e.arm_id) AS arm_id, MAX(e.profile_id) AS exposure_profile
-    FROM firsts f JOIN exposures e
-      ON e.site_id = ? AND e.experiment_id = ? AND e.visitor_id = f.visitor_id AND e.created_at = f.first_at AND e.arm_id IS NOT NULL AND e.holdout = 0
-   GROUP BY f.visitor_id, f.first_at
+WITH ranked AS (
+  SELECT visitor_id, arm_id, created_at,
+    MAX(profile_id) OVER (PARTITION BY visitor_id) AS exposure_profile,
+    ROW_NUMBER() OVER (PARTITION BY visitor_id ORDER BY created_at, arm_id) AS rn
+   FROM exposures
+  WHERE site_id = ? AND experiment_id = ? AND arm_id IS NOT NULL AND holdout = 0 AND created_at < ?
 ), mapped AS (
-  SELECT a.visitor_id, a.arm_id, a.first_at, COALESCE(i.profile_id, a.exposure_profile) AS profile_id
-    FROM assigned a LEFT JOIN identities i ON i.site_id = ? AND i.kind = 'visitor' AND i.value = a.visitor_id
-), per_visitor AS (
-  SELECT m.arm_id,
-    (SELECT COUNT(*) FROM conversions c WHERE c.site_id = ? AND c.profile_id = m.profile_id AND c.created_at >= m.first_at AND c.created_at < ?) AS n_conv,
-    (SELECT COALESCE(SUM(c.revenue), 0) FROM conversions c WHERE c.site_id = ? AND c.profile_id = m.profile_id AND c.created_at >= m.first_at AND c.created_at < ?) AS rev,
-    (SELECT COUNT(*) FROM events ev WHERE ev.site_id = ? AND ev.profile_id = m.profile_id AND ev.type = ? AND ev.ts >= m.first_at AND ev.ts < ?) AS n_evt
-  FROM mapped m
+  SELECT r.visitor_id, r.arm_id, r.created_at AS first_at, COALESCE(i.profile_id, r.exposure_profile) AS profile_id
+    FROM ranked r LEFT JOIN identities i ON i.site_id = ? AND i.kind = 'visitor' AND i.value = r.visitor_id
+   WHERE r.rn = 1
+), conv AS (
+  SELECT m.visitor_id, m.arm_id, COUNT(c.id) AS n_conv, COALESCE(SUM(c.revenue), 0) AS rev
+    FROM mapped m LEFT JOIN conversions c ON c.profile_id = m.profile_id AND c.created_at >= m.first_at AND c.created_at < ?
+   GROUP BY m.visitor_id, m.arm_id
+), evt AS (
+  SELECT m.visitor_id, COUNT(ev.id) AS n_evt
+    FROM mapped m JOIN events ev ON ev.profile_id = m.profile_id AND ev.type = ? AND ev.ts >= m.first_at AND ev.ts < ?
+   GROUP BY m.visitor_id
 )
-SELECT arm_id, COUNT(*) AS visitors,
-  SUM(CASE WHEN n_conv > 0 THEN 1 ELSE 0 END) AS converters,
-  SUM(n_conv) AS conversions,
-  SUM(rev) AS revenue,
-  SUM(rev * rev) AS revenue_sq,
-  SUM(CASE WHEN n_evt > 0 THEN 1 ELSE 0 END) AS event_visitors
-FROM per_visitor GROUP BY arm_id`;
+SELECT conv.arm_id, COUNT(*) AS visitors,
+  SUM(CASE WHEN conv.n_conv > 0 THEN 1 ELSE 0 END) AS converters,
+  SUM(conv.n_conv) AS conversions,
+  SUM(conv.rev) AS revenue,
+  SUM(conv.rev * conv.rev) AS revenue_sq,
+  SUM(CASE WHEN evt.n_evt > 0 THEN 1 ELSE 0 END) AS event_visitors
+FROM conv LEFT JOIN evt ON evt.visitor_id = conv.visitor_id
+GROUP BY conv.arm_id`;
 
 /** Layout tests, their arms, and the Core Web Vitals their visitors report. Writes run inside a write operation. */
 export class ExperimentsRepo {
@@ -250,7 +255,7 @@ export class ExperimentsRepo {
       revenue: number;
       revenue_sq: number;
       event_visitors: number;
-    }>(AGGREGATES, [siteId, experimentId, until, siteId, experimentId, siteId, siteId, until, siteId, until, siteId, metricEvent ?? '', until]);
+    }>(AGGREGATES, [siteId, experimentId, until, siteId, until, metricEvent ?? '', until]);
     const out = new Map<string, ArmAggregate>();
     for (const r of rows) {
       out.set(r.arm_id, {

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Store } from '../store/store.js';
-import { earlyStopVerdict, endIfDue, enforceGuardrail, guardrailsOf, guardrailTrips, stopIfSignificant } from '../domain/experiments/service.js';
+import { earlyStopVerdict, endIfDue, enforceGuardrail, guardrailsOf, guardrailTrips, resultsOf, stopIfSignificant } from '../domain/experiments/service.js';
 import { LaneLease } from './lane-lease.js';
 
 export interface ExperimentsWorkerOptions {
@@ -68,7 +68,10 @@ export class ExperimentsWorker {
       let progressed = false;
       for (const row of due) {
         if (!(await ok())) return done;
-        if (await this.store.write((tx) => endIfDue(tx, row.site_id, row.id, Date.now()))) {
+        // Aggregated on reads; the write re-checks the status and records the results.
+        const now = Date.now();
+        const results = await resultsOf(this.store, row, now);
+        if (await this.store.write((tx) => endIfDue(tx, row.site_id, row.id, now, results))) {
           done.ended++;
           progressed = true;
         }
@@ -80,14 +83,17 @@ export class ExperimentsWorker {
       const page = await this.store.experiments.running(after, PAGE);
       for (const row of page) {
         if (!(await ok())) return done;
-        // Decided on reads first; the write re-checks (the heavy queries run in a transaction only when a test changes).
-        if (
-          row.stop_early === 1 &&
-          (await earlyStopVerdict(this.store, row, Date.now())).stop &&
-          (await this.store.write((tx) => stopIfSignificant(tx, row.site_id, row.id, Date.now())))
-        ) {
-          done.stoppedEarly++;
-          continue;
+        // Decided on reads; the write only re-checks the status (no aggregation inside a transaction).
+        if (row.stop_early === 1) {
+          const now = Date.now();
+          const verdict = await earlyStopVerdict(this.store, row, now);
+          if (verdict.stop) {
+            const results = await resultsOf(this.store, row, now);
+            if (await this.store.write((tx) => stopIfSignificant(tx, row.site_id, row.id, now, { verdict, results }))) {
+              done.stoppedEarly++;
+              continue;
+            }
+          }
         }
         if (
           guardrailsOf(row).length > 0 &&

@@ -80,8 +80,8 @@ interface Exposure {
 }
 
 function insertExposures(rows: Exposure[]): void {
-  for (let i = 0; i < rows.length; i += 100) {
-    const chunk = rows.slice(i, i + 100);
+  for (let i = 0; i < rows.length; i += 500) {
+    const chunk = rows.slice(i, i + 500);
     execute(
       dataDir,
       `INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) VALUES ${chunk
@@ -120,8 +120,9 @@ beforeAll(async () => {
       ('var_b', ?, 'zone_hero', 'cb_b', NULL, 'Short hero', 'approved', 'token:t', ?, ?),
       ('var_cta', ?, 'zone_cta', 'cb_b', NULL, 'Heavy CTA', 'approved', 'token:t', ?, ?),
       ('var_side', ?, 'zone_side', 'cb_b', NULL, 'Side', 'approved', 'token:t', ?, ?),
-      ('var_off', ?, 'zone_hero', 'cb_b', NULL, 'Off', 'disabled', 'token:t', ?, ?)`,
-    site, now, now, site, now, now, site, now, now, site, now, now,
+      ('var_off', ?, 'zone_hero', 'cb_b', NULL, 'Off', 'disabled', 'token:t', ?, ?),
+      ('var_draft', ?, 'zone_hero', 'cb_b', NULL, 'Unapproved', 'draft', 'token:t', ?, ?)`,
+    site, now, now, site, now, now, site, now, now, site, now, now, site, now, now,
   );
   svc = await startSvc({
     dataDir,
@@ -204,7 +205,11 @@ describe('layout tests through MCP', () => {
     const renamed = await ok(c.write, 'experiments_update', { id: exp.id, name: 'Pricing hero' });
     expect(renamed.name).toBe('Pricing hero');
     await refused(c.other, 'experiments_get', { id: exp.id }, 'not_found');
-    expect((await ok(c.readOnly, 'experiments_list', { status: 'draft' })).experiments.map((e: any) => e.id)).toEqual([exp.id]);
+    // A draft variant may be planned into a test, but the test starts only once it is approved.
+    const unapproved = await ok(c.write, 'experiments_create', { ...args, name: 'Unapproved', arms: [args.arms[0], { label: 'Draft', variant_id: 'var_draft', weight: 1 }] });
+    await refused(c.write, 'experiments_start', { id: unapproved.id }, 'conflict');
+    expect((await ok(c.readOnly, 'experiments_get', { id: unapproved.id })).status).toBe('draft');
+    expect((await ok(c.readOnly, 'experiments_list', { status: 'draft' })).experiments.map((e: any) => e.id)).toEqual([unapproved.id, exp.id]);
   });
 
   let control: string;
@@ -398,8 +403,8 @@ describe('layout tests through MCP', () => {
     }
     insertExposures(rows);
     execute(dataDir, 'UPDATE exposures SET profile_id = ' + "'prof-' || visitor_id WHERE experiment_id = ?", t.id);
-    for (let i = 0; i < conversions.length; i += 100) {
-      const chunk = conversions.slice(i, i + 100);
+    for (let i = 0; i < conversions.length; i += 500) {
+      const chunk = conversions.slice(i, i + 500);
       execute(
         dataDir,
         `INSERT INTO conversions (id, site_id, session_id, profile_id, revenue, currency, line_items, created_at) VALUES ${chunk.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`,

@@ -14,6 +14,7 @@ import { CATALOGUE } from '../../webhooks/catalogue.js';
 import { assignArm, bucket, inHoldout } from './assign.js';
 import {
   computeResults,
+  EARLY_STOP_MIN_RUN_MS,
   earlyStop,
   editableFields,
   GUARDRAIL_ABSOLUTE_MARGIN,
@@ -225,8 +226,12 @@ export async function startExperiment(tx: Repos, siteId: string, id: string, now
   for (const a of arms) {
     if (a.variant_id === null) continue;
     const v = await tx.experiments.variant(siteId, a.variant_id);
-    if (!v || v.status === 'disabled' || v.status === 'archived') {
-      throw new AppError('conflict', `the variant of arm ${a.label} is ${v?.status ?? 'gone'}`, { arm_id: a.id });
+    // A running test shows its variants to visitors: only approved or published content, so that
+    // starting a test never bypasses the approval a propose-only token cannot give.
+    if (!v || (v.status !== 'approved' && v.status !== 'published')) {
+      throw new AppError('conflict', `the variant of arm ${a.label} is ${v?.status ?? 'gone'}; only approved or published variants are tested`, {
+        arm_id: a.id,
+      });
     }
   }
   const page = row.zone_id !== null ? (await tx.experiments.zone(siteId, row.zone_id))!.page_id : row.page_id!;
@@ -264,6 +269,8 @@ export async function resultsOf(r: Repos, row: ExperimentRow, now: number): Prom
 /**
  * Ends a running or paused test and emits experiment.ended with the per-arm results.
  * `winner` overrides the results' winner (early stopping decides at its stricter level).
+ * `precomputed` results (counted until the same `now`, read before the transaction) keep the
+ * aggregation out of the write transaction, so a large test never holds up other writes.
  */
 export async function endExperiment(
   tx: Repos,
@@ -273,10 +280,11 @@ export async function endExperiment(
   actor: string,
   now: number,
   winner?: string | null,
+  precomputed?: Results,
 ): Promise<ExperimentRow> {
   const row = await requireExperiment(tx, siteId, id);
   if (transition(row.status, 'end') === null) throw refuse(row, 'end');
-  const results = await resultsOf(tx, row, now);
+  const results = precomputed ?? (await resultsOf(tx, row, now));
   const winning = winner !== undefined ? winner : results.winning_arm_id;
   await tx.experiments.end(id, reason, winning, actor, now);
   const site = await tx.sites.get(siteId);
@@ -309,7 +317,15 @@ export async function endExperiment(
  * Ships an ended test: the given arm, or the winner the end recorded. The arm's variant is
  * published; the decision shows the shipped arm to everyone (the control: the zone default).
  */
-export async function shipExperiment(tx: Repos, siteId: string, id: string, armId: string | undefined, actor: string, now: number): Promise<ExperimentRow> {
+export async function shipExperiment(
+  tx: Repos,
+  siteId: string,
+  id: string,
+  armId: string | undefined,
+  actor: string,
+  now: number,
+  precomputed?: Results,
+): Promise<ExperimentRow> {
   const row = await requireExperiment(tx, siteId, id);
   if (transition(row.status, 'ship') === null) throw refuse(row, 'ship');
   const chosen = armId ?? row.winning_arm_id;
@@ -322,7 +338,7 @@ export async function shipExperiment(tx: Repos, siteId: string, id: string, armI
     if (!v || v.status === 'disabled' || v.status === 'archived') throw new AppError('conflict', `the arm's variant is ${v?.status ?? 'gone'}`, { arm_id: arm.id });
     await tx.experiments.publishVariant(arm.variant_id, actor, now);
   }
-  const results = await resultsOf(tx, row, now);
+  const results = precomputed ?? (await resultsOf(tx, row, now));
   await tx.experiments.ship(id, arm.id, actor, now);
   const payload = CATALOGUE['experiment.shipped'].schema.parse({
     event: 'experiment.shipped',
@@ -505,7 +521,8 @@ export async function enforceGuardrail(tx: Repos, siteId: string, id: string, no
 
 /** Whether a running test would stop early now (read-only; the worker asks before it opens a write). */
 export async function earlyStopVerdict(r: Repos, row: ExperimentRow, now: number): Promise<EarlyStop> {
-  if (row.started_at === null) return { stop: false, reason: 'too_early', winning_arm_id: null };
+  // Too early: answered without aggregating (the worker asks every pass).
+  if (row.started_at === null || now - row.started_at < EARLY_STOP_MIN_RUN_MS) return { stop: false, reason: 'too_early', winning_arm_id: null };
   const arms = (await r.experiments.arms(row.site_id, row.id)).map(armInfo);
   const aggregates = await r.experiments.aggregates(row.site_id, row.id, row.metric_event, now + 1);
   return earlyStop(row.primary_metric, arms, aggregates, now - row.started_at);
@@ -517,20 +534,26 @@ export async function guardrailTrips(r: Repos, row: ExperimentRow): Promise<bool
 }
 
 /** Ends a test that set stop_early when the extra-strong early-stopping bar is met; returns whether it ended. */
-export async function stopIfSignificant(tx: Repos, siteId: string, id: string, now: number): Promise<boolean> {
+export async function stopIfSignificant(
+  tx: Repos,
+  siteId: string,
+  id: string,
+  now: number,
+  precomputed?: { verdict: EarlyStop; results: Results },
+): Promise<boolean> {
   const row = await tx.experiments.get(siteId, id);
   if (!row || row.status !== 'running' || row.stop_early !== 1) return false;
-  const verdict = await earlyStopVerdict(tx, row, now);
+  const verdict = precomputed?.verdict ?? (await earlyStopVerdict(tx, row, now));
   if (!verdict.stop) return false;
-  await endExperiment(tx, siteId, id, 'significance', 'worker', now, verdict.winning_arm_id);
+  await endExperiment(tx, siteId, id, 'significance', 'worker', now, verdict.winning_arm_id, precomputed?.results);
   return true;
 }
 
 /** Ends a running or paused test whose scheduled end has passed; returns whether it ended. */
-export async function endIfDue(tx: Repos, siteId: string, id: string, now: number): Promise<boolean> {
+export async function endIfDue(tx: Repos, siteId: string, id: string, now: number, precomputed?: Results): Promise<boolean> {
   const row = await tx.experiments.get(siteId, id);
   if (!row || (row.status !== 'running' && row.status !== 'paused') || row.scheduled_end_at === null || row.scheduled_end_at > now) return false;
-  await endExperiment(tx, siteId, id, 'scheduled_end', 'worker', now);
+  await endExperiment(tx, siteId, id, 'scheduled_end', 'worker', now, undefined, precomputed);
   return true;
 }
 

@@ -230,7 +230,7 @@ function lifecycleTool(name: string, title: string, description: string, run: (c
 export const experimentsStart = lifecycleTool(
   'experiments_start',
   'Start a layout test',
-  'Starts a draft test (draft → running): visitors are assigned from now on. Refused (conflict) when another live test covers the same zones or a variant is disabled.',
+  'Starts a draft test (draft → running): visitors are assigned from now on. Refused (conflict) when another live test covers the same zones or the variant of an arm is not approved or published.',
   (ctx, id) => ctx.store.write((tx) => startExperiment(tx, ctx.grant.siteId, id, Date.now())),
 );
 
@@ -252,7 +252,12 @@ export const experimentsEnd = lifecycleTool(
   'experiments_end',
   'End a layout test',
   'Ends a running or paused test by hand (→ ended, reason manual), records the winner if the results show one, and emits experiment.ended with per-arm results.',
-  (ctx, id) => ctx.store.write((tx) => endExperiment(tx, ctx.grant.siteId, id, 'manual', actor(ctx), Date.now())),
+  async (ctx, id) => {
+    // Results are aggregated before the write (the transaction re-checks the status and records them).
+    const now = Date.now();
+    const results = await resultsOf(ctx.store, await requireExperiment(ctx.store, ctx.grant.siteId, id), now);
+    return ctx.store.write((tx) => endExperiment(tx, ctx.grant.siteId, id, 'manual', actor(ctx), now, undefined, results));
+  },
 );
 
 export const experimentsShip = defineTool({
@@ -266,8 +271,11 @@ export const experimentsShip = defineTool({
   flags: { changesData: true, approvesOrPublishes: true },
   input: z.object({ id: experimentId, arm_id: z.string().min(1).max(128).optional().describe('The arm to ship; defaults to the winner recorded at the end.') }),
   output: experimentView,
-  handler: async (ctx, input) =>
-    view(ctx.store, await ctx.store.write((tx) => shipExperiment(tx, ctx.grant.siteId, input.id, input.arm_id, actor(ctx), Date.now()))),
+  handler: async (ctx, input) => {
+    const now = Date.now();
+    const results = await resultsOf(ctx.store, await requireExperiment(ctx.store, ctx.grant.siteId, input.id), now);
+    return view(ctx.store, await ctx.store.write((tx) => shipExperiment(tx, ctx.grant.siteId, input.id, input.arm_id, actor(ctx), now, results)));
+  },
 });
 
 const nullableNumber = (what: string) => z.number().nullable().describe(what);
