@@ -142,6 +142,14 @@ export class TriggersRepo {
     );
   }
 
+  /**
+   * Serializes cap checks of one trigger and profile until the transaction ends: on PostgreSQL two
+   * instances could otherwise both count the same fires and both fire. SQLite has a single writer.
+   */
+  async lockCap(triggerId: string, profileId: string): Promise<void> {
+    if (this.x.dialect === 'pg') await this.x.get('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [`trigger-cap:${triggerId}:${profileId}`]);
+  }
+
   /** Live fires of a trigger for a profile created after `since` (not cancelled), for the frequency cap. */
   async firesSince(triggerId: string, profileId: string, since: number): Promise<number> {
     const r = await this.x.get<{ n: number }>(
@@ -188,12 +196,15 @@ export class TriggersRepo {
     return r?.t === null || r?.t === undefined ? null : Number(r.t);
   }
 
-  /** Marks a pending fire delivered; false when it was no longer pending (cancelled or already recorded). */
+  /**
+   * Marks a fire delivered; false when it was already recorded. A fire cancelled while its POST was in
+   * flight was delivered all the same, so it is recorded as delivered too.
+   */
   async markDelivered(id: string, status: number, now: number): Promise<boolean> {
     return (
       (
         await this.x.run(
-          "UPDATE trigger_fires SET state = 'delivered', attempts = attempts + 1, last_status = ?, last_error = NULL, delivered_at = ? WHERE id = ? AND state = 'pending'",
+          "UPDATE trigger_fires SET state = 'delivered', attempts = attempts + 1, last_status = ?, last_error = NULL, delivered_at = ? WHERE id = ? AND state IN ('pending', 'cancelled')",
           [status, now, id],
         )
       ).changes > 0

@@ -5,7 +5,7 @@ import type { FireRow } from '../store/triggers.js';
 import { createGuardedDispatcher } from '../webhooks/guard.js';
 import { ATTEMPT_TIMEOUT_MS, sendSigned, type AttemptResult } from '../webhooks/sender.js';
 import { nextAttemptAt, type RetryPolicy } from '../webhooks/schedule.js';
-import { firedPayload, MESSAGE_EVENT, messageBody } from '../domain/triggers/service.js';
+import { firedPayload, logAttempt, MESSAGE_EVENT, messageBody } from '../domain/triggers/service.js';
 import { LaneLease } from './lane-lease.js';
 
 export interface TriggerWorkerOptions {
@@ -126,6 +126,7 @@ export class TriggerFireWorker {
     }
     await this.store.write(async (tx) => {
       const now = Date.now();
+      await logAttempt(tx, f, f.attempts + 1, result, now);
       if (result.ok && t) {
         if (await tx.triggers.markDelivered(f.id, result.status ?? 200, now)) {
           await tx.activity.enqueue(f.site_id, 'trigger.fired', firedPayload(t, f, now), now);

@@ -78,10 +78,10 @@ afterAll(async () => {
 const inDays = (d: number) => new Date(Date.now() + d * 86_400_000).toISOString();
 
 describe('leads pipeline', () => {
-  const leads: Record<string, string> = {};
+  const leads = { a: '', b: '', c: '', d: '' };
 
   it('lists, filters, assigns, notes, tasks and appointments', async () => {
-    const cap = async (key: string, body: Record<string, unknown>) => {
+    const cap = async (key: keyof typeof leads, body: Record<string, unknown>) => {
       const r = await post(`${svc.url}/api/lead/capture`, { site_id: site, ...body });
       expect(r.status).toBe(201);
       leads[key] = r.body.lead_id as string;
@@ -207,7 +207,7 @@ describe('leads pipeline', () => {
 
 describe('triggered messages', () => {
   let profileId = '';
-  const trg: Record<string, string> = {};
+  const trg = { event: '', segment: '', score: '', quiet: '' };
 
   it('needs an endpoint; the admin sets it', async () => {
     const w = await connect(tok.write);
@@ -313,6 +313,16 @@ describe('triggered messages', () => {
     expect(fired).toHaveLength(4);
     const after = (await ok(a, 'triggers_fires', { trigger_id: trg.event, state: 'delivered' })).fires.find((f: any) => f.id === fire.id);
     expect(after).toMatchObject({ attempts: 2, last_status: 200 });
+    const health = query<{ ok: number; status: number; kind: string; destination_id: string }>(
+      dataDir,
+      "SELECT ok, status, kind, destination_id FROM health_log WHERE integration = 'trigger' AND delivery_id = ? ORDER BY id",
+      fire.id,
+    );
+    expect(health).toEqual([
+      { ok: 0, status: 503, kind: 'attempt', destination_id: 'trigger:live' },
+      { ok: 1, status: 200, kind: 'attempt', destination_id: 'trigger:live' },
+    ]);
+    expect(query(dataDir, "SELECT id FROM health_log WHERE integration = 'trigger' AND kind = 'test' AND delivery_id = ?", test.fire.id)).toHaveLength(1);
   });
 
   it('no event carries a personal value or the transcript, and the transcript never reaches the log', async () => {

@@ -1,6 +1,7 @@
 import { newId } from '../../store/ids.js';
 import type { Repos } from '../../store/repos.js';
 import type { FireRow, TriggerRow } from '../../store/triggers.js';
+import type { AttemptResult } from '../../webhooks/sender.js';
 import { CATALOGUE } from '../../webhooks/catalogue.js';
 import { capWindowStart, reachesScore, releaseTime, underCap, type FireReason, type QuietHours } from './rules.js';
 import { safeTimeZone } from './zoned.js';
@@ -32,6 +33,7 @@ export async function createFire(
 ): Promise<FireRow | null> {
   if (reason !== 'manual') {
     const cap = { count: t.cap_count, windowMs: t.cap_window_ms };
+    await tx.triggers.lockCap(t.id, profileId);
     const recent = await tx.triggers.firesSince(t.id, profileId, capWindowStart(now, cap));
     if (!underCap(recent, cap)) {
       await tx.triggers.countCapped(t.id);
@@ -131,5 +133,29 @@ export function firedPayload(t: TriggerRow, fire: Pick<FireRow, 'id' | 'profile_
     message_id: t.message_id,
     profile_id: fire.profile_id,
     timestamp: new Date(now).toISOString(),
+  });
+}
+
+/**
+ * Writes one message attempt to the health log (integration `trigger`, destination `trigger:live` or
+ * `trigger:test`, delivery id = the fire id), beside the webhook attempts: a non-2xx answer is a failed
+ * delivery there too. Runs inside a write operation.
+ */
+export async function logAttempt(tx: Repos, f: Pick<FireRow, 'id' | 'site_id' | 'mode'>, attempt: number, r: AttemptResult, now: number): Promise<void> {
+  await tx.webhooks.log({
+    site_id: f.site_id,
+    integration: 'trigger',
+    destination_id: `trigger:${f.mode}`,
+    delivery_id: f.id,
+    event_type: MESSAGE_EVENT,
+    kind: f.mode === 'test' ? 'test' : 'attempt',
+    attempt,
+    ok: r.ok,
+    status: r.status,
+    latency_ms: r.latencyMs,
+    error_class: r.errorClass,
+    message: r.message,
+    response_excerpt: r.excerpt,
+    created_at: now,
   });
 }

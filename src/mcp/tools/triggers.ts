@@ -3,7 +3,7 @@ import { AppError } from '../../http/errors.js';
 import { newId } from '../../store/ids.js';
 import type { FireRow, TriggerFields, TriggerRow } from '../../store/triggers.js';
 import { validateDestinationUrl } from '../../webhooks/destinations.js';
-import { createFire, messageBody, MESSAGE_EVENT, quietHoursOf } from '../../domain/triggers/service.js';
+import { createFire, logAttempt, messageBody, MESSAGE_EVENT, quietHoursOf } from '../../domain/triggers/service.js';
 import { TRIGGER_KINDS } from '../../domain/triggers/rules.js';
 import { isoInZone, parseClock, safeTimeZone } from '../../domain/triggers/zoned.js';
 import { defineTool, type ToolContext } from '../tool.js';
@@ -413,7 +413,10 @@ export const triggersTestFire = defineTool({
       await http.close().catch(() => undefined);
     }
     const error = r.ok ? null : `${r.errorClass}: ${r.message ?? ''}`.slice(0, 500);
-    await ctx.store.write((tx) => tx.triggers.recordTest(fire.id, { ok: r.ok, status: r.status, error, now: Date.now() }));
+    await ctx.store.write(async (tx) => {
+      await tx.triggers.recordTest(fire.id, { ok: r.ok, status: r.status, error, now: Date.now() });
+      await logAttempt(tx, fire, 1, r, Date.now());
+    });
     return { fire: fireOf((await ctx.store.triggers.fire(site, fire.id))!, await siteTz(ctx)), ok: r.ok, status: r.status, error, latency_ms: r.latencyMs };
   },
 });
