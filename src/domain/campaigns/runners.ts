@@ -3,7 +3,8 @@ import type { CampaignAction, CampaignComponentKind } from '../../store/campaign
 import { failed, skipped, succeeded, type StepResult } from './model.js';
 import { transitionVariant, updatePlacement } from '../web/service.js';
 import { servableByPlacement } from '../web/lifecycle.js';
-import { endExperiment, pauseExperiment, resumeExperiment, startExperiment } from '../experiments/service.js';
+import { endExperiment, pauseExperiment, resultsOf, resumeExperiment, startExperiment } from '../experiments/service.js';
+import type { Results } from '../experiments/rules.js';
 
 /** What a step runs with: the write transaction of the launch, pause or close, and who asked. */
 export interface StepContext {
@@ -13,7 +14,12 @@ export interface StepContext {
   /** Who runs the campaign action, e.g. `token:<id>`. */
   actor: string;
   now: number;
+  /** What the runners' `prepare` read before the transaction, by `preparedKey`. */
+  prepared: ReadonlyMap<string, unknown>;
 }
+
+/** The key of a component's prepared value. */
+export const preparedKey = (kind: CampaignComponentKind, refId: string): string => `${kind}:${refId}`;
 
 /**
  * The steps of one component kind. Each step runs inside the campaign action's transaction through `ctx.tx`,
@@ -27,6 +33,11 @@ export interface ComponentStepRunner {
   readonly steps: Readonly<Record<CampaignAction, string>>;
   /** Whether the component exists in the site (checked when it is added to a campaign). */
   exists(tx: Repos, siteId: string, refId: string): Promise<boolean>;
+  /**
+   * Optional heavy reads a step needs, done before the write transaction (reads only, through `r`) so the
+   * transaction stays short; the step finds the value in `ctx.prepared` (and computes it itself if absent).
+   */
+  prepare?(r: Repos, siteId: string, refId: string, action: CampaignAction, now: number): Promise<unknown>;
   launch(ctx: StepContext, refId: string): Promise<StepResult>;
   pause(ctx: StepContext, refId: string): Promise<StepResult>;
   close(ctx: StepContext, refId: string): Promise<StepResult>;
@@ -133,6 +144,12 @@ export const experimentRunner: ComponentStepRunner = {
   kind: 'experiment',
   steps: { launch: 'start', pause: 'pause', close: 'end' },
   exists: async (tx, siteId, id) => (await tx.experiments.get(siteId, id)) !== undefined,
+  /** Close ends the test: its per-arm results are aggregated before the transaction, as the experiments tools do. */
+  async prepare(r, siteId, id, action, now) {
+    if (action !== 'close') return undefined;
+    const e = await r.experiments.get(siteId, id);
+    return e && (e.status === 'running' || e.status === 'paused') ? resultsOf(r, e, now) : undefined;
+  },
   async launch(ctx, id) {
     const e = await ctx.tx.experiments.get(ctx.siteId, id);
     if (!e) return missing('experiment', id);
@@ -164,7 +181,8 @@ export const experimentRunner: ComponentStepRunner = {
     const e = await ctx.tx.experiments.get(ctx.siteId, id);
     if (!e) return missing('experiment', id);
     if (e.status !== 'running' && e.status !== 'paused') return skipped(`already ${e.status}`);
-    await endExperiment(ctx.tx, ctx.siteId, id, 'manual', ctx.actor, ctx.now);
+    const results = ctx.prepared.get(preparedKey('experiment', id)) as Results | undefined;
+    await endExperiment(ctx.tx, ctx.siteId, id, 'manual', ctx.actor, ctx.now, undefined, results);
     return succeeded('ended');
   },
 };

@@ -17,7 +17,7 @@ import {
   type StepRecord,
   type StepResult,
 } from './model.js';
-import type { RunnerRegistry, StepContext } from './runners.js';
+import { preparedKey, type RunnerRegistry, type StepContext } from './runners.js';
 
 /** The result of a launch, pause or close that stayed applied. */
 export interface ActionResult {
@@ -35,6 +35,23 @@ class LaunchRolledBack extends Error {
 }
 
 const iso = (t: number) => new Date(t).toISOString();
+
+/** The runners' reads before a transaction (see ComponentStepRunner.prepare). */
+async function prepareSteps(
+  r: Repos,
+  runners: RunnerRegistry,
+  action: CampaignAction,
+  siteId: string,
+  components: readonly CampaignComponentRow[],
+  now: number,
+): Promise<Map<string, unknown>> {
+  const out = new Map<string, unknown>();
+  for (const c of components) {
+    const prepare = runners.get(c.kind)?.prepare;
+    if (prepare) out.set(preparedKey(c.kind, c.ref_id), await prepare(r, siteId, c.ref_id, action, now));
+  }
+  return out;
+}
 
 async function own(tx: Repos, siteId: string, id: string): Promise<CampaignRow> {
   const c = await tx.campaigns.get(siteId, id);
@@ -157,6 +174,7 @@ function eventSteps(steps: readonly StepRecord[]) {
  */
 export async function launchCampaign(store: Store, runners: RunnerRegistry, siteId: string, id: string, actor: string): Promise<ActionResult> {
   const now = Date.now();
+  const prepared = await prepareSteps(store, runners, 'launch', siteId, await store.campaigns.components(siteId, id), now);
   try {
     return await store.write(async (tx) => {
       const c = await own(tx, siteId, id);
@@ -164,7 +182,7 @@ export async function launchCampaign(store: Store, runners: RunnerRegistry, site
       const components = await tx.campaigns.components(siteId, id);
       if (components.length === 0) throw new AppError('validation_failed', 'the campaign has no components to launch', { field: 'id' });
       await transition(tx, siteId, c, afterLaunch(c, now), now);
-      const steps = await runSteps(runners, 'launch', { tx, siteId, campaignId: id, actor, now }, components);
+      const steps = await runSteps(runners, 'launch', { tx, siteId, campaignId: id, actor, now, prepared }, components);
       if (!launchApplies(steps)) throw new LaunchRolledBack(steps);
       const run = await tx.campaigns.addRun({ siteId, campaignId: id, action: 'launch', result: 'applied', steps, actor, now });
       const payload = CATALOGUE['campaign.launched'].schema.parse({
@@ -199,11 +217,12 @@ export async function launchCampaign(store: Store, runners: RunnerRegistry, site
  */
 export async function pauseCampaign(store: Store, runners: RunnerRegistry, siteId: string, id: string, actor: string, reason = 'manual'): Promise<ActionResult> {
   const now = Date.now();
+  const prepared = await prepareSteps(store, runners, 'pause', siteId, await store.campaigns.components(siteId, id), now);
   return store.write(async (tx) => {
     const c = await own(tx, siteId, id);
     allowed('pause', c);
     await transition(tx, siteId, c, afterPause(c, now), now);
-    const steps = await runSteps(runners, 'pause', { tx, siteId, campaignId: id, actor, now }, await tx.campaigns.components(siteId, id));
+    const steps = await runSteps(runners, 'pause', { tx, siteId, campaignId: id, actor, now, prepared }, await tx.campaigns.components(siteId, id));
     const run = await tx.campaigns.addRun({ siteId, campaignId: id, action: 'pause', result: 'applied', steps, actor, now });
     const payload = CATALOGUE['campaign.paused'].schema.parse({
       event: 'campaign.paused',
@@ -219,25 +238,25 @@ export async function pauseCampaign(store: Store, runners: RunnerRegistry, siteI
 }
 
 /**
- * Closes a campaign (terminal): the close steps run like pause's (variants are disabled too), the outcome
- * snapshot is computed from the exposures and conversions since the first launch, stored on the campaign
- * and emitted as campaign.closed. Like pause, a failed step does not undo the others.
+ * Closes a campaign (terminal): the close steps run like pause's (variants are disabled too, tests ended),
+ * the outcome snapshot is computed from the exposures and conversions since the first launch, stored on
+ * the campaign and emitted as campaign.closed. Like pause, a failed step does not undo the others.
  */
 export async function closeCampaign(store: Store, runners: RunnerRegistry, siteId: string, id: string, actor: string): Promise<ActionResult> {
   const now = Date.now();
+  // The heavy reads (the snapshot's aggregates, the tests' results) run before the write transaction, so
+  // it stays short; the transaction re-checks the campaign has not moved meanwhile.
+  const before = await own(store, siteId, id);
+  allowed('close', before);
+  const currency = (await store.sites.get(siteId))?.currency ?? 'USD';
+  const stats = before.first_launched_at === null ? null : await store.campaigns.exposureStats(siteId, id, Number(before.first_launched_at), now, currency);
+  const prepared = await prepareSteps(store, runners, 'close', siteId, await store.campaigns.components(siteId, id), now);
   return store.write(async (tx) => {
     const c = await own(tx, siteId, id);
     allowed('close', c);
-    const site = await tx.sites.get(siteId);
-    const currency = site?.currency ?? 'USD';
-    const steps = await runSteps(runners, 'close', { tx, siteId, campaignId: id, actor, now }, await tx.campaigns.components(siteId, id));
-    let outcome: CampaignOutcome;
-    if (c.first_launched_at === null) {
-      outcome = buildOutcome(EMPTY, EMPTY, 0, currency);
-    } else {
-      const stats = await tx.campaigns.exposureStats(siteId, id, Number(c.first_launched_at), now, currency);
-      outcome = buildOutcome(stats.treated, stats.holdout, liveMs(c, now), currency);
-    }
+    if (c.first_launched_at !== before.first_launched_at) throw new AppError('conflict', 'the campaign changed meanwhile; close it again', { status: c.status });
+    const steps = await runSteps(runners, 'close', { tx, siteId, campaignId: id, actor, now, prepared }, await tx.campaigns.components(siteId, id));
+    const outcome = stats === null ? buildOutcome(EMPTY, EMPTY, 0, currency) : buildOutcome(stats.treated, stats.holdout, liveMs(c, now), currency);
     await transition(tx, siteId, c, afterClose(c, now, actor, outcome), now);
     const run = await tx.campaigns.addRun({ siteId, campaignId: id, action: 'close', result: 'applied', steps, actor, now });
     const payload = CATALOGUE['campaign.closed'].schema.parse({
