@@ -69,6 +69,18 @@ function seedComponents() {
   execute(dataDir, "INSERT INTO experiment_arms (id, site_id, experiment_id, label, is_control, variant_id, weight, position) VALUES ('arm_b', ?, 'exp_layout', 'Sale', 0, 'var_sale', 0.5, 1)", site);
 }
 
+/** What /api/decide shows an anonymous probe visitor in the hero zone (decisions are cached per site; every change must show at once). */
+async function heroFor(): Promise<{ reason: string; variant_id: string | null; experiment_id: string | null }> {
+  const u = new URL(`${svc.url}/api/decide`);
+  u.searchParams.set('site_id', site);
+  u.searchParams.set('visitor_id', 'cv-probe');
+  u.searchParams.set('url', 'https://shop.example/');
+  const res = await fetch(u);
+  expect(res.status).toBe(200);
+  const body = (await res.json()) as { zones: { zone_id: string; reason: string; variant_id: string | null; experiment_id: string | null }[] };
+  return body.zones.find((z) => z.zone_id === 'zn_hero')!;
+}
+
 const variantStatus = (id: string) => query<{ status: string }>(dataDir, 'SELECT status FROM variants WHERE id = ?', id)[0]!.status;
 const placementEnabled = (id: string) => Number(query<{ enabled: number }>(dataDir, 'SELECT enabled FROM placements WHERE id = ?', id)[0]!.enabled);
 const triggerEnabled = (id: string) => Number(query<{ enabled: number }>(dataDir, 'SELECT enabled FROM triggers WHERE id = ?', id)[0]!.enabled);
@@ -153,6 +165,7 @@ describe('campaigns through MCP', () => {
       expect.objectContaining({ kind: 'variant', ref_id: 'var_draft', step: 'publish', outcome: 'failed', error_code: 'not_approved' }),
     );
     expect([variantStatus('var_sale'), placementEnabled('plc_sale'), experimentStatus('exp_layout'), triggerEnabled(trg.id)]).toEqual(['approved', 0, 'draft', 0]);
+    expect(await heroFor()).toMatchObject({ reason: 'default', variant_id: null });
     const afterFail = await ok(w, 'campaigns_get', { id: c.id });
     expect(afterFail.status).toBe('draft');
     expect(afterFail.runs).toHaveLength(1);
@@ -189,6 +202,10 @@ describe('campaigns through MCP', () => {
       'running',
       1,
     ]);
+    // The browser tag sees it at once: the running test (its arm) or the placement now decides the hero zone.
+    const live = await heroFor();
+    expect(live.reason === 'experiment_arm' ? live.experiment_id : live.variant_id).toBe(live.reason === 'experiment_arm' ? 'exp_layout' : 'var_sale');
+    expect(['experiment_arm', 'placement']).toContain(live.reason);
     // The other areas' own tools see the result.
     expect((await ok(w, 'triggers_get', { id: trg.id })).enabled).toBe(true);
     expect((await ok(w, 'experiments_get', { id: 'exp_layout' })).status).toBe('running');
@@ -214,6 +231,7 @@ describe('campaigns through MCP', () => {
       ['segment', 'none', 'skipped'],
     ]);
     expect([placementEnabled('plc_sale'), experimentStatus('exp_layout'), variantStatus('var_sale'), triggerEnabled(trg.id)]).toEqual([0, 'paused', 'published', 0]);
+    expect(await heroFor()).toMatchObject({ reason: 'default', variant_id: null });
 
     const closed = await ok(w, 'campaigns_close', { id: c.id });
     expect(closed.campaign).toMatchObject({ status: 'closed', live_since: null });
