@@ -305,4 +305,23 @@ describe('campaigns through MCP', () => {
     const r = await call(o, 'campaigns_add_component', { id: c.id, kind: 'variant', ref_id: 'var_sale' });
     expect(r.structuredContent.error.code).toBe('not_found');
   });
+
+  it('renames, pages the list newest first, and refuses changes to a closed campaign', async () => {
+    const w = await connect(tok.write);
+    const made: string[] = [];
+    for (const name of ['A', 'B', 'C']) made.push((await ok(w, 'campaigns_create', { name: `Page ${name}` })).id);
+    const renamed = await ok(w, 'campaigns_update', { id: made[0], name: 'Page A2', description: 'x' });
+    expect(renamed).toMatchObject({ name: 'Page A2', description: 'x', status: 'draft' });
+    expect((await ok(w, 'campaigns_update', { id: made[0], description: null })).description).toBeNull();
+    const first = await ok(w, 'campaigns_list', { status: 'draft', limit: 2 });
+    expect(first.campaigns.map((x: any) => x.id)).toEqual([made[2], made[1]]);
+    const second = await ok(w, 'campaigns_list', { status: 'draft', limit: 2, before: first.next_before });
+    expect(second.campaigns.map((x: any) => x.id)).toEqual([made[0]]);
+    expect(second.next_before).toBeNull();
+    await ok(w, 'campaigns_close', { id: made[0] });
+    expect((await call(w, 'campaigns_update', { id: made[0], name: 'late' })).structuredContent.error.code).toBe('conflict');
+    expect((await call(w, 'campaigns_add_component', { id: made[0], kind: 'variant', ref_id: 'var_sale' })).structuredContent.error.code).toBe('conflict');
+    expect((await call(w, 'campaigns_launch', { id: made[1] })).structuredContent.error).toMatchObject({ code: 'validation_failed' });
+    expect((await call(w, 'campaigns_get', { id: 'cmp_nope' })).structuredContent.error.code).toBe('not_found');
+  });
 });
