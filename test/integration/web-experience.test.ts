@@ -3,6 +3,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { cleanup, cliJson, createSite, post, startSvc, tempDir, type Svc } from '../helpers/svc.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { execute, query } from '../helpers/db.js';
+import { PG_BASE_URL } from '../helpers/backend.js';
 import { validatePayload, type EventType } from '../../src/webhooks/catalogue.js';
 import { assignArm } from '../../src/domain/experiments/assign.js';
 
@@ -305,6 +306,23 @@ describe('overrides', () => {
   });
 });
 
+describe('cache across instances', () => {
+  it.runIf(PG_BASE_URL !== undefined)('on PostgreSQL, a change made through one instance reaches the other instance\u2019s cache at once (NOTIFY, not the 2 s fallback)', async () => {
+    const second = await startSvc({ dataDir });
+    try {
+      const q = `/api/decide?site_id=${site}&visitor_id=anon-9&url=${encodeURIComponent(PRICING)}`;
+      const warm = await (await fetch(`${second.url}${q}`)).json();
+      expect(hero(warm).selector).toBe('#hero');
+      await ok(c.write, 'zones_update', { id: ids.zone, selector: '#hero-2' });
+      await new Promise((r) => setTimeout(r, 300));
+      expect(hero(await (await fetch(`${second.url}${q}`)).json()).selector).toBe('#hero-2');
+      await ok(c.write, 'zones_update', { id: ids.zone, selector: '#hero' });
+    } finally {
+      await second.stop();
+    }
+  });
+});
+
 describe('content in use', () => {
   it('lists usage and refuses to delete used content unless forced', async () => {
     const usage = await ok(c.read, 'content_usage', { id: ids.cDefault });
@@ -411,7 +429,7 @@ describe('rate limits of /api/decide', () => {
       expect(statuses.slice(0, 2)).toEqual([200, 200]);
       expect(statuses).toContain(429);
       expect(refused!.headers.get('retry-after')).toMatch(/^\d+$/);
-      expect((await refused!.json()).error).toMatchObject({ code: 'rate_limited', details: { scope: 'site' } });
+      expect(((await refused!.json()) as { error: unknown }).error).toMatchObject({ code: 'rate_limited', details: { scope: 'site' } });
     } finally {
       await limited.stop();
       cleanup(dir);

@@ -8,7 +8,8 @@ import type { VariantStatus } from '../../store/web.js';
  *     │                   │  └──disable──▶ disabled ──publish──▶ published
  *     └──────archive──────┴──── archive from any status but archived ─────▶ archived
  *
- * - Only drafts are edited (variants_update_draft); approving freezes the content.
+ * - Only drafts are edited (variants_update_draft); approving fixes which content block it
+ *   shows (the block itself stays editable with content_update, for every variant using it).
  * - Only published variants are served by placements and pins (experiment arms
  *   and QA force_arm overrides also serve approved ones).
  * - disable stops serving at once (by hand, or the watchdog); publish puts a

@@ -87,7 +87,7 @@ function transitionTool(
 export const variantsApprove = transitionTool('approve', {
   name: 'variants_approve',
   title: 'Approve a variant',
-  description: 'Approves a draft (draft → approved); its content is frozen. Refused to propose-only tokens. Scope: write.',
+  description: 'Approves a draft (draft → approved); which content it shows can no longer change. Refused to propose-only tokens. Scope: write.',
   flags: { approvesOrPublishes: true },
 });
 
