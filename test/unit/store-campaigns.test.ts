@@ -413,7 +413,11 @@ describe('the outcome snapshot at close', () => {
     const f = await fixture();
     const v = await f.variant('approved');
     const plc = await f.placement(v);
-    const id = await campaign([{ kind: 'placement', ref_id: plc }]);
+    const exp = await f.experiment('draft', v);
+    const id = await campaign([
+      { kind: 'placement', ref_id: plc },
+      { kind: 'experiment', ref_id: exp },
+    ]);
     await exec("UPDATE variants SET status = 'published' WHERE id = ?", v);
     await launchCampaign(store, runners, site, id, ACTOR);
     // Launched 10 days (and a second) ago, so every row below lies between the launch and the close.
@@ -450,23 +454,33 @@ describe('the outcome snapshot at close', () => {
     await convert(`c${k}4`, `s${k}c1`, `pc${k}`, 7, 'EUR', t0 - 4200);
     await lead(`l${k}1`, `pa${k}`, t0 + 40);
     await lead(`l${k}2`, `pb${k}`, t0 + 5);
-    // Holdout on the same zone: 4 visitors, 1 converting → rate 0.25; exposed: 1 of 2 → 0.5; lift 1.
+    // Holdout on the same zone: 4 visitors, 1 converting → rate 0.25.
     for (let i = 0; i < 4; i++) {
       await session(`s${k}h${i}`, `vh${k}${i}`, `ph${k}${i}`, t0 + 10, t0 + 60);
       await expose(`vh${k}${i}`, null, null, 1, t0 + 20);
     }
     await convert(`c${k}h`, `s${k}h0`, `ph${k}0`, 5, 'EUR', t0 + 30);
+    // d saw the campaign's test (its control arm: no variant), then converted; e saw another test: not counted.
+    const exposeArm = (visitor: string, experimentId: string, at: number) =>
+      exec('INSERT INTO exposures (site_id, visitor_id, zone_id, experiment_id, arm_id, holdout, url, created_at) VALUES (?, ?, ?, ?, ?, 0, ?, ?)', site, visitor, f.zone, experimentId, `${experimentId}_a`, '/p', at);
+    await session(`s${k}d1`, `vd${k}`, `pd${k}`, t0 + 10, t0 + 80);
+    await exposeArm(`vd${k}`, exp, t0 + 20);
+    await convert(`c${k}d`, `s${k}d1`, `pd${k}`, 10, 'EUR', t0 + 40);
+    await session(`s${k}e1`, `ve${k}`, `pe${k}`, t0 + 10, t0 + 80);
+    await exposeArm(`ve${k}`, 'exp_elsewhere', t0 + 20);
+    await convert(`c${k}e`, `s${k}e1`, `pe${k}`, 1000, 'EUR', t0 + 40);
     const closed = await closeCampaign(store, runners, site, id, ACTOR);
     expect(closed.outcome).toEqual({
       days_live: 10,
-      sessions: 3,
-      profiles: 2,
-      conversions: 2,
-      conversion_rate: Math.round((2 / 3) * 1e6) / 1e6,
-      revenue: 40.5,
+      sessions: 4,
+      profiles: 3,
+      conversions: 3,
+      conversion_rate: 0.75,
+      revenue: 50.5,
       currency: 'EUR',
       leads: 1,
-      lift: 1,
+      // exposed: 2 of 3 profiles converted; holdout: 1 of 4 → (2/3 − 1/4) / (1/4) = 5/3.
+      lift: 1.666667,
     });
     const ev = await events(id);
     const last = ev[ev.length - 1]!;
