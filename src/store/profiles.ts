@@ -21,7 +21,7 @@ export interface SessionContext {
 }
 
 /** How often a session's last_seen is refreshed at most, to keep the hot path to one write per event. */
-const TOUCH_INTERVAL_MS = 30_000;
+export const TOUCH_INTERVAL_MS = 30_000;
 
 const OWNER = `SELECT p.id, p.known FROM identities i JOIN profiles p ON p.id = i.profile_id
   WHERE i.site_id = ? AND i.kind = ? AND i.value = ?`;

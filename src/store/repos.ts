@@ -25,6 +25,7 @@ import { CompaniesRepo } from './companies.js';
 import { LiftRepo } from './lift.js';
 import { ExperimentsRepo } from './experiments.js';
 import { WebRepo } from './web.js';
+import { CampaignsRepo } from './campaigns.js';
 
 /**
  * What the repositories of one store share whichever connection they run on:
@@ -73,6 +74,7 @@ export class Repos {
   readonly lift: LiftRepo;
   readonly experiments: ExperimentsRepo;
   readonly web: WebRepo;
+  readonly campaigns: CampaignsRepo;
 
   constructor(
     readonly sql: Sql,
@@ -104,6 +106,7 @@ export class Repos {
     this.lift = new LiftRepo(sql);
     this.experiments = new ExperimentsRepo(sql);
     this.web = new WebRepo(sql);
+    this.campaigns = new CampaignsRepo(sql);
   }
 }
 

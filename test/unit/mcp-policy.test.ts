@@ -87,6 +87,7 @@ describe('the tool registry', () => {
       'adplatforms',
       'analytics',
       'calls',
+      'campaigns',
       'content',
       'conversions',
       'crawl',

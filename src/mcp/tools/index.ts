@@ -21,6 +21,7 @@ import * as accounts from './accounts.js';
 import * as sites from './sites.js';
 import * as tools from './tools.js';
 import * as experiments from './experiments.js';
+import * as campaigns from './campaigns.js';
 import * as pages from './pages.js';
 import * as zones from './zones.js';
 import * as content from './content.js';
@@ -51,6 +52,7 @@ const AREA_MODULES: readonly Record<string, unknown>[] = [
   sites,
   tools,
   experiments,
+  campaigns,
   pages,
   zones,
   content,

@@ -892,4 +892,58 @@ CREATE TABLE variant_renders (
 CREATE INDEX variant_renders_variant ON variant_renders (variant_id, created_at);
 `,
   },
+  {
+    version: 9,
+    name: 'campaigns: components that go live together, and the record of every launch, pause and close',
+    sql: `
+-- status: draft (never launched) -> live (launch) <-> paused (pause / launch again) -> closed (close; terminal).
+-- live_since: start of the current live period (NULL unless live); live_ms: time live in finished periods.
+-- outcome: the JSON snapshot taken at close (exposures, conversions, revenue, lift).
+CREATE TABLE campaigns (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  description TEXT,
+  status TEXT NOT NULL CHECK (status IN ('draft','live','paused','closed')),
+  created_by TEXT NOT NULL,
+  first_launched_at BIGINT,
+  live_since BIGINT,
+  live_ms BIGINT NOT NULL DEFAULT 0,
+  paused_at BIGINT,
+  closed_at BIGINT,
+  closed_by TEXT,
+  outcome TEXT,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+CREATE INDEX campaigns_site ON campaigns (site_id, created_at);
+-- A component: a segment, variant, placement, experiment (layout test) or trigger of the site, by id.
+-- required 0: a failed step of it is recorded but does not roll the launch back.
+CREATE TABLE campaign_components (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  campaign_id TEXT NOT NULL REFERENCES campaigns(id),
+  kind TEXT NOT NULL CHECK (kind IN ('segment','variant','placement','experiment','trigger')),
+  ref_id TEXT NOT NULL,
+  required INTEGER NOT NULL DEFAULT 1,
+  position INTEGER NOT NULL,
+  created_at BIGINT NOT NULL,
+  UNIQUE (campaign_id, kind, ref_id)
+);
+-- Every launch, pause and close attempt (seq: 1, 2, ... per campaign) with its per-component step outcomes (JSON); a launch whose
+-- required step failed is kept with result rolled_back (none of its steps stayed applied).
+CREATE TABLE campaign_runs (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  campaign_id TEXT NOT NULL REFERENCES campaigns(id),
+  seq INTEGER NOT NULL,
+  action TEXT NOT NULL CHECK (action IN ('launch','pause','close')),
+  result TEXT NOT NULL CHECK (result IN ('applied','rolled_back')),
+  steps TEXT NOT NULL,
+  actor TEXT NOT NULL,
+  created_at BIGINT NOT NULL
+);
+CREATE UNIQUE INDEX campaign_runs_campaign ON campaign_runs (campaign_id, seq);
+`,
+  },
 ];
