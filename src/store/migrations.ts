@@ -585,7 +585,7 @@ CREATE INDEX exposures_visitor ON exposures (site_id, visitor_id, created_at);
 `,
   },
   {
-    version: 15,
+    version: 13,
     name: 'page generation jobs and revisions; sitemap crawls and crawled URL state',
     sql: `
 -- Page generation: a job (generate, or restore of an old revision) and the revisions it lands.
@@ -691,7 +691,7 @@ CREATE INDEX crawl_urls_crawl ON crawl_urls (site_id, last_crawl_id, state);
 `,
   },
   {
-    version: 18,
+    version: 14,
     name: 'funnels, the weekly stall pass (findings, runs) and the inbox of experiment proposals',
     sql: `
 -- A funnel: an ordered list of 2..10 steps (JSON: key, label, kind page|event, match + pattern or event_type).
@@ -775,7 +775,7 @@ CREATE TABLE stall_runs (
 `,
   },
   {
-    version: 16,
+    version: 15,
     name: 'leads pipeline (owner, notes, tasks, calls) and triggered messages (triggers, endpoints, fires); contacted becomes working',
     sql: `
 ALTER TABLE leads ADD COLUMN owner_id TEXT;
@@ -888,7 +888,7 @@ CREATE INDEX trigger_fires_profile ON trigger_fires (profile_id);
 `,
   },
   {
-    version: 17,
+    version: 16,
     name: 'accounts: explicit company accounts and operator IP ranges',
     sql: `
 -- Explicit company accounts of a site, keyed by the normalized company domain (registrable domain of
@@ -918,7 +918,7 @@ CREATE INDEX company_ip_ranges_domain ON company_ip_ranges (site_id, domain);
 `,
   },
   {
-    version: 14,
+    version: 17,
     name: 'layout tests: pause reason, guardrail window, who ended and shipped; Core Web Vitals per test arm',
     sql: `
 ALTER TABLE experiments ADD COLUMN pause_reason TEXT;
@@ -941,7 +941,7 @@ CREATE INDEX experiment_vitals_arm ON experiment_vitals (experiment_id, arm_id, 
 `,
   },
   {
-    version: 13,
+    version: 18,
     name: 'web experience: decision-cache version per site (bumped by triggers), variant renders for the watchdog',
     sql: `
 -- The version of a site's web-experience configuration: every change of pages, content, zones, variants,

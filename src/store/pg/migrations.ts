@@ -492,7 +492,7 @@ CREATE INDEX exposures_visitor ON exposures (site_id, visitor_id, created_at);
 `,
   },
   {
-    version: 5,
+    version: 3,
     name: 'page generation jobs and revisions; sitemap crawls and crawled URL state',
     sql: `
 -- Page generation: a job (generate, or restore of an old revision) and the revisions it lands.
@@ -598,7 +598,7 @@ CREATE INDEX crawl_urls_crawl ON crawl_urls (site_id, last_crawl_id, state);
 `,
   },
   {
-    version: 8,
+    version: 4,
     name: 'funnels, the weekly stall pass (findings, runs) and the inbox of experiment proposals',
     sql: `
 -- A funnel: an ordered list of 2..10 steps (JSON: key, label, kind page|event, match + pattern or event_type).
@@ -682,7 +682,7 @@ CREATE TABLE stall_runs (
 `,
   },
   {
-    version: 6,
+    version: 5,
     name: 'leads pipeline (owner, notes, tasks, calls) and triggered messages (triggers, endpoints, fires); contacted becomes working',
     sql: `
 ALTER TABLE leads ADD COLUMN owner_id TEXT;
@@ -795,7 +795,7 @@ CREATE INDEX trigger_fires_profile ON trigger_fires (profile_id);
 `,
   },
   {
-    version: 7,
+    version: 6,
     name: 'accounts: explicit company accounts and operator IP ranges',
     sql: `
 -- Explicit company accounts of a site, keyed by the normalized company domain (registrable domain of
@@ -825,7 +825,7 @@ CREATE INDEX company_ip_ranges_domain ON company_ip_ranges (site_id, domain);
 `,
   },
   {
-    version: 4,
+    version: 7,
     name: 'layout tests: pause reason, guardrail window, who ended and shipped; Core Web Vitals per test arm',
     sql: `
 ALTER TABLE experiments ADD COLUMN pause_reason TEXT;
@@ -848,7 +848,7 @@ CREATE INDEX experiment_vitals_arm ON experiment_vitals (experiment_id, arm_id, 
 `,
   },
   {
-    version: 3,
+    version: 8,
     name: 'web experience: decision-cache version per site (bumped by triggers, announced with NOTIFY), variant renders for the watchdog',
     sql: `
 -- The version of a site's web-experience configuration: every change of pages, content, zones, variants,

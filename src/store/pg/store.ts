@@ -20,7 +20,7 @@ export interface PgSettings {
 export const WORK_CHANNEL = 'svc_work';
 /** Segment definitions changed (SegmentsRepo notifies in the changing transaction): drop cached segments. */
 export const SEGMENTS_CHANNEL = 'svc_segments';
-/** A site's web-experience configuration changed (triggers of PostgreSQL migration 3 notify): drop cached decision snapshots. */
+/** A site's web-experience configuration changed (triggers of PostgreSQL migration 8 notify): drop cached decision snapshots. */
 export const WEB_CHANNEL = 'svc_web';
 
 /** The advisory-lock key under which migrations run (instances starting together apply them once). */
