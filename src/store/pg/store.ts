@@ -87,12 +87,14 @@ const MAX_GROUP = 256;
  * not per request. Every promise settles only after the commit that holds its
  * writes: an acknowledgement means durably stored (`synchronous_commit` on).
  *
- * Optimistic, like SQLite's writer: a group runs without savepoints. When an
- * operation fails (bad input found late, a lost race with another instance:
+ * Optimistic, like SQLite's writer: a group runs without savepoints. When
+ * operation k fails (bad input found late, a lost race with another instance:
  * unique violation, deadlock, serialization failure, WriteConflict), the group
- * is rolled back and each of its operations is run again alone, in its own
- * transaction, where a lost race is retried from the start (it then sees the
- * winner's rows) and a real error reaches only its own caller.
+ * is rolled back; the operations before k run again as a group, operation k
+ * runs alone in its own transaction (a lost race is retried from the start and
+ * then sees the winner's rows; a real error reaches only its own caller), and
+ * the operations after k go back to the head of the queue. Operations of one
+ * group therefore commit in the order they were submitted.
  */
 class PgWriteRunner implements WriteRunner {
   readonly counters = { batches: 0, ops: 0, stalled: 0, regrouped: 0 };
@@ -183,7 +185,7 @@ class PgWriteRunner implements WriteRunner {
     }
     const before = this.enqueuedCount();
     const values: unknown[] = new Array(group.length);
-    let failed = false;
+    let failedAt = -1;
     try {
       await conn.client.query('BEGIN');
       const tx = new Repos(new PgSql(conn.client), this.shared);
@@ -191,11 +193,11 @@ class PgWriteRunner implements WriteRunner {
         try {
           values[i] = await group[i]!.fn(tx);
         } catch {
-          failed = true;
+          failedAt = i;
           break;
         }
       }
-      if (failed) {
+      if (failedAt >= 0) {
         if (!conn.broken()) await conn.client.query('ROLLBACK');
       } else {
         await conn.client.query('COMMIT');
@@ -204,24 +206,24 @@ class PgWriteRunner implements WriteRunner {
       if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
       conn.release();
       // BEGIN or COMMIT itself failed. A lost race at commit (serialization) is worth re-running
-      // alone; a connection that died at COMMIT leaves the outcome unknown, so the callers hear it.
-      if (isRetryable(err)) await this.regroup(group);
-      else for (const op of group) op.reject(err);
+      // one by one; a connection that died at COMMIT leaves the outcome unknown, so the callers hear it.
+      if (isRetryable(err)) {
+        this.counters.regrouped++;
+        for (const op of group) await this.runAlone(op.fn).then(op.resolve, op.reject);
+      } else for (const op of group) op.reject(err);
       return;
     }
     conn.release();
-    if (failed) {
-      await this.regroup(group);
+    if (failedAt >= 0) {
+      this.counters.regrouped++;
+      if (failedAt > 0) await this.runGroup(group.slice(0, failedAt));
+      const failed = group[failedAt]!;
+      await this.runAlone(failed.fn).then(failed.resolve, failed.reject);
+      this.queue.unshift(...group.slice(failedAt + 1));
       return;
     }
     this.committed(group.length, before);
     for (let i = 0; i < group.length; i++) group[i]!.resolve(values[i]);
-  }
-
-  /** Re-runs every operation of a failed group alone (each settles with its own outcome). */
-  private async regroup(group: QueuedOp[]): Promise<void> {
-    this.counters.regrouped++;
-    await Promise.all(group.map((op) => this.runAlone(op.fn).then(op.resolve, op.reject)));
   }
 
   /** One operation in its own transaction, run again from the start after a lost race. */
