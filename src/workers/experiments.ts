@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Store } from '../store/store.js';
 import { earlyStopVerdict, endIfDue, enforceGuardrail, guardrailsOf, guardrailTrips, resultsOf, stopIfSignificant } from '../domain/experiments/service.js';
-import { LaneLease } from './lane-lease.js';
+import { PeriodicWorker } from './periodic.js';
 
 export interface ExperimentsWorkerOptions {
   /** How often a pass runs (ms; SVC_EXPERIMENTS_INTERVAL_MS). */
@@ -22,36 +22,14 @@ const PAGE = 100;
  * Each test is decided in its own write operation, which re-reads its status, so a pass never
  * acts on a test an operator changed meanwhile.
  */
-export class ExperimentsWorker {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
-  private stopped = false;
-  private readonly lease: LaneLease;
+export class ExperimentsWorker extends PeriodicWorker<{ ended: number; stoppedEarly: number; guardrailPaused: number }> {
   readonly counters = { passes: 0, ended: 0, stoppedEarly: 0, guardrailPaused: 0 };
 
   constructor(
-    private readonly store: Store,
+    store: Store,
     private readonly opts: ExperimentsWorkerOptions,
   ) {
-    this.lease = new LaneLease(store, 'experiments', { ttlMs: opts.leaseMs, workMs: 5_000 });
-  }
-
-  start(): void {
-    this.schedule(this.opts.intervalMs);
-  }
-
-  private schedule(ms: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.running = this.pass()
-        .then(() => undefined)
-        .catch((err: unknown) => this.opts.logger.warn({ err: (err as Error).message }, 'layout-test pass failed; trying again later'))
-        .finally(() => {
-          this.running = null;
-          this.schedule(this.opts.intervalMs);
-        });
-    }, ms);
-    this.timer.unref();
+    super(store, 'experiments', { intervalMs: opts.intervalMs, firstDelayMs: opts.intervalMs, lease: { ttlMs: opts.leaseMs, workMs: 5_000 } }, opts.logger, 'layout-test pass');
   }
 
   /** One pass; resolves with what it did. */
@@ -112,12 +90,5 @@ export class ExperimentsWorker {
     this.counters.guardrailPaused += done.guardrailPaused;
     if (done.ended + done.stoppedEarly + done.guardrailPaused > 0) this.opts.logger.info(done, 'layout tests ended or paused');
     return done;
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.running;
-    await this.lease.release();
   }
 }

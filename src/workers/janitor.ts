@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Store } from '../store/store.js';
 import { CLEANUP_CHUNK } from '../store/retention.js';
-import { LaneLease } from './lane-lease.js';
+import { PeriodicWorker } from './periodic.js';
 
 export interface JanitorOptions {
   /** Finished work older than this is deleted (ms). */
@@ -23,36 +23,14 @@ const TABLES: readonly Table[] = ['outbox', 'deliveries', 'adJobs', 'healthLog']
  * rows older than the retention. With several instances on one database the
  * pass runs in whichever instance holds the `janitor` lease.
  */
-export class Janitor {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
-  private stopped = false;
-  private readonly lease: LaneLease;
+export class Janitor extends PeriodicWorker<Record<Table, number>> {
   readonly counters = { passes: 0, deleted: 0 };
 
   constructor(
-    private readonly store: Store,
+    store: Store,
     private readonly opts: JanitorOptions,
   ) {
-    this.lease = new LaneLease(store, 'janitor', { ttlMs: opts.leaseMs, workMs: 5_000 });
-  }
-
-  start(): void {
-    this.schedule(Math.min(this.opts.intervalMs, 60_000));
-  }
-
-  private schedule(ms: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.running = this.pass()
-        .then(() => undefined)
-        .catch((err: unknown) => this.opts.logger.warn({ err: (err as Error).message }, 'retention clean-up failed; trying again later'))
-        .finally(() => {
-          this.running = null;
-          this.schedule(this.opts.intervalMs);
-        });
-    }, ms);
-    this.timer.unref();
+    super(store, 'janitor', { intervalMs: opts.intervalMs, firstDelayMs: Math.min(opts.intervalMs, 60_000), lease: { ttlMs: opts.leaseMs, workMs: 5_000 } }, opts.logger, 'retention clean-up');
   }
 
   /** One clean-up pass; resolves with the rows deleted per table. */
@@ -77,12 +55,5 @@ export class Janitor {
     this.counters.deleted += total;
     if (total > 0) this.opts.logger.info({ deleted: done, olderThan: new Date(cutoff).toISOString() }, 'retention clean-up');
     return done;
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.running;
-    await this.lease.release();
   }
 }

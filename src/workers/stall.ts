@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Store } from '../store/store.js';
 import { runStallPass } from '../domain/stall/pass.js';
 import { isoWeekAt, isTimeZone } from '../domain/stall/week.js';
-import { LaneLease } from './lane-lease.js';
+import { PeriodicWorker } from './periodic.js';
 
 export interface StallWorkerOptions {
   /** How often the worker looks for sites whose last ISO week has not been analysed (ms). */
@@ -19,37 +19,15 @@ export interface StallWorkerOptions {
  * database only the holder of the `stall` lease runs it; the findings' unique
  * key keeps a pass that does run twice from filing anything twice.
  */
-export class StallWorker {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
-  private stopped = false;
-  private readonly lease: LaneLease;
+export class StallWorker extends PeriodicWorker<number> {
   readonly counters = { passes: 0, filed: 0 };
 
   constructor(
-    private readonly store: Store,
+    store: Store,
     private readonly opts: StallWorkerOptions,
   ) {
     // One site's pass is one unit of work: the lease must outlast it.
-    this.lease = new LaneLease(store, 'stall', { ttlMs: Math.max(opts.leaseMs, 10 * 60_000), workMs: 5 * 60_000 });
-  }
-
-  start(): void {
-    this.schedule(Math.min(this.opts.intervalMs, 60_000));
-  }
-
-  private schedule(ms: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.running = this.pass()
-        .then(() => undefined)
-        .catch((err: unknown) => this.opts.logger.warn({ err: (err as Error).message }, 'stall pass failed; trying again later'))
-        .finally(() => {
-          this.running = null;
-          this.schedule(this.opts.intervalMs);
-        });
-    }, ms);
-    this.timer.unref();
+    super(store, 'stall', { intervalMs: opts.intervalMs, firstDelayMs: Math.min(opts.intervalMs, 60_000), lease: { ttlMs: Math.max(opts.leaseMs, 10 * 60_000), workMs: 5 * 60_000 } }, opts.logger, 'stall pass');
   }
 
   /** Runs the pass for every site due; resolves with the findings filed. */
@@ -72,12 +50,5 @@ export class StallWorker {
     this.counters.passes++;
     this.counters.filed += filed;
     return filed;
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    await this.running;
-    await this.lease.release();
   }
 }
