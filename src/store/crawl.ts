@@ -1,4 +1,5 @@
 import type { Sql } from './sql.js';
+import { JobRows } from './job-rows.js';
 import { newId } from './ids.js';
 import type { JobState } from './generation.js';
 
@@ -62,12 +63,16 @@ export type CrawlCounts = Pick<
   'urls_found' | 'urls_crawled' | 'urls_failed' | 'urls_disallowed' | 'urls_new' | 'urls_changed' | 'urls_unchanged' | 'urls_removed'
 >;
 
-const CLAIMABLE = "(state = 'queued' OR (state = 'running' AND lease_until < ?))";
 const IN_CHUNK = 200;
 
 /** Sitemap crawls, the URL state they keep per site, and the crawl's writes to pages. Writes run inside a write operation. */
 export class CrawlRepo {
-  constructor(private readonly x: Sql) {}
+  /** The job rows' lease protocol (claim, renew, release, fail). */
+  readonly jobs: JobRows<CrawlRow>;
+
+  constructor(private readonly x: Sql) {
+    this.jobs = new JobRows<CrawlRow>(x, 'crawls');
+  }
 
   async insert(c: {
     siteId: string;
@@ -104,37 +109,6 @@ export class CrawlRepo {
   /** A crawl of the site that is queued or running, if any. */
   active(siteId: string): Promise<CrawlRow | undefined> {
     return this.x.get<CrawlRow>("SELECT * FROM crawls WHERE site_id = ? AND state IN ('queued','running') ORDER BY created_at LIMIT 1", [siteId]);
-  }
-
-  /** Whether a crawl waits to be taken (a read, so an idle poll writes nothing). */
-  async hasClaimable(now: number): Promise<boolean> {
-    return (await this.x.get(`SELECT 1 AS x FROM crawls WHERE ${CLAIMABLE} LIMIT 1`, [now])) !== undefined;
-  }
-
-  /** Takes the oldest queued crawl, or one whose runner stopped renewing its lease, and marks it running. */
-  claim(now: number, leaseMs: number): Promise<CrawlRow | undefined> {
-    return this.x.get<CrawlRow>(
-      `UPDATE crawls SET state = 'running', lease_until = ?, attempts = attempts + 1, started_at = coalesce(started_at, ?)
-       WHERE id = (SELECT id FROM crawls WHERE ${CLAIMABLE} ORDER BY created_at, id LIMIT 1) AND ${CLAIMABLE}
-       RETURNING *`,
-      [now + leaseMs, now, now, now],
-    );
-  }
-
-  async renew(id: string, until: number): Promise<void> {
-    await this.x.run("UPDATE crawls SET lease_until = ? WHERE id = ? AND state = 'running'", [until, id]);
-  }
-
-  async release(id: string): Promise<void> {
-    await this.x.run("UPDATE crawls SET lease_until = 0, attempts = attempts - 1 WHERE id = ? AND state = 'running'", [id]);
-  }
-
-  async fail(id: string, error: string, now: number): Promise<void> {
-    await this.x.run("UPDATE crawls SET state = 'failed', error = ?, finished_at = ?, lease_until = 0 WHERE id = ? AND state <> 'finished'", [
-      error.slice(0, 1000),
-      now,
-      id,
-    ]);
   }
 
   async progress(id: string, p: { sitemapUrl: string; sitemapsFetched: number; truncated: boolean; complete: boolean; urlsSkipped: number; warnings: readonly string[] }): Promise<void> {

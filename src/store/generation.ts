@@ -1,4 +1,5 @@
 import type { Sql } from './sql.js';
+import { JobRows } from './job-rows.js';
 import { newId } from './ids.js';
 
 export type JobState = 'queued' | 'running' | 'finished' | 'failed';
@@ -62,7 +63,6 @@ export interface GenBlockRow {
 }
 
 const JOB = 'SELECT * FROM generation_jobs WHERE id = ?';
-const CLAIMABLE = "(state = 'queued' OR (state = 'running' AND lease_until < ?))";
 
 /** Segment key of a revision: the segment id, or '' for everyone. */
 export const segmentKey = (segmentId: string | null): string => segmentId ?? '';
@@ -73,7 +73,12 @@ export const segmentKey = (segmentId: string | null): string => segmentId ?? '';
  * variants). Methods that write must run inside a write operation.
  */
 export class GenerationRepo {
-  constructor(private readonly x: Sql) {}
+  /** The job rows' lease protocol (claim, renew, release, fail). */
+  readonly jobs: JobRows<GenerationJobRow>;
+
+  constructor(private readonly x: Sql) {
+    this.jobs = new JobRows<GenerationJobRow>(x, 'generation_jobs');
+  }
 
   async insertJob(j: {
     siteId: string;
@@ -103,38 +108,6 @@ export class GenerationRepo {
 
   jobOfSite(siteId: string, id: string): Promise<GenerationJobRow | undefined> {
     return this.x.get<GenerationJobRow>('SELECT * FROM generation_jobs WHERE id = ? AND site_id = ?', [id, siteId]);
-  }
-
-  /** Whether a job waits to be taken (a read, so an idle poll writes nothing). */
-  async hasClaimable(now: number): Promise<boolean> {
-    return (await this.x.get(`SELECT 1 AS x FROM generation_jobs WHERE ${CLAIMABLE} LIMIT 1`, [now])) !== undefined;
-  }
-
-  /** Takes the oldest queued job, or one whose runner stopped renewing its lease, and marks it running. */
-  async claim(now: number, leaseMs: number): Promise<GenerationJobRow | undefined> {
-    return this.x.get<GenerationJobRow>(
-      `UPDATE generation_jobs SET state = 'running', lease_until = ?, attempts = attempts + 1, started_at = coalesce(started_at, ?)
-       WHERE id = (SELECT id FROM generation_jobs WHERE ${CLAIMABLE} ORDER BY created_at, id LIMIT 1) AND ${CLAIMABLE}
-       RETURNING *`,
-      [now + leaseMs, now, now, now],
-    );
-  }
-
-  async renew(id: string, until: number): Promise<void> {
-    await this.x.run("UPDATE generation_jobs SET lease_until = ? WHERE id = ? AND state = 'running'", [until, id]);
-  }
-
-  /** Gives a running job back (shutdown): the next runner takes it at once. */
-  async release(id: string): Promise<void> {
-    await this.x.run("UPDATE generation_jobs SET lease_until = 0, attempts = attempts - 1 WHERE id = ? AND state = 'running'", [id]);
-  }
-
-  async fail(id: string, error: string, now: number): Promise<void> {
-    await this.x.run("UPDATE generation_jobs SET state = 'failed', error = ?, finished_at = ?, lease_until = 0 WHERE id = ? AND state <> 'finished'", [
-      error.slice(0, 1000),
-      now,
-      id,
-    ]);
   }
 
   async finish(id: string, r: { revisionId: string; generated: number; unchanged: number; now: number }): Promise<void> {

@@ -46,25 +46,25 @@ export class ContentJobs {
     this.lanes = [
       {
         name: 'generation',
-        waiting: (now) => s.generation.hasClaimable(now),
+        waiting: (now) => s.generation.jobs.hasClaimable(now),
         claim: async (now) => {
-          const job = await s.write((tx) => tx.generation.claim(now, JOB_LEASE_MS));
+          const job = await s.write((tx) => tx.generation.jobs.claim(now, JOB_LEASE_MS));
           return job && { id: job.id, attempts: job.attempts, run: (signal) => runGenerationJob(s, job, signal) };
         },
-        renew: (id, until) => s.write((tx) => tx.generation.renew(id, until)),
-        release: (id) => s.write((tx) => tx.generation.release(id)),
-        fail: (id, error) => s.write((tx) => tx.generation.fail(id, error, Date.now())),
+        renew: (id, until) => s.write((tx) => tx.generation.jobs.renew(id, until)),
+        release: (id) => s.write((tx) => tx.generation.jobs.release(id)),
+        fail: (id, error) => s.write((tx) => tx.generation.jobs.fail(id, error, Date.now())),
       },
       {
         name: 'crawl',
-        waiting: (now) => s.crawl.hasClaimable(now),
+        waiting: (now) => s.crawl.jobs.hasClaimable(now),
         claim: async (now) => {
-          const crawl = await s.write((tx) => tx.crawl.claim(now, JOB_LEASE_MS));
+          const crawl = await s.write((tx) => tx.crawl.jobs.claim(now, JOB_LEASE_MS));
           return crawl && { id: crawl.id, attempts: crawl.attempts, run: (signal) => runCrawlJob(s, crawl, { dispatcher: this.http, allowPrivate: opts.allowPrivate, signal }) };
         },
-        renew: (id, until) => s.write((tx) => tx.crawl.renew(id, until)),
-        release: (id) => s.write((tx) => tx.crawl.release(id)),
-        fail: (id, error) => s.write((tx) => tx.crawl.fail(id, error, Date.now())),
+        renew: (id, until) => s.write((tx) => tx.crawl.jobs.renew(id, until)),
+        release: (id) => s.write((tx) => tx.crawl.jobs.release(id)),
+        fail: (id, error) => s.write((tx) => tx.crawl.jobs.fail(id, error, Date.now())),
       },
     ];
   }

@@ -40,22 +40,22 @@ describe('job rows', () => {
   it('claims the oldest queued crawl once, re-claims it only after its lease runs out, and gives it back on release', async () => {
     const a = await crawl(1000);
     const b = await crawl(2000);
-    expect(await store.crawl.hasClaimable(5000)).toBe(true);
-    const first = await store.write((tx) => tx.crawl.claim(5000, 60_000));
+    expect(await store.crawl.jobs.hasClaimable(5000)).toBe(true);
+    const first = await store.write((tx) => tx.crawl.jobs.claim(5000, 60_000));
     expect(first).toMatchObject({ id: a.id, state: 'running', attempts: 1, lease_until: 65_000, started_at: 5000 });
-    const second = await store.write((tx) => tx.crawl.claim(5000, 60_000));
+    const second = await store.write((tx) => tx.crawl.jobs.claim(5000, 60_000));
     expect(second?.id).toBe(b.id);
-    expect(await store.write((tx) => tx.crawl.claim(5000, 60_000))).toBeUndefined();
-    expect(await store.crawl.hasClaimable(5000)).toBe(false);
+    expect(await store.write((tx) => tx.crawl.jobs.claim(5000, 60_000))).toBeUndefined();
+    expect(await store.crawl.jobs.hasClaimable(5000)).toBe(false);
     // The lease of `a` runs out (its runner died): it is taken again, attempts counting up.
-    const again = await store.write((tx) => tx.crawl.claim(65_001, 60_000));
+    const again = await store.write((tx) => tx.crawl.jobs.claim(65_001, 60_000));
     expect(again).toMatchObject({ id: a.id, attempts: 2, started_at: 5000 });
-    await store.write((tx) => tx.crawl.release(a.id));
-    expect(await store.write((tx) => tx.crawl.claim(65_002, 60_000))).toMatchObject({ id: a.id, attempts: 2 });
-    await store.write((tx) => tx.crawl.fail(a.id, 'boom', 70_000));
+    await store.write((tx) => tx.crawl.jobs.release(a.id));
+    expect(await store.write((tx) => tx.crawl.jobs.claim(65_002, 60_000))).toMatchObject({ id: a.id, attempts: 2 });
+    await store.write((tx) => tx.crawl.jobs.fail(a.id, 'boom', 70_000));
     expect(await store.crawl.get(a.id)).toMatchObject({ state: 'failed', error: 'boom', finished_at: 70_000, lease_until: 0 });
     expect(await store.crawl.active(SITE)).toMatchObject({ id: b.id });
-    await store.write((tx) => tx.crawl.fail(b.id, 'done with it', 70_000));
+    await store.write((tx) => tx.crawl.jobs.fail(b.id, 'done with it', 70_000));
     expect(await store.crawl.active(SITE)).toBeUndefined();
   });
 
@@ -63,15 +63,15 @@ describe('job rows', () => {
     const job = await store.write((tx) =>
       tx.generation.insertJob({ siteId: SITE, pageId: 'page_j', segmentId: null, kind: 'generate', generator: 'builtin-v1', template: '{}', seed: '', restoreRevisionId: null, state: 'queued', requestedBy: 't', now: 10 }),
     );
-    expect(await store.generation.hasClaimable(20)).toBe(true);
-    const claimed = await store.write((tx) => tx.generation.claim(20, 1000));
+    expect(await store.generation.jobs.hasClaimable(20)).toBe(true);
+    const claimed = await store.write((tx) => tx.generation.jobs.claim(20, 1000));
     expect(claimed).toMatchObject({ id: job.id, state: 'running', attempts: 1 });
-    expect(await store.write((tx) => tx.generation.claim(500, 1000))).toBeUndefined();
+    expect(await store.write((tx) => tx.generation.jobs.claim(500, 1000))).toBeUndefined();
     await store.write((tx) => tx.generation.finish(job.id, { revisionId: 'rev_x', generated: 2, unchanged: 1, now: 600 }));
     // A finished job is never failed afterwards, nor claimed again.
-    await store.write((tx) => tx.generation.fail(job.id, 'late', 700));
+    await store.write((tx) => tx.generation.jobs.fail(job.id, 'late', 700));
     expect(await store.generation.job(job.id)).toMatchObject({ state: 'finished', error: null, revision_id: 'rev_x', sections_generated: 2, sections_unchanged: 1 });
-    expect(await store.write((tx) => tx.generation.claim(1_000_000, 1000))).toBeUndefined();
+    expect(await store.write((tx) => tx.generation.jobs.claim(1_000_000, 1000))).toBeUndefined();
   });
 
   it('keeps crawled URL state per site and marks unlisted URLs gone', async () => {
