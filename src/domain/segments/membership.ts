@@ -33,6 +33,8 @@ export class SegmentMembership {
   private seenVersion = -1;
   /** PostgreSQL only: when the cache is dropped next. */
   private expiresAt = 0;
+  /** SQLite only: `PRAGMA data_version`, prepared once (it is read on every recompute, the ingestion hot path). */
+  private dataVersion: { get: () => unknown } | null = null;
 
   constructor(private readonly store: Store) {
     // PostgreSQL: other instances and the CLI announce segment changes (NOTIFY); the TTL below covers the rest.
@@ -50,7 +52,8 @@ export class SegmentMembership {
   private dropStale(): void {
     const db = this.store.db;
     if (db !== null) {
-      const version = db.pragma('data_version', { simple: true }) as number;
+      this.dataVersion ??= db.prepare('PRAGMA data_version').pluck();
+      const version = this.dataVersion.get() as number;
       if (version !== this.seenVersion) {
         this.cache.clear();
         this.seenVersion = version;
