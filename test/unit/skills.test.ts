@@ -174,6 +174,27 @@ describe('the validator (with the tools of the helper contract)', () => {
     expect(problems).toContain('the body names `whoami`, which is not in allowed-tools');
   });
 
+  it('requires the whoami stop rule to check the scope and every restriction the token is minted with', async () => {
+    const s = await edited('draft-segment-page', (t) => t.replace(', or `restrictions.block_destructive` is false', '').replace('Call `whoami` first', 'Call `whoami` when you like'));
+    const problems = checkSkill(s, FULL).map((p) => p.replace('skills/draft-segment-page/SKILL.md: ', ''));
+    expect(problems).toEqual([
+      'the "## Token" section must say: Call `whoami` first',
+      'the whoami stop rule must check `restrictions.block_destructive` (the token is minted with it)',
+    ]);
+    const noStop = await edited('hot-accounts', (t) => t.replaceAll('stop and reply', 'reply').replace('`scope` is not `read`, or ', ''));
+    expect(checkSkill(noStop, FULL).map((p) => p.replace('skills/hot-accounts/SKILL.md: ', ''))).toEqual([
+      'the "## Token" section must say when to stop and reply with a clear message',
+      'the whoami stop rule must check `scope`',
+    ]);
+    const noSection = await edited('explain-exposure', (t) => t.replace('## Token\n', '## Access\n'));
+    expect(checkSkill(noSection, FULL)).toContain('skills/explain-exposure/SKILL.md: the body has no "## Token" section (the token it needs and the whoami stop rule)');
+  });
+
+  it('reads `x_id` fields in the body as fields, a misspelt tool as a tool', async () => {
+    const s = await edited('hot-accounts', (t) => t.replace('## Output', 'Keep `accounts_id` and `content_ids`; never `content_creat`.\n\n## Output'));
+    expect(checkSkill(s, FULL)).toEqual(['skills/hot-accounts/SKILL.md: the body names `content_creat`, which is not in allowed-tools']);
+  });
+
   it('every skill touching a CRM denies every CRM write tool', () => {
     for (const s of skills) {
       expect(s.body, s.dir).toMatch(/^## CRM rules$/m);
