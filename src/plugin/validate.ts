@@ -234,7 +234,14 @@ function checkMcpConfig(root: string, problems: string[]): void {
   const raw = readJson(path.join(root, label), problems, label);
   if (!raw) return;
   const servers = (raw.mcpServers ?? raw) as Record<string, unknown>;
-  const want = pluginMcpServers(packageVersion(root));
+  let version: string;
+  try {
+    version = packageVersion(root);
+  } catch {
+    problems.push('package.json: missing or unreadable (the stdio server entry pins its version)');
+    return;
+  }
+  const want = pluginMcpServers(version);
   for (const [name, entry] of Object.entries(want)) {
     if (JSON.stringify(servers[name]) !== JSON.stringify(entry)) {
       problems.push(`${label}: server ${name} must be ${JSON.stringify(entry)}; found ${JSON.stringify(servers[name] ?? null)}`);

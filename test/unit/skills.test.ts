@@ -242,6 +242,9 @@ describe('svc mcp config', () => {
       'https://svc.example.com',
     ]);
     expect(() => mcpConfigEntry({ client: 'claude-desktop', stdio: true, version: '1.2.3' })).toThrow(/pass --token/);
+    expect(mcpConfigEntry({ client: 'claude-desktop', stdio: true, token: 'mcpt_x', data: '/srv/svc', version: '1.2.3', local: { node: '/usr/bin/node', bin: '/src/svc/bin/svc.js' } })).toEqual({
+      mcpServers: { svc: { command: '/usr/bin/node', args: ['/src/svc/bin/svc.js', 'plugin', 'run', '--data', '/srv/svc'], env: { SVC_MCP_TOKEN: 'mcpt_x' } } },
+    });
   });
 
   it('claude-code and cursor: the HTTP entry, with each client\'s variable syntax when no token or URL is given', () => {
@@ -280,6 +283,13 @@ describe('the plugin folder', () => {
     ]);
     expect(buildPluginSkills(root)).toHaveLength(3);
     expect((await validatePlugin(root, FULL)).problems).toEqual([]);
+  });
+
+  it('build and validate answer a wrong --root with a clear error, never a stack trace', async () => {
+    expect(() => buildPluginSkills(path.join(tmp, 'nowhere'))).toThrow(expect.objectContaining({ code: 'not_found', message: expect.stringContaining('needs skills/ and plugin/') }));
+    const root = copyRepo('no-package');
+    rmSync(path.join(root, 'package.json'));
+    expect((await validatePlugin(root, FULL)).problems).toEqual(['package.json: missing or unreadable (the stdio server entry pins its version)']);
   });
 
   it('checks the manifest, both server entries (stdio pinned to the package version) and the marketplace entry', async () => {
