@@ -178,8 +178,11 @@ describe('svc plugin run (local store, stdio)', () => {
     expect(bad.stderr).toMatch(/unknown token/);
   });
 
-  it('writes only protocol messages on stdout, logs on stderr, and exits 0 when stdin closes', async () => {
-    const proc = spawn(process.execPath, [BIN, 'plugin', 'run', '--data', dataDir], {
+  it.each([
+    ['local', () => ['--data', dataDir], /serving local tools over stdio/],
+    ['proxy', () => ['--url', svc.url], /proxying tools over stdio/],
+  ] as const)('%s: writes only protocol messages on stdout, logs on stderr, and exits 0 when stdin closes', async (_mode, args, started) => {
+    const proc = spawn(process.execPath, [BIN, 'plugin', 'run', ...args()], {
       cwd: ROOT,
       env: childEnv({ SVC_MCP_TOKEN: tok.readRO, SVC_LOG_LEVEL: 'info' }),
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -216,7 +219,7 @@ describe('svc plugin run (local store, stdio)', () => {
     const byId = new Map(lines.map((l) => JSON.parse(l)).map((m: any) => [m.id, m]));
     expect(byId.get(3).result.structuredContent.site_id).toBe(site);
     expect(byId.get(4).result.messages[0].content.text).toBe(skillBody(skillText('hot-accounts')));
-    expect(err).toMatch(/serving local tools over stdio/);
+    expect(err).toMatch(started);
     expect(err).toMatch(/stdin closed/);
     expect(err).not.toContain(tok.readRO);
   });
