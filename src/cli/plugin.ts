@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { Command } from 'commander';
 import { VERSION } from '../version.js';
 import { print, storeConfig, usageError, withData } from './common.js';
@@ -83,18 +84,20 @@ export function registerPlugin(program: Command): void {
     .option('--token <token>', 'the MCP token (default SVC_MCP_TOKEN; else a variable reference where the client expands one)')
     .option('--data <dir>', 'stdio without --url: the data directory (default SVC_DATA_DIR or ./.svc, made absolute)')
     .option('--database-url <url>', 'stdio without --url: PostgreSQL instead of the data directory')
-    .action(async (opts: { client: string; stdio?: boolean; url?: string; token?: string; data?: string; databaseUrl?: string }) => {
-      const { MCP_CLIENTS, mcpConfigEntry } = await import('../plugin/mcp-config.js');
+    .option('--local', 'a stdio entry that runs this installation (node and its bin/svc.js, absolute paths) instead of npx -y svc@<version>, e.g. from a clone (implies --stdio)')
+    .action(async (opts: { client: string; stdio?: boolean; url?: string; token?: string; data?: string; databaseUrl?: string; local?: boolean }) => {
+      const [{ MCP_CLIENTS, mcpConfigEntry }, { PACKAGE_ROOT }] = await Promise.all([import('../plugin/mcp-config.js'), import('../plugin/skills.js')]);
       const client = MCP_CLIENTS.find((c) => c === opts.client);
       if (!client) throw usageError(`--client: ${JSON.stringify(opts.client)} is not one of ${MCP_CLIENTS.join(', ')}`);
       const entry = mcpConfigEntry({
         client,
-        stdio: opts.stdio === true,
+        stdio: opts.stdio === true || opts.local === true,
         url: opts.url,
         token: opts.token ?? (process.env.SVC_MCP_TOKEN || undefined),
         data: opts.data,
         databaseUrl: opts.databaseUrl,
         version: VERSION,
+        local: opts.local ? { node: process.execPath, bin: path.join(PACKAGE_ROOT, 'bin', 'svc.js') } : undefined,
       });
       process.stdout.write(`${JSON.stringify(entry, null, 2)}\n`);
     });

@@ -1,5 +1,6 @@
 import { cpSync, existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
+import { AppError } from '../http/errors.js';
 import { copyDrift } from './validate.js';
 
 /**
@@ -11,6 +12,9 @@ import { copyDrift } from './validate.js';
  * the files that changed.
  */
 export function buildPluginSkills(root: string): string[] {
+  if (!existsSync(path.join(root, 'skills')) || !existsSync(path.join(root, 'plugin'))) {
+    throw new AppError('not_found', `${root} is not the svc repository root: it needs skills/ and plugin/ (--root)`);
+  }
   const changed = copyDrift(root);
   const dst = path.join(root, 'plugin', 'skills');
   if (existsSync(dst)) rmSync(dst, { recursive: true, force: true });

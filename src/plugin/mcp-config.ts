@@ -16,6 +16,11 @@ export interface McpConfigOptions {
   databaseUrl?: string;
   /** The package version `npx -y svc@<version>` pins. */
   version: string;
+  /**
+   * Run this installation (`<node> <bin/svc.js>`) instead of `npx -y svc@<version>`:
+   * for a clone or a global install, where the pinned version is not on the registry.
+   */
+  local?: { node: string; bin: string };
 }
 
 /** How each client spells a reference to an environment variable in its config file (null: it does not expand them). */
@@ -53,10 +58,10 @@ export function mcpConfigEntry(o: McpConfigOptions): { mcpServers: Record<string
     const headers = { Authorization: `Bearer ${token}` };
     return { mcpServers: { svc: o.client === 'cursor' ? { url, headers } : { type: 'http', url, headers } } };
   }
-  const args = ['-y', `svc@${o.version}`, 'plugin', 'run'];
+  const args = o.local ? [o.local.bin, 'plugin', 'run'] : ['-y', `svc@${o.version}`, 'plugin', 'run'];
   if (o.url !== undefined) args.push('--url', base(o.url));
   else if (o.databaseUrl !== undefined) args.push('--database-url', o.databaseUrl);
   else args.push('--data', path.resolve(o.data ?? process.env.SVC_DATA_DIR ?? './.svc'));
-  const entry: Record<string, unknown> = { command: 'npx', args, env: { SVC_MCP_TOKEN: token } };
+  const entry: Record<string, unknown> = { command: o.local ? o.local.node : 'npx', args, env: { SVC_MCP_TOKEN: token } };
   return { mcpServers: { svc: o.client === 'claude-code' ? { type: 'stdio', ...entry } : entry } };
 }

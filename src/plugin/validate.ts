@@ -99,6 +99,20 @@ export function checkSkill(skill: SkillDoc, registry: readonly ToolPolicyFacts[]
     }
   }
 
+  // The whoami stop rule: a "## Token" section says to call whoami first and to stop when the scope or a restriction of the token differs.
+  const tokenSection = /^## Token$([\s\S]*?)(?=^## |(?![\s\S]))/m.exec(skill.body)?.[1];
+  if (tokenSection === undefined) p('the body has no "## Token" section (the token it needs and the whoami stop rule)');
+  else {
+    if (!/Call `whoami` first/.test(tokenSection)) p('the "## Token" section must say: Call `whoami` first');
+    if (!/\bstop and reply\b/.test(tokenSection)) p('the "## Token" section must say when to stop and reply with a clear message');
+    if (!tokenSection.includes('`scope`')) p('the whoami stop rule must check `scope`');
+    if (token) {
+      for (const flag of ['read_only', 'propose_only', 'block_destructive'] as const) {
+        if (token.restrictions[flag] && !tokenSection.includes(`restrictions.${flag}`)) p(`the whoami stop rule must check \`restrictions.${flag}\` (the token is minted with it)`);
+      }
+    }
+  }
+
   // allowed-tools: our tools under both server entries of the plugin, nothing else.
   const allowed = listField(fm['allowed-tools']);
   const perServer = new Map<string, Set<string>>(PLUGIN_SERVERS.map((s) => [s, new Set<string>()]));
@@ -149,7 +163,8 @@ export function checkSkill(skill: SkillDoc, registry: readonly ToolPolicyFacts[]
   for (const t of tools) areas.add(t.split('_')[0]!);
   const named = new Set([...skill.body.matchAll(/`([a-z][a-z0-9]*(?:_[a-z0-9]+)*)`/g)].map((m) => m[1]!));
   for (const n of named) {
-    const looksLikeTool = byName.has(n) || (n.includes('_') && areas.has(n.split('_')[0]!));
+    // An area prefix makes a name look like a tool (`accounts_hots`), unless it is an id field (`content_id`): no tool name ends in _id.
+    const looksLikeTool = byName.has(n) || (n.includes('_') && areas.has(n.split('_')[0]!) && !/_ids?$/.test(n));
     if (looksLikeTool && !tools.has(n)) p(`the body names \`${n}\`, which is not in allowed-tools`);
   }
   for (const t of tools) if (!named.has(t)) p(`allowed-tools lists ${t} but the body never says when to call \`${t}\``);
@@ -219,7 +234,14 @@ function checkMcpConfig(root: string, problems: string[]): void {
   const raw = readJson(path.join(root, label), problems, label);
   if (!raw) return;
   const servers = (raw.mcpServers ?? raw) as Record<string, unknown>;
-  const want = pluginMcpServers(packageVersion(root));
+  let version: string;
+  try {
+    version = packageVersion(root);
+  } catch {
+    problems.push('package.json: missing or unreadable (the stdio server entry pins its version)');
+    return;
+  }
+  const want = pluginMcpServers(version);
   for (const [name, entry] of Object.entries(want)) {
     if (JSON.stringify(servers[name]) !== JSON.stringify(entry)) {
       problems.push(`${label}: server ${name} must be ${JSON.stringify(entry)}; found ${JSON.stringify(servers[name] ?? null)}`);

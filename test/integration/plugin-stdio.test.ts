@@ -9,6 +9,8 @@ import { backendEnv } from '../helpers/backend.js';
 import { BIN, cleanup, cli, cliJson, createSite, ROOT, startSvc, tempDir, type Svc } from '../helpers/svc.js';
 import { skillBody } from '../../src/plugin/skills.js';
 import { SELLER_SKILLS } from '../../src/plugin/validate.js';
+import { policyFacts } from '../../src/mcp/call.js';
+import { TOOLS } from '../../src/mcp/tools/index.js';
 
 let svc: Svc;
 let dataDir: string;
@@ -60,6 +62,9 @@ async function allTools(client: Client) {
   } while (cursor);
   return tools;
 }
+
+const GOLD = { trait: 'plan', op: 'eq', value: 'gold' };
+const REGISTRY = TOOLS.map(policyFacts);
 
 const skillText = (name: string) => readFileSync(path.join(ROOT, 'skills', name, 'SKILL.md'), 'utf8');
 
@@ -126,7 +131,7 @@ describe('svc plugin run (local store, stdio)', () => {
     const me = (await client.callTool({ name: 'whoami', arguments: {} })) as any;
     expect(me.isError).toBeFalsy();
     expect(me.structuredContent).toMatchObject({ site_id: site, scope: 'read', restrictions: { read_only: true }, personal_data: false });
-    const refused = (await client.callTool({ name: 'segments_create', arguments: { name: 'x', rule: 'event.type = "pageview"' } })) as any;
+    const refused = (await client.callTool({ name: 'segments_create', arguments: { name: 'x', rule: GOLD } })) as any;
     expect(refused.isError).toBe(true);
     expect(refused.structuredContent.error.code).toBe('insufficient_scope');
     expect(refused.structuredContent.error.details.reason).toBe('scope');
@@ -134,13 +139,25 @@ describe('svc plugin run (local store, stdio)', () => {
     expect(segments).toEqual([]);
   });
 
-  it('applies the token\'s restrictions: a propose-only write token may create but never delete', async () => {
+  it('applies the draft-segment-page token exactly as over HTTP: it drafts, and every approve, publish or destructive tool is refused', async () => {
     const { client } = await stdioClient(['--data', dataDir], tok.write);
     const me = (await client.callTool({ name: 'whoami', arguments: {} })) as any;
     expect(me.structuredContent).toMatchObject({ scope: 'write', restrictions: { propose_only: true, block_destructive: true, read_only: false } });
-    const del = (await client.callTool({ name: 'segments_delete', arguments: { id: 'seg_none' } })) as any;
-    expect(del.isError).toBe(true);
-    expect(del.structuredContent.error.code).toBe('insufficient_scope');
+    const created = (await client.callTool({ name: 'segments_create', arguments: { name: 'Gold (draft-segment-page)', rule: GOLD } })) as any;
+    expect(created.isError).toBeFalsy();
+    expect(created.structuredContent).toMatchObject({ name: 'Gold (draft-segment-page)', rule: GOLD });
+    const http = await httpClient(tok.write);
+    const refusedTools = REGISTRY.filter((t) => t.approvesOrPublishes || t.destructive);
+    expect(refusedTools.map((t) => t.name)).toEqual(expect.arrayContaining(['variants_approve', 'variants_publish', 'overrides_publish', 'segments_delete']));
+    for (const t of refusedTools) {
+      const overStdio = (await client.callTool({ name: t.name, arguments: {} })) as any;
+      expect(overStdio.isError, t.name).toBe(true);
+      expect(overStdio.structuredContent.error.code, t.name).toBe('insufficient_scope');
+      const overHttp = (await http.callTool({ name: t.name, arguments: {} })) as any;
+      expect(overStdio.structuredContent.error, t.name).toEqual(overHttp.structuredContent.error);
+    }
+    const segments = cliJson<{ id: string }[]>(['segment', 'list', '--site', site, '--data', dataDir]);
+    expect(segments.map((s: any) => s.name)).toEqual(['Gold (draft-segment-page)']);
   });
 
   it('checks the token before every request: a token revoked mid-session is refused from then on', async () => {
@@ -161,8 +178,11 @@ describe('svc plugin run (local store, stdio)', () => {
     expect(bad.stderr).toMatch(/unknown token/);
   });
 
-  it('writes only protocol messages on stdout, logs on stderr, and exits 0 when stdin closes', async () => {
-    const proc = spawn(process.execPath, [BIN, 'plugin', 'run', '--data', dataDir], {
+  it.each([
+    ['local', () => ['--data', dataDir], /serving local tools over stdio/],
+    ['proxy', () => ['--url', svc.url], /proxying tools over stdio/],
+  ] as const)('%s: writes only protocol messages on stdout, logs on stderr, and exits 0 when stdin closes', async (_mode, args, started) => {
+    const proc = spawn(process.execPath, [BIN, 'plugin', 'run', ...args()], {
       cwd: ROOT,
       env: childEnv({ SVC_MCP_TOKEN: tok.readRO, SVC_LOG_LEVEL: 'info' }),
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -199,7 +219,7 @@ describe('svc plugin run (local store, stdio)', () => {
     const byId = new Map(lines.map((l) => JSON.parse(l)).map((m: any) => [m.id, m]));
     expect(byId.get(3).result.structuredContent.site_id).toBe(site);
     expect(byId.get(4).result.messages[0].content.text).toBe(skillBody(skillText('hot-accounts')));
-    expect(err).toMatch(/serving local tools over stdio/);
+    expect(err).toMatch(started);
     expect(err).toMatch(/stdin closed/);
     expect(err).not.toContain(tok.readRO);
   });
@@ -214,7 +234,7 @@ describe('svc plugin run --url (proxy to a running svc serve)', () => {
     expect(overProxy).toEqual(overHttp);
     const me = (await client.callTool({ name: 'whoami', arguments: {} })) as any;
     expect(me.structuredContent).toMatchObject({ site_id: site, scope: 'read' });
-    const refused = (await client.callTool({ name: 'segments_create', arguments: { name: 'x', rule: 'event.type = "pageview"' } })) as any;
+    const refused = (await client.callTool({ name: 'segments_create', arguments: { name: 'x', rule: GOLD } })) as any;
     expect(refused.isError).toBe(true);
     expect(refused.structuredContent.error.code).toBe('insufficient_scope');
     const { prompts } = await client.listPrompts();
@@ -240,6 +260,27 @@ describe('svc plugin run --url (proxy to a running svc serve)', () => {
 });
 
 describe('svc plugin validate and svc mcp config', () => {
+  it('mcp config --local prints a Claude Desktop entry that runs this installation, and the entry works as printed', async () => {
+    for (const where of [['--data', dataDir], ['--url', svc.url]]) {
+      const r = cli(['mcp', 'config', '--client', 'claude-desktop', '--local', '--token', tok.readRO, ...where]);
+      expect(r.code, where[0]).toBe(0);
+      const entry = JSON.parse(r.stdout).mcpServers.svc as { command: string; args: string[]; env: Record<string, string> };
+      expect(entry, where[0]).toEqual({
+        command: process.execPath,
+        args: [BIN, 'plugin', 'run', where[0], where[0] === '--data' ? path.resolve(dataDir) : svc.url],
+        env: { SVC_MCP_TOKEN: tok.readRO },
+      });
+      const transport = new StdioClientTransport({ command: entry.command, args: entry.args, env: { ...childEnv(), ...entry.env }, cwd: ROOT, stderr: 'pipe' });
+      const client = new Client({ name: 'claude-desktop-like', version: '1.0.0' }, { versionNegotiation: { mode: 'legacy' } });
+      await client.connect(transport);
+      clients.push(client);
+      const me = (await client.callTool({ name: 'whoami', arguments: {} })) as any;
+      expect(me.structuredContent, where[0]).toMatchObject({ site_id: site, scope: 'read', restrictions: { read_only: true } });
+      expect((await client.listPrompts()).prompts.map((p) => p.name), where[0]).toEqual([...SELLER_SKILLS]);
+    }
+  });
+
+
   it('validate exits 1 with one clear line per problem', () => {
     const root = tempDir('svc-plugin-root-');
     try {
@@ -264,6 +305,8 @@ describe('svc plugin validate and svc mcp config', () => {
     const d = cli(['mcp', 'config', '--client', 'claude-desktop', '--stdio', '--token', 'mcpt_t', '--data', dataDir]);
     const version = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version;
     expect(JSON.parse(d.stdout).mcpServers.svc).toEqual({ command: 'npx', args: ['-y', `svc@${version}`, 'plugin', 'run', '--data', path.resolve(dataDir)], env: { SVC_MCP_TOKEN: 'mcpt_t' } });
+    const cursor = cli(['mcp', 'config', '--client', 'cursor', '--stdio', '--url', svc.url]);
+    expect(JSON.parse(cursor.stdout).mcpServers.svc).toEqual({ command: 'npx', args: ['-y', `svc@${version}`, 'plugin', 'run', '--url', svc.url], env: { SVC_MCP_TOKEN: '${env:SVC_MCP_TOKEN}' } });
     const bad = cli(['mcp', 'config', '--client', 'vscode']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/not one of claude-desktop, claude-code, cursor/);

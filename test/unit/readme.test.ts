@@ -1,6 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { CATALOGUE, EVENT_TYPES } from '../../src/webhooks/catalogue.js';
+import { mcpConfigEntry } from '../../src/plugin/mcp-config.js';
+import { loadSkills, PLUGIN_NAME } from '../../src/plugin/skills.js';
+import { packageVersion } from '../../src/plugin/validate.js';
 
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
 
@@ -20,5 +23,22 @@ describe('README stays true', () => {
       expect(readme, t).toContain(`| \`${t}\` | ${CATALOGUE[t].description} |`);
       expect(readme, t).toContain(JSON.stringify(CATALOGUE[t].example));
     }
+  });
+
+  it('shows the plugin install from a clone, the exact token line of each skill and the Claude Desktop stdio entry', async () => {
+    const root = new URL('../..', import.meta.url).pathname;
+    const marketplace = JSON.parse(readFileSync(new URL('../../.claude-plugin/marketplace.json', import.meta.url), 'utf8')) as { name: string; plugins: { name: string }[] };
+    expect(marketplace.plugins.map((p) => p.name)).toContain(PLUGIN_NAME);
+    expect(readme).toContain('/plugin marketplace add ./path/to/svc-clone\n');
+    expect(readme).toContain(`/plugin install ${PLUGIN_NAME}@${marketplace.name}\n`);
+    const skills = await loadSkills(new URL('../../skills', import.meta.url).pathname);
+    expect(skills).toHaveLength(4);
+    for (const s of skills) {
+      const line = (s.frontmatter.metadata as Record<string, string>)['svc-token']!;
+      expect(readme, s.dir).toMatch(new RegExp(`^\\| \`${s.dir}\` \\| .+ \\| \`${line.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\` \\|$`, 'm'));
+    }
+    const entry = mcpConfigEntry({ client: 'claude-desktop', stdio: true, url: 'https://svc.example.com', token: 'mcpt_...', version: packageVersion(root) });
+    const block = /Claude Desktop reads only local servers[\s\S]*?```json\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(JSON.parse(block!)).toEqual(entry);
   });
 });

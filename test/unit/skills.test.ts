@@ -174,6 +174,27 @@ describe('the validator (with the tools of the helper contract)', () => {
     expect(problems).toContain('the body names `whoami`, which is not in allowed-tools');
   });
 
+  it('requires the whoami stop rule to check the scope and every restriction the token is minted with', async () => {
+    const s = await edited('draft-segment-page', (t) => t.replace(', or `restrictions.block_destructive` is false', '').replace('Call `whoami` first', 'Call `whoami` when you like'));
+    const problems = checkSkill(s, FULL).map((p) => p.replace('skills/draft-segment-page/SKILL.md: ', ''));
+    expect(problems).toEqual([
+      'the "## Token" section must say: Call `whoami` first',
+      'the whoami stop rule must check `restrictions.block_destructive` (the token is minted with it)',
+    ]);
+    const noStop = await edited('hot-accounts', (t) => t.replaceAll('stop and reply', 'reply').replace('`scope` is not `read`, or ', ''));
+    expect(checkSkill(noStop, FULL).map((p) => p.replace('skills/hot-accounts/SKILL.md: ', ''))).toEqual([
+      'the "## Token" section must say when to stop and reply with a clear message',
+      'the whoami stop rule must check `scope`',
+    ]);
+    const noSection = await edited('explain-exposure', (t) => t.replace('## Token\n', '## Access\n'));
+    expect(checkSkill(noSection, FULL)).toContain('skills/explain-exposure/SKILL.md: the body has no "## Token" section (the token it needs and the whoami stop rule)');
+  });
+
+  it('reads `x_id` fields in the body as fields, a misspelt tool as a tool', async () => {
+    const s = await edited('hot-accounts', (t) => t.replace('## Output', 'Keep `accounts_id` and `content_ids`; never `content_creat`.\n\n## Output'));
+    expect(checkSkill(s, FULL)).toEqual(['skills/hot-accounts/SKILL.md: the body names `content_creat`, which is not in allowed-tools']);
+  });
+
   it('every skill touching a CRM denies every CRM write tool', () => {
     for (const s of skills) {
       expect(s.body, s.dir).toMatch(/^## CRM rules$/m);
@@ -221,6 +242,9 @@ describe('svc mcp config', () => {
       'https://svc.example.com',
     ]);
     expect(() => mcpConfigEntry({ client: 'claude-desktop', stdio: true, version: '1.2.3' })).toThrow(/pass --token/);
+    expect(mcpConfigEntry({ client: 'claude-desktop', stdio: true, token: 'mcpt_x', data: '/srv/svc', version: '1.2.3', local: { node: '/usr/bin/node', bin: '/src/svc/bin/svc.js' } })).toEqual({
+      mcpServers: { svc: { command: '/usr/bin/node', args: ['/src/svc/bin/svc.js', 'plugin', 'run', '--data', '/srv/svc'], env: { SVC_MCP_TOKEN: 'mcpt_x' } } },
+    });
   });
 
   it('claude-code and cursor: the HTTP entry, with each client\'s variable syntax when no token or URL is given', () => {
@@ -259,6 +283,13 @@ describe('the plugin folder', () => {
     ]);
     expect(buildPluginSkills(root)).toHaveLength(3);
     expect((await validatePlugin(root, FULL)).problems).toEqual([]);
+  });
+
+  it('build and validate answer a wrong --root with a clear error, never a stack trace', async () => {
+    expect(() => buildPluginSkills(path.join(tmp, 'nowhere'))).toThrow(expect.objectContaining({ code: 'not_found', message: expect.stringContaining('needs skills/ and plugin/') }));
+    const root = copyRepo('no-package');
+    rmSync(path.join(root, 'package.json'));
+    expect((await validatePlugin(root, FULL)).problems).toEqual(['package.json: missing or unreadable (the stdio server entry pins its version)']);
   });
 
   it('checks the manifest, both server entries (stdio pinned to the package version) and the marketplace entry', async () => {
