@@ -75,9 +75,9 @@ export const contentDelete = defineTool({
   name: 'content_delete',
   title: 'Delete content',
   description:
-    'Deletes a content block. Refused while zones or variants use it unless force is true: then zone defaults are cleared and the variants showing it are deleted with their placements (never a variant that is an experiment arm). Scope: write.',
+    'Deletes a content block. Refused while zones or variants use it unless force is true: then zone defaults are cleared and the variants showing it are deleted with their placements (never a variant that is an experiment arm). Needs the admin scope (SPEC: deleting content is admin). Scope: admin.',
   area,
-  scope: 'write',
+  scope: 'admin',
   flags: { changesData: true, destructive: true, idempotent: true },
   input: z.object({ id: idInput('Content id (cnt_...).'), force: z.boolean().default(false).describe('Delete even when in use.') }),
   output: z.object({ removed: z.string().describe('The deleted content id.'), was_used_by: usageView.describe('What used it (cleared or deleted).') }),
