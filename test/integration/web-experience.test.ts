@@ -424,6 +424,64 @@ describe('deleting', () => {
   });
 });
 
+describe('the other read and change tools of pages, zones, content, variants and placements', () => {
+  it('lists, reads, changes and removes, and /api/decide follows every change', async () => {
+    const page = await ok(c.write, 'pages_create', { name: 'Help', match_type: 'exact', pattern: '/help' });
+    const moved = await ok(c.write, 'pages_update', { id: page.id, match_type: 'glob', pattern: '/help/**' });
+    expect(moved).toMatchObject({ id: page.id, name: 'Help', match_type: 'glob', pattern: '/help/**' });
+    await fails(c.write, 'pages_update', { id: page.id, pattern: 'help' }, 'validation_failed');
+    await fails(c.write, 'pages_update', { id: 'page_nope', name: 'x' }, 'not_found');
+
+    const dflt = await ok(c.write, 'content_create', { name: 'Help default', kind: 'html', body: '<p>Ask us</p>' });
+    const tip = await ok(c.write, 'content_create', { name: 'Help tip', kind: 'html', body: '<p>Tip</p>' });
+    const cfg = await ok(c.write, 'content_create', { name: 'Help config', kind: 'json', body: '{"a":1}' });
+    expect((await ok(c.read, 'content_list', { kind: 'json' })).content.map((x: any) => x.id)).toContain(cfg.id);
+    expect((await ok(c.read, 'content_list', { kind: 'json' })).content.every((x: any) => x.kind === 'json')).toBe(true);
+    expect(await ok(c.read, 'content_get', { id: tip.id })).toMatchObject({ id: tip.id, name: 'Help tip', kind: 'html', body: '<p>Tip</p>', bytes: 10 });
+    await fails(c.read, 'content_get', { id: 'cnt_nope' }, 'not_found');
+
+    const zone = await ok(c.write, 'zones_create', { page_id: page.id, name: 'aside', selector: 'aside', default_content_id: dflt.id });
+    expect((await ok(c.read, 'zones_list', { page_id: page.id })).zones.map((z: any) => [z.id, z.name, z.selector])).toEqual([[zone.id, 'aside', 'aside']]);
+    expect((await ok(c.write, 'zones_update', { id: zone.id, selector: 'aside.help' })).selector).toBe('aside.help');
+    const url = 'https://shop.example/help/billing/refunds';
+    const aside = (b: any) => b.zones.find((z: any) => z.zone_id === zone.id);
+    const first = await decideUntil({ site_id: site, visitor_id: 'help-1', url }, (b) => aside(b) !== undefined);
+    expect(aside(first)).toMatchObject({ selector: 'aside.help', reason: 'default', content: { body: '<p>Ask us</p>' } });
+
+    const v = await ok(c.write, 'variants_create_draft', { zone_id: zone.id, content_id: tip.id, name: 'Tip' });
+    await ok(c.write, 'variants_approve', { id: v.id });
+    await ok(c.write, 'variants_publish', { id: v.id });
+    expect((await ok(c.read, 'variants_list', { zone_id: zone.id })).variants.map((x: any) => [x.id, x.status])).toEqual([[v.id, 'published']]);
+    expect((await ok(c.read, 'variants_list', { zone_id: zone.id, status: 'draft' })).variants).toEqual([]);
+    const plc = await ok(c.write, 'placements_create', { variant_id: v.id, priority: 2 });
+    expect(aside((await decide({ site_id: site, visitor_id: 'help-1', url })).body)).toMatchObject({ reason: 'placement', variant_id: v.id });
+
+    // A content change reaches what visitors see, sanitized.
+    const changed = await ok(c.write, 'content_update', { id: tip.id, body: '<p onmouseover="x()">Better tip</p>' });
+    expect(changed).toMatchObject({ body: '<p>Better tip</p>', sanitized: true });
+    expect(aside((await decide({ site_id: site, visitor_id: 'help-1', url })).body).content.body).toBe('<p>Better tip</p>');
+
+    const off = await ok(c.write, 'placements_update', { id: plc.id, priority: 7, enabled: false });
+    expect(off).toMatchObject({ id: plc.id, priority: 7, enabled: false });
+    expect(aside((await decide({ site_id: site, visitor_id: 'help-1', url })).body)).toMatchObject({ reason: 'default', variant_id: null });
+    await ok(c.write, 'placements_update', { id: plc.id, enabled: true });
+    expect(aside((await decide({ site_id: site, visitor_id: 'help-1', url })).body).reason).toBe('placement');
+    await fails(c.readOnly, 'placements_delete', { id: plc.id }, 'insufficient_scope');
+    expect(await ok(c.write, 'placements_delete', { id: plc.id })).toEqual({ removed: plc.id });
+    expect((await ok(c.read, 'placements_list', { zone_id: zone.id })).placements).toEqual([]);
+    expect(aside((await decide({ site_id: site, visitor_id: 'help-1', url })).body).reason).toBe('default');
+
+    // A zone goes only once its variants are archived; then its page can go.
+    expect((await fails(c.write, 'zones_delete', { id: zone.id }, 'conflict')).details.variants).toEqual([v.id]);
+    await ok(c.write, 'variants_archive', { id: v.id });
+    expect(await ok(c.write, 'zones_delete', { id: zone.id })).toEqual({ removed: zone.id });
+    expect((await ok(c.read, 'zones_list', { page_id: page.id })).zones).toEqual([]);
+    expect(Number(query<any>(dataDir, 'SELECT count(*) AS n FROM variants WHERE zone_id = ?', zone.id)[0].n)).toBe(0);
+    expect(await ok(c.write, 'pages_delete', { id: page.id })).toEqual({ removed: page.id });
+    expect((await decide({ site_id: site, visitor_id: 'help-1', url })).body.zones).toEqual([]);
+  });
+});
+
 describe('a layout test end to end: MCP tools, /api/events, /api/decide, /api/convert', () => {
   it('assigns through /api/decide (sticky), counts conversions per arm, ends with experiment.ended and ships for everyone with experiment.shipped', async () => {
     const plain = await ok(c.write, 'content_create', { name: 'Checkout default', kind: 'html', body: '<p>Pay now</p>' });
