@@ -178,6 +178,12 @@ describe('variants and placements', () => {
     const z = vip.zones[0];
     expect(z).toMatchObject({ reason: 'placement', variant_id: ids.vB, placement_id: ids.plcVip });
     expect(z.chain.map((s: any) => `${s.step}:${s.outcome}`)).toEqual(['override:none', 'holdout:none', 'shipped:none', 'experiment:none', 'placement:applied']);
+    // A visitor outside the segment is told which placement wanted which segment.
+    const anonWhy = await ok(c.read, 'placements_explain_decision', { visitor_id: 'anon-1', url: PRICING });
+    expect(anonWhy.zones[0].chain.filter((s: any) => s.step === 'placement')).toEqual([
+      { step: 'placement', outcome: 'not_matched', detail: `placement ${ids.plcVip} (priority 5) is for segment ${ids.seg}, which the visitor is not in` },
+      expect.objectContaining({ step: 'placement', outcome: 'applied' }),
+    ]);
     // The same by profile reference.
     const byProfile = await ok(c.read, 'placements_explain_decision', { profile: { by: 'profile_id', value: vip.visitor.profile_id }, url: PRICING });
     expect(byProfile.zones[0].variant_id).toBe(ids.vB);
