@@ -466,6 +466,15 @@ describe('the other read and change tools of pages, zones, content, variants and
     const changed = await ok(c.write, 'content_update', { id: tip.id, body: '<p onmouseover="x()">Better tip</p>' });
     expect(changed).toMatchObject({ body: '<p>Better tip</p>', sanitized: true });
     expect(aside((await decide({ site_id: site, visitor_id: 'help-1', url })).body).content.body).toBe('<p>Better tip</p>');
+    // A propose-only token cannot change what an approved variant or a zone default shows; it edits its drafts' content.
+    const sneaky = await fails(c.propose, 'content_update', { id: tip.id, body: '<p>Unapproved words</p>' }, 'insufficient_scope');
+    expect(sneaky.details).toMatchObject({ reason: 'propose_only', variants: [v.id], zones: [] });
+    expect((await fails(c.propose, 'content_update', { id: dflt.id, body: '<p>x</p>' }, 'insufficient_scope')).details.zones).toEqual([zone.id]);
+    expect((await ok(c.read, 'content_get', { id: tip.id })).body).toBe('<p>Better tip</p>');
+    expect((await ok(c.propose, 'content_update', { id: tip.id, name: 'Help tip, renamed' })).name).toBe('Help tip, renamed');
+    const proposal = await ok(c.propose, 'content_create', { name: 'Proposal', kind: 'html', body: '<p>Draft words</p>' });
+    await ok(c.propose, 'variants_create_draft', { zone_id: zone.id, content_id: proposal.id, name: 'Proposal' });
+    expect((await ok(c.propose, 'content_update', { id: proposal.id, body: '<p>Better draft words</p>' })).body).toBe('<p>Better draft words</p>');
 
     const off = await ok(c.write, 'placements_update', { id: plc.id, priority: 7, enabled: false });
     expect(off).toMatchObject({ id: plc.id, priority: 7, enabled: false });
@@ -478,8 +487,10 @@ describe('the other read and change tools of pages, zones, content, variants and
     expect(aside((await decide({ site_id: site, visitor_id: 'help-1', url })).body).reason).toBe('default');
 
     // A zone goes only once its variants are archived; then its page can go.
-    expect((await fails(c.write, 'zones_delete', { id: zone.id }, 'conflict')).details.variants).toEqual([v.id]);
-    await ok(c.write, 'variants_archive', { id: v.id });
+    const blocking = (await fails(c.write, 'zones_delete', { id: zone.id }, 'conflict')).details.variants;
+    expect(blocking).toHaveLength(2);
+    expect(blocking).toContain(v.id);
+    for (const id of blocking) await ok(c.write, 'variants_archive', { id });
     expect(await ok(c.write, 'zones_delete', { id: zone.id })).toEqual({ removed: zone.id });
     expect((await ok(c.read, 'zones_list', { page_id: page.id })).zones).toEqual([]);
     expect(Number(query<any>(dataDir, 'SELECT count(*) AS n FROM variants WHERE zone_id = ?', zone.id)[0].n)).toBe(0);
