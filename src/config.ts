@@ -72,6 +72,11 @@ export const configSchema = z.object({
     .min(50)
     .default(60_000)
     .describe('How often layout tests are checked for their scheduled end, early stopping and the Core Web Vitals guardrail, in ms (SVC_EXPERIMENTS_INTERVAL_MS).'),
+  decideCacheFallbackMs: positiveInt
+    .default(2_000)
+    .describe(
+      'On PostgreSQL: a cached decision snapshot is reloaded after this long at the latest, in case a change notification was lost (SVC_DECIDE_CACHE_FALLBACK_MS).',
+    ),
   webhookPollMs: positiveInt.default(500).describe('Longest pause between looks for due deliveries (SVC_WEBHOOK_POLL_MS).'),
   segmentRefreshMs: positiveInt
     .default(600_000)
@@ -114,6 +119,7 @@ const ENV: Record<keyof Config, string> = {
   webhookDisableWindow: 'SVC_WEBHOOK_DISABLE_WINDOW',
   webhookPollMs: 'SVC_WEBHOOK_POLL_MS',
   experimentsIntervalMs: 'SVC_EXPERIMENTS_INTERVAL_MS',
+  decideCacheFallbackMs: 'SVC_DECIDE_CACHE_FALLBACK_MS',
   laneLeaseMs: 'SVC_LANE_LEASE_MS',
   retentionDays: 'SVC_RETENTION_DAYS',
   cleanupIntervalMs: 'SVC_CLEANUP_INTERVAL_MS',

@@ -72,7 +72,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
 
   // GET /api/decide: public like ingestion, limited per client address and per site with the ingestion rates.
   const decideDeps: DecideDeps = {
-    decisions: decisionService(store),
+    decisions: decisionService(store, { fallbackMs: config.decideCacheFallbackMs }),
     ingestion: service,
     ipLimiter: limited ? createRateLimiter(store, { name: 'decide-client', rate: config.ingestIpRate, windowMs: 1000, burst: config.ingestIpBurst }) : null,
     siteLimiter: limited ? createRateLimiter(store, { name: 'decide-site', rate: config.ingestSiteRate, windowMs: 1000, burst: config.ingestSiteBurst }) : null,

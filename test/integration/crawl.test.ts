@@ -187,6 +187,19 @@ describe('sitemap crawl through MCP', () => {
     expect(s.error).toContain('nope.xml answered HTTP 404');
   });
 
+  it('fails a crawl that outlasts its timeout_seconds, with the reason, marking nothing gone', async () => {
+    // The sitemap answers after 8 s: past the crawl's 5 s limit, inside the 15 s limit of one request.
+    web.files.set('/slow.xml', { type: 'application/xml', body: urlset([[`${web.origin}/p/1`]]), delayMs: 8000 });
+    const gone = () => query<{ n: number }>(dataDir, "SELECT count(*) AS n FROM crawl_urls WHERE site_id = ? AND state = 'gone'", siteId);
+    const goneBefore = gone();
+    const started = await callOk(client, 'crawl_start', { sitemap_url: `${web.origin}/slow.xml`, timeout_seconds: 5 });
+    expect(started.timeout_seconds).toBe(5);
+    const s = await finished(started.crawl_id);
+    expect(s).toMatchObject({ state: 'failed', error: 'the crawl did not finish within 5 s' });
+    expect(gone()).toEqual(goneBefore);
+    expect(completedEvents().some((e) => e.crawl_id === started.crawl_id)).toBe(false);
+  });
+
   it('gives a running crawl back on shutdown and finishes it after a restart', async () => {
     web.files.set('/p/2', { body: '<html><body>/p/2</body></html>', delayMs: 4000 });
     const started = await callOk(client, 'crawl_start', { site_url: web.origin });

@@ -69,6 +69,33 @@ async function waitFor<T>(what: string, fn: () => T | undefined | Promise<T | un
   }
 }
 
+/** Ends a throw-away test on its own zone by its scheduled end, and waits until the worker has ended it. */
+async function sentinelEnded(): Promise<void> {
+  const t = await ok(c.write, 'experiments_create', {
+    name: 'Sentinel',
+    zone_id: 'zone_sentinel',
+    arms: [
+      { label: 'Control', control: true, weight: 1 },
+      { label: 'Sentinel', variant_id: 'var_sentinel', weight: 1 },
+    ],
+    primary_metric: 'conversion',
+    guardrail_metrics: [],
+    scheduled_end: new Date(Date.now() + 1000).toISOString(),
+  });
+  await ok(c.write, 'experiments_start', { id: t.id });
+  await waitFor('sentinel end', async () => ((await ok(c.readOnly, 'experiments_get', { id: t.id })).status === 'ended' ? true : undefined));
+}
+
+/**
+ * Resolves once a whole worker pass has run over what is stored now: a pass ends the first sentinel
+ * (so it began after this call), and a later pass ends the second (so the first one had finished),
+ * instead of sleeping and hoping the worker ran.
+ */
+async function afterAFullPass(): Promise<void> {
+  await sentinelEnded();
+  await sentinelEnded();
+}
+
 interface Exposure {
   visitor: string;
   zone: string;
@@ -111,8 +138,9 @@ beforeAll(async () => {
     `INSERT INTO zones (id, site_id, page_id, name, selector, default_content_id, created_at, updated_at) VALUES
       ('zone_hero', ?, 'pg_pricing', 'hero', '#hero', 'cb_default', ?, ?),
       ('zone_cta', ?, 'pg_pricing', 'cta', '#cta', 'cb_default', ?, ?),
-      ('zone_side', ?, 'pg_pricing', 'side', '#side', 'cb_default', ?, ?)`,
-    site, now, now, site, now, now, site, now, now,
+      ('zone_side', ?, 'pg_pricing', 'side', '#side', 'cb_default', ?, ?),
+      ('zone_sentinel', ?, 'pg_pricing', 'sentinel', '#sentinel', 'cb_default', ?, ?)`,
+    site, now, now, site, now, now, site, now, now, site, now, now,
   );
   execute(
     dataDir,
@@ -121,8 +149,9 @@ beforeAll(async () => {
       ('var_cta', ?, 'zone_cta', 'cb_b', NULL, 'Heavy CTA', 'approved', 'token:t', ?, ?),
       ('var_side', ?, 'zone_side', 'cb_b', NULL, 'Side', 'approved', 'token:t', ?, ?),
       ('var_off', ?, 'zone_hero', 'cb_b', NULL, 'Off', 'disabled', 'token:t', ?, ?),
-      ('var_draft', ?, 'zone_hero', 'cb_b', NULL, 'Unapproved', 'draft', 'token:t', ?, ?)`,
-    site, now, now, site, now, now, site, now, now, site, now, now, site, now, now,
+      ('var_draft', ?, 'zone_hero', 'cb_b', NULL, 'Unapproved', 'draft', 'token:t', ?, ?),
+      ('var_sentinel', ?, 'zone_sentinel', 'cb_b', NULL, 'Sentinel', 'approved', 'token:t', ?, ?)`,
+    site, now, now, site, now, now, site, now, now, site, now, now, site, now, now, site, now, now,
   );
   svc = await startSvc({
     dataDir,
@@ -412,7 +441,7 @@ describe('layout tests through MCP', () => {
       );
     }
     // Under 3 days of running the worker leaves it running, however strong the signal.
-    await new Promise((r) => setTimeout(r, 600));
+    await afterAFullPass();
     expect((await ok(c.readOnly, 'experiments_get', { id: t.id })).status).toBe('running');
     execute(dataDir, 'UPDATE experiments SET started_at = ? WHERE id = ?', now - 4 * day, t.id);
     const ended = await waitFor('early stop', async () => {
@@ -476,7 +505,7 @@ describe('Core Web Vitals guardrail', () => {
       [99, null],
       [99, 'insufficient_data'],
     ]);
-    await new Promise((r) => setTimeout(r, 500));
+    await afterAFullPass();
     expect((await ok(c.readOnly, 'experiments_get', { id: t.id })).status).toBe('running');
 
     expect((await vitals('gc-99', 'https://shop.example/pricing', 2098)).status).toBe(201);
@@ -502,7 +531,7 @@ describe('Core Web Vitals guardrail', () => {
     expect(resumed.status).toBe('running');
     const fresh = await ok(c.readOnly, 'experiments_guardrail_status', { id: t.id });
     expect(fresh.metrics.find((x: any) => x.metric === 'lcp').arms.map((a: any) => a.n)).toEqual([0, 0]);
-    await new Promise((r) => setTimeout(r, 500));
+    await afterAFullPass();
     expect((await ok(c.readOnly, 'experiments_get', { id: t.id })).status).toBe('running');
     expect(received('experiment.guardrail_paused').filter((p) => p.experiment_id === t.id)).toHaveLength(1);
   });

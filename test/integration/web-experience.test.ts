@@ -11,7 +11,7 @@ let svc: Svc;
 let dataDir: string;
 let site: string;
 let rx: Awaited<ReturnType<typeof startReceiver>>;
-const tok = { admin: '', write: '', propose: '', readOnly: '', read: '' };
+const tok = { admin: '', write: '', propose: '', readOnly: '', read: '', noDestroy: '', adminPropose: '' };
 const c = {} as Record<keyof typeof tok, Client>;
 const ids: Record<string, string> = {};
 
@@ -43,8 +43,8 @@ async function fails(client: Client, name: string, args: Record<string, unknown>
   return r.structuredContent.error;
 }
 
-async function decide(params: Record<string, string>, method = 'GET'): Promise<{ status: number; body: any; headers: Headers }> {
-  const u = new URL(`${svc.url}/api/decide`);
+async function decide(params: Record<string, string>, method = 'GET', base = svc.url): Promise<{ status: number; body: any; headers: Headers }> {
+  const u = new URL(`${base}/api/decide`);
   for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v);
   const res = await fetch(u, { method });
   const text = await res.text();
@@ -52,10 +52,10 @@ async function decide(params: Record<string, string>, method = 'GET'): Promise<{
 }
 
 /** Polls /api/decide until `until` holds (changes made by another process reach the cache through the store). */
-async function decideUntil(params: Record<string, string>, until: (b: any) => boolean): Promise<any> {
+async function decideUntil(params: Record<string, string>, until: (b: any) => boolean, base = svc.url): Promise<any> {
   const deadline = Date.now() + 10_000;
   for (;;) {
-    const r = await decide(params);
+    const r = await decide(params, 'GET', base);
     expect(r.status).toBe(200);
     if (until(r.body)) return r.body;
     if (Date.now() > deadline) throw new Error(`decide never satisfied the condition: ${JSON.stringify(r.body)}`);
@@ -74,6 +74,8 @@ beforeAll(async () => {
   tok.propose = mint(['--scope', 'write', '--propose-only']);
   tok.readOnly = mint(['--scope', 'write', '--read-only']);
   tok.read = mint(['--scope', 'read']);
+  tok.noDestroy = mint(['--scope', 'admin', '--block-destructive']);
+  tok.adminPropose = mint(['--scope', 'admin', '--propose-only']);
   svc = await startSvc({ dataDir, args: ['--allow-private-destinations'], env: { SVC_WEBHOOK_POLL_MS: '50' } });
   for (const k of Object.keys(tok) as (keyof typeof tok)[]) c[k] = await connect(tok[k]);
   rx = await startReceiver();
@@ -176,6 +178,12 @@ describe('variants and placements', () => {
     const z = vip.zones[0];
     expect(z).toMatchObject({ reason: 'placement', variant_id: ids.vB, placement_id: ids.plcVip });
     expect(z.chain.map((s: any) => `${s.step}:${s.outcome}`)).toEqual(['override:none', 'holdout:none', 'shipped:none', 'experiment:none', 'placement:applied']);
+    // A visitor outside the segment is told which placement wanted which segment.
+    const anonWhy = await ok(c.read, 'placements_explain_decision', { visitor_id: 'anon-1', url: PRICING });
+    expect(anonWhy.zones[0].chain.filter((s: any) => s.step === 'placement')).toEqual([
+      { step: 'placement', outcome: 'not_matched', detail: `placement ${ids.plcVip} (priority 5) is for segment ${ids.seg}, which the visitor is not in` },
+      expect.objectContaining({ step: 'placement', outcome: 'applied' }),
+    ]);
     // The same by profile reference.
     const byProfile = await ok(c.read, 'placements_explain_decision', { profile: { by: 'profile_id', value: vip.visitor.profile_id }, url: PRICING });
     expect(byProfile.zones[0].variant_id).toBe(ids.vB);
@@ -274,6 +282,11 @@ describe('GET /api/decide', () => {
 describe('overrides', () => {
   it('publishes, forces and lifts overrides with who and when; admin only for publish and force', async () => {
     await fails(c.write, 'overrides_publish', { kind: 'pin_zone', zone_id: ids.zone, variant_id: ids.vB }, 'insufficient_scope');
+    // Publishing an override is destructive and publishes: refused to admin tokens that block destructive tools or only propose.
+    expect((await fails(c.noDestroy, 'overrides_publish', { kind: 'pin_zone', zone_id: ids.zone, variant_id: ids.vB }, 'insufficient_scope')).details.reason).toBe('block_destructive');
+    expect((await fails(c.noDestroy, 'overrides_force_arm', { experiment_id: 'exp_hero', arm_id: 'arm_ctl', visitor_id: 'qa-1' }, 'insufficient_scope')).details.reason).toBe('block_destructive');
+    expect((await fails(c.adminPropose, 'overrides_publish', { kind: 'pin_zone', zone_id: ids.zone, variant_id: ids.vB }, 'insufficient_scope')).details.reason).toBe('propose_only');
+    expect(query(dataDir, 'SELECT count(*) AS n FROM overrides')[0]).toMatchObject({ n: 0 });
     const pin = await ok(c.admin, 'overrides_publish', { kind: 'pin_zone', zone_id: ids.zone, variant_id: ids.vB, note: 'launch day' });
     expect(pin).toMatchObject({ kind: 'pin_zone', active: true, set_by: expect.stringMatching(/^token:/), set_at: expect.any(String), lifted_by: null });
     await fails(c.admin, 'overrides_publish', { kind: 'pin_zone', zone_id: ids.zone, variant_id: ids.vA }, 'conflict');
@@ -307,16 +320,18 @@ describe('overrides', () => {
 });
 
 describe('cache across instances', () => {
-  it.runIf(PG_BASE_URL !== undefined)('on PostgreSQL, a change made through one instance reaches the other instance\u2019s cache at once (NOTIFY, not the 2 s fallback)', async () => {
-    const second = await startSvc({ dataDir });
+  it.runIf(PG_BASE_URL !== undefined)('on PostgreSQL, a change made through one instance reaches the other instance\u2019s cache by NOTIFY (the time fallback is set out of reach)', async () => {
+    // With a one-hour fallback only the svc_web notification can drop the second instance's snapshot.
+    const second = await startSvc({ dataDir, env: { SVC_DECIDE_CACHE_FALLBACK_MS: '3600000' } });
     try {
-      const q = `/api/decide?site_id=${site}&visitor_id=anon-9&url=${encodeURIComponent(PRICING)}`;
+      const params = { site_id: site, visitor_id: 'anon-9', url: PRICING };
+      const q = `/api/decide?${new URLSearchParams(params).toString()}`;
       const warm = await (await fetch(`${second.url}${q}`)).json();
       expect(hero(warm).selector).toBe('#hero');
       await ok(c.write, 'zones_update', { id: ids.zone, selector: '#hero-2' });
-      await new Promise((r) => setTimeout(r, 300));
-      expect(hero(await (await fetch(`${second.url}${q}`)).json()).selector).toBe('#hero-2');
+      await decideUntil(params, (b) => hero(b).selector === '#hero-2', second.url);
       await ok(c.write, 'zones_update', { id: ids.zone, selector: '#hero' });
+      await decideUntil(params, (b) => hero(b).selector === '#hero', second.url);
     } finally {
       await second.stop();
     }
@@ -327,15 +342,19 @@ describe('content in use', () => {
   it('lists usage and refuses to delete used content unless forced', async () => {
     const usage = await ok(c.read, 'content_usage', { id: ids.cDefault });
     expect(usage.zones.map((z: any) => z.zone_id)).toEqual([ids.zone]);
-    const refused = await fails(c.write, 'content_delete', { id: ids.cDefault }, 'conflict');
+    // Deleting content is an admin tool (SPEC), and destructive: refused to write tokens and to admin tokens blocking destructive tools.
+    expect((await fails(c.write, 'content_delete', { id: ids.cDefault, force: true }, 'insufficient_scope')).details).toMatchObject({ reason: 'scope', missing: 'scope:admin' });
+    expect((await fails(c.noDestroy, 'content_delete', { id: ids.cDefault, force: true }, 'insufficient_scope')).details.reason).toBe('block_destructive');
+    expect((await ok(c.read, 'zones_get', { id: ids.zone })).default_content_id).toBe(ids.cDefault);
+    const refused = await fails(c.admin, 'content_delete', { id: ids.cDefault }, 'conflict');
     expect(refused.details.zones).toEqual([ids.zone]);
     const unused = await ok(c.write, 'content_create', { name: 'Tmp', kind: 'html', body: '<p>tmp</p>' });
-    await ok(c.write, 'content_delete', { id: unused.id });
-    const forced = await ok(c.write, 'content_delete', { id: ids.cDefault, force: true });
+    await ok(c.admin, 'content_delete', { id: unused.id });
+    const forced = await ok(c.admin, 'content_delete', { id: ids.cDefault, force: true });
     expect(forced.was_used_by.zones).toHaveLength(1);
     expect((await ok(c.read, 'zones_get', { id: ids.zone })).default_content_id).toBeNull();
     // A variant that is an experiment arm is never deleted with its content.
-    await fails(c.write, 'content_delete', { id: ids.cA, force: true }, 'conflict');
+    await fails(c.admin, 'content_delete', { id: ids.cA, force: true }, 'conflict');
   });
 });
 
@@ -378,8 +397,8 @@ describe('variant watchdog', () => {
     // Re-publishing starts a fresh window.
     await ok(c.write, 'variants_publish', { id: ids.vB });
     expect(await ok(c.read, 'variants_render_stats', { id: ids.vB })).toMatchObject({ renders: 0, failures: 0 });
-    await new Promise((r) => setTimeout(r, 500));
-    expect(rx.received.filter((r) => JSON.parse(r.body).event === 'variant.watchdog_disabled')).toHaveLength(1);
+    // Exactly one event was ever written (the outbox row is committed with the render that tripped the watchdog).
+    expect(Number(query<any>(dataDir, "SELECT count(*) AS n FROM outbox WHERE event_type = 'variant.watchdog_disabled'")[0].n)).toBe(1);
   });
 
   it('every event the receiver got validates against the catalogue', () => {
@@ -408,6 +427,162 @@ describe('deleting', () => {
     for (const n of ['content_delete', 'overrides_publish', 'overrides_force_arm', 'pages_delete', 'zones_delete', 'placements_delete']) {
       expect(byName.get(n)?.annotations?.destructiveHint, n).toBe(true);
     }
+  });
+});
+
+describe('the other read and change tools of pages, zones, content, variants and placements', () => {
+  it('lists, reads, changes and removes, and /api/decide follows every change', async () => {
+    const page = await ok(c.write, 'pages_create', { name: 'Help', match_type: 'exact', pattern: '/help' });
+    const moved = await ok(c.write, 'pages_update', { id: page.id, match_type: 'glob', pattern: '/help/**' });
+    expect(moved).toMatchObject({ id: page.id, name: 'Help', match_type: 'glob', pattern: '/help/**' });
+    await fails(c.write, 'pages_update', { id: page.id, pattern: 'help' }, 'validation_failed');
+    await fails(c.write, 'pages_update', { id: 'page_nope', name: 'x' }, 'not_found');
+
+    const dflt = await ok(c.write, 'content_create', { name: 'Help default', kind: 'html', body: '<p>Ask us</p>' });
+    const tip = await ok(c.write, 'content_create', { name: 'Help tip', kind: 'html', body: '<p>Tip</p>' });
+    const cfg = await ok(c.write, 'content_create', { name: 'Help config', kind: 'json', body: '{"a":1}' });
+    expect((await ok(c.read, 'content_list', { kind: 'json' })).content.map((x: any) => x.id)).toContain(cfg.id);
+    expect((await ok(c.read, 'content_list', { kind: 'json' })).content.every((x: any) => x.kind === 'json')).toBe(true);
+    expect(await ok(c.read, 'content_get', { id: tip.id })).toMatchObject({ id: tip.id, name: 'Help tip', kind: 'html', body: '<p>Tip</p>', bytes: 10 });
+    await fails(c.read, 'content_get', { id: 'cnt_nope' }, 'not_found');
+
+    const zone = await ok(c.write, 'zones_create', { page_id: page.id, name: 'aside', selector: 'aside', default_content_id: dflt.id });
+    expect((await ok(c.read, 'zones_list', { page_id: page.id })).zones.map((z: any) => [z.id, z.name, z.selector])).toEqual([[zone.id, 'aside', 'aside']]);
+    expect((await ok(c.write, 'zones_update', { id: zone.id, selector: 'aside.help' })).selector).toBe('aside.help');
+    const url = 'https://shop.example/help/billing/refunds';
+    const aside = (b: any) => b.zones.find((z: any) => z.zone_id === zone.id);
+    const first = await decideUntil({ site_id: site, visitor_id: 'help-1', url }, (b) => aside(b) !== undefined);
+    expect(aside(first)).toMatchObject({ selector: 'aside.help', reason: 'default', content: { body: '<p>Ask us</p>' } });
+
+    const v = await ok(c.write, 'variants_create_draft', { zone_id: zone.id, content_id: tip.id, name: 'Tip' });
+    await ok(c.write, 'variants_approve', { id: v.id });
+    await ok(c.write, 'variants_publish', { id: v.id });
+    expect((await ok(c.read, 'variants_list', { zone_id: zone.id })).variants.map((x: any) => [x.id, x.status])).toEqual([[v.id, 'published']]);
+    expect((await ok(c.read, 'variants_list', { zone_id: zone.id, status: 'draft' })).variants).toEqual([]);
+    const plc = await ok(c.write, 'placements_create', { variant_id: v.id, priority: 2 });
+    expect(aside((await decide({ site_id: site, visitor_id: 'help-1', url })).body)).toMatchObject({ reason: 'placement', variant_id: v.id });
+
+    // A content change reaches what visitors see, sanitized.
+    const changed = await ok(c.write, 'content_update', { id: tip.id, body: '<p onmouseover="x()">Better tip</p>' });
+    expect(changed).toMatchObject({ body: '<p>Better tip</p>', sanitized: true });
+    expect(aside((await decide({ site_id: site, visitor_id: 'help-1', url })).body).content.body).toBe('<p>Better tip</p>');
+    // A propose-only token cannot change what an approved variant or a zone default shows; it edits its drafts' content.
+    const sneaky = await fails(c.propose, 'content_update', { id: tip.id, body: '<p>Unapproved words</p>' }, 'insufficient_scope');
+    expect(sneaky.details).toMatchObject({ reason: 'propose_only', variants: [v.id], zones: [] });
+    expect((await fails(c.propose, 'content_update', { id: dflt.id, body: '<p>x</p>' }, 'insufficient_scope')).details.zones).toEqual([zone.id]);
+    expect((await ok(c.read, 'content_get', { id: tip.id })).body).toBe('<p>Better tip</p>');
+    expect((await ok(c.propose, 'content_update', { id: tip.id, name: 'Help tip, renamed' })).name).toBe('Help tip, renamed');
+    const proposal = await ok(c.propose, 'content_create', { name: 'Proposal', kind: 'html', body: '<p>Draft words</p>' });
+    await ok(c.propose, 'variants_create_draft', { zone_id: zone.id, content_id: proposal.id, name: 'Proposal' });
+    expect((await ok(c.propose, 'content_update', { id: proposal.id, body: '<p>Better draft words</p>' })).body).toBe('<p>Better draft words</p>');
+
+    const off = await ok(c.write, 'placements_update', { id: plc.id, priority: 7, enabled: false });
+    expect(off).toMatchObject({ id: plc.id, priority: 7, enabled: false });
+    expect(aside((await decide({ site_id: site, visitor_id: 'help-1', url })).body)).toMatchObject({ reason: 'default', variant_id: null });
+    await ok(c.write, 'placements_update', { id: plc.id, enabled: true });
+    expect(aside((await decide({ site_id: site, visitor_id: 'help-1', url })).body).reason).toBe('placement');
+    await fails(c.readOnly, 'placements_delete', { id: plc.id }, 'insufficient_scope');
+    expect(await ok(c.write, 'placements_delete', { id: plc.id })).toEqual({ removed: plc.id });
+    expect((await ok(c.read, 'placements_list', { zone_id: zone.id })).placements).toEqual([]);
+    expect(aside((await decide({ site_id: site, visitor_id: 'help-1', url })).body).reason).toBe('default');
+
+    // A zone goes only once its variants are archived; then its page can go.
+    const blocking = (await fails(c.write, 'zones_delete', { id: zone.id }, 'conflict')).details.variants;
+    expect(blocking).toHaveLength(2);
+    expect(blocking).toContain(v.id);
+    for (const id of blocking) await ok(c.write, 'variants_archive', { id });
+    expect(await ok(c.write, 'zones_delete', { id: zone.id })).toEqual({ removed: zone.id });
+    expect((await ok(c.read, 'zones_list', { page_id: page.id })).zones).toEqual([]);
+    expect(Number(query<any>(dataDir, 'SELECT count(*) AS n FROM variants WHERE zone_id = ?', zone.id)[0].n)).toBe(0);
+    expect(await ok(c.write, 'pages_delete', { id: page.id })).toEqual({ removed: page.id });
+    expect((await decide({ site_id: site, visitor_id: 'help-1', url })).body.zones).toEqual([]);
+  });
+});
+
+describe('a layout test end to end: MCP tools, /api/events, /api/decide, /api/convert', () => {
+  it('assigns through /api/decide (sticky), counts conversions per arm, ends with experiment.ended and ships for everyone with experiment.shipped', async () => {
+    const plain = await ok(c.write, 'content_create', { name: 'Checkout default', kind: 'html', body: '<p>Pay now</p>' });
+    const alt = await ok(c.write, 'content_create', { name: 'Checkout alt', kind: 'html', body: '<p>Complete your order</p>' });
+    const page = await ok(c.write, 'pages_create', { name: 'Checkout', match_type: 'prefix', pattern: '/checkout' });
+    const zone = await ok(c.write, 'zones_create', { page_id: page.id, name: 'cta', selector: '#cta', default_content_id: plain.id });
+    const v = await ok(c.propose, 'variants_create_draft', { zone_id: zone.id, content_id: alt.id, name: 'Alt CTA' });
+    await ok(c.write, 'variants_approve', { id: v.id });
+    const exp = await ok(c.write, 'experiments_create', {
+      name: 'Checkout CTA',
+      zone_id: zone.id,
+      primary_metric: 'conversion',
+      arms: [
+        { label: 'Control', control: true, weight: 50 },
+        { label: 'Alt', variant_id: v.id, weight: 50 },
+      ],
+    });
+    expect((await ok(c.write, 'experiments_start', { id: exp.id })).status).toBe('running');
+    const [ctlArm, altArm] = [exp.arms[0].id as string, exp.arms[1].id as string];
+    const weights = [
+      { id: ctlArm, weight: 50 },
+      { id: altArm, weight: 50 },
+    ];
+    // Three visitors the hash puts in each arm.
+    const visitors = { [ctlArm]: [] as string[], [altArm]: [] as string[] };
+    for (let i = 0; visitors[ctlArm]!.length < 3 || visitors[altArm]!.length < 3; i++) {
+      const id = `co-${i}`;
+      const arm = assignArm(exp.seed, id, weights)!.id;
+      if (visitors[arm]!.length < 3) visitors[arm]!.push(id);
+    }
+    const url = 'https://shop.example/checkout/step-1';
+    const cta = (b: any) => b.zones.find((z: any) => z.zone_id === zone.id);
+    for (const [arm, ids_] of Object.entries(visitors)) {
+      for (const visitor of ids_) {
+        expect((await post(`${svc.url}/api/events`, { site_id: site, session_id: `s-${visitor}`, visitor_id: visitor, type: 'pageview', url })).status).toBe(201);
+        const b = await decideUntil({ site_id: site, visitor_id: visitor, url }, (x) => cta(x)?.reason === 'experiment_arm');
+        expect(cta(b)).toMatchObject({ experiment_id: exp.id, arm_id: arm, variant_id: arm === altArm ? v.id : null, content: { body: arm === altArm ? '<p>Complete your order</p>' : '<p>Pay now</p>' } });
+      }
+    }
+    const exposed = query<any>(dataDir, 'SELECT DISTINCT visitor_id, arm_id FROM exposures WHERE experiment_id = ? ORDER BY visitor_id', exp.id);
+    expect(exposed).toEqual([...visitors[ctlArm]!.map((x) => ({ visitor_id: x, arm_id: ctlArm })), ...visitors[altArm]!.map((x) => ({ visitor_id: x, arm_id: altArm }))].sort((p, q) => (p.visitor_id < q.visitor_id ? -1 : 1)));
+
+    // Two of the Alt visitors and one control visitor convert.
+    for (const visitor of [visitors[altArm]![0]!, visitors[altArm]![1]!, visitors[ctlArm]![0]!]) {
+      expect((await post(`${svc.url}/api/convert`, { site_id: site, session_id: `s-${visitor}`, revenue: 40 })).status).toBe(201);
+    }
+    const results = await ok(c.read, 'experiments_results', { id: exp.id });
+    expect(results.arms.map((x: any) => [x.arm_id, x.visitors, x.converters, x.revenue])).toEqual([
+      [ctlArm, 3, 1, 40],
+      [altArm, 3, 2, 80],
+    ]);
+
+    // Weights change: a visitor already in Alt keeps it, a new one follows the new weights.
+    await ok(c.write, 'experiments_update', { id: exp.id, weights: [{ arm_id: altArm, weight: 0 }] });
+    const kept = await decideUntil({ site_id: site, visitor_id: visitors[altArm]![2]!, url }, (x) => cta(x)?.reason === 'experiment_arm');
+    expect(cta(kept).arm_id).toBe(altArm);
+    expect(cta((await decide({ site_id: site, visitor_id: `co-new-${Date.now()}`, url })).body).arm_id).toBe(ctlArm);
+
+    const ended = await ok(c.write, 'experiments_end', { id: exp.id });
+    expect(ended).toMatchObject({ status: 'ended', end_reason: 'manual' });
+    const shipped = await ok(c.write, 'experiments_ship', { id: exp.id, arm_id: altArm });
+    expect(shipped).toMatchObject({ status: 'shipped', shipped_arm_id: altArm });
+    expect((await ok(c.read, 'variants_get', { id: v.id })).status).toBe('published');
+    // Everyone now sees the shipped arm, including a control visitor.
+    const after = await decideUntil({ site_id: site, visitor_id: visitors[ctlArm]![0]!, url }, (x) => cta(x)?.reason === 'shipped_experiment');
+    expect(cta(after)).toMatchObject({ arm_id: altArm, variant_id: v.id, content: { body: '<p>Complete your order</p>' } });
+
+    const events = async (type: string) => {
+      const got = await rx.waitFor(1, 20_000, (r) => {
+        const p = JSON.parse(r.body);
+        return p.event === type && p.experiment_id === exp.id;
+      });
+      const p = JSON.parse(got[0]!.body);
+      expect(validatePayload(type as EventType, p).success, type).toBe(true);
+      return p;
+    };
+    const endEv = await events('experiment.ended');
+    expect(endEv).toMatchObject({ reason: 'manual' });
+    // The control also holds the visitor who arrived after the weights changed.
+    expect(endEv.arms.map((x: any) => [x.arm_id, x.sessions, x.conversions])).toEqual([
+      [ctlArm, 4, 1],
+      [altArm, 3, 2],
+    ]);
+    expect(await events('experiment.shipped')).toMatchObject({ arm_id: altArm });
   });
 });
 

@@ -115,6 +115,18 @@ describe('placements', () => {
     expect(hero(snap, visitor({ segmentIds: new Set(['seg_vip']) }))).toMatchObject({ placement_id: 'plc_a', variant_id: 'v1' });
     expect(hero(snap, visitor({ segmentIds: new Set(['seg_vip', 'seg_other']) }))).toMatchObject({ placement_id: 'plc_c', variant_id: 'v3' });
   });
+  it('the reason chain names each higher-ranked placement whose segment the visitor is not in', () => {
+    const placements = orderPlacements([placement('plc_a', 'v1', 5, 'seg_vip'), placement('plc_b', 'v2', 3), placement('plc_c', 'v3', 9, 'seg_other')]);
+    const z = hero(site({ placements }));
+    expect(z.chain.filter((s) => s.step === 'placement')).toEqual([
+      { step: 'placement', outcome: 'not_matched', detail: 'placement plc_c (priority 9) is for segment seg_other, which the visitor is not in' },
+      { step: 'placement', outcome: 'not_matched', detail: 'placement plc_a (priority 5) is for segment seg_vip, which the visitor is not in' },
+      { step: 'placement', outcome: 'applied', detail: 'placement plc_b (priority 3) for everyone: variant v2' },
+    ]);
+    // Segments only: nothing applies, and the chain says which segments were wanted.
+    const none = hero(site({ placements: [placement('plc_a', 'v1', 5, 'seg_vip')] }));
+    expect(none.chain.slice(-3).map((s) => `${s.step}:${s.outcome}`)).toEqual(['placement:not_matched', 'placement:none', 'default:applied']);
+  });
   it('ties go to the older (smaller) id; order of input does not matter', () => {
     const snap = site({ placements: orderPlacements([placement('plc_2', 'v2', 1), placement('plc_1', 'v1', 1)]) });
     expect(hero(snap).placement_id).toBe('plc_1');

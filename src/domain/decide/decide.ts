@@ -125,7 +125,8 @@ export type DecisionReason =
 
 export interface ReasonStep {
   step: 'override' | 'holdout' | 'shipped' | 'experiment' | 'placement' | 'default';
-  outcome: 'applied' | 'skipped' | 'none';
+  /** applied: decided; skipped: would apply but its variant cannot be served; not_matched: a placement for a segment the visitor is not in; none: nothing there. */
+  outcome: 'applied' | 'skipped' | 'not_matched' | 'none';
   detail: string;
 }
 
@@ -335,7 +336,11 @@ function decideZone(snap: SiteSnapshot, visitor: VisitorInput, z: SnapshotZone, 
   // 5. Placements (already ordered: priority descending, then id).
   let placementSeen = false;
   for (const p of placementsOf(snap, z.id)) {
-    if (p.segment_id !== null && !visitor.segmentIds.has(p.segment_id)) continue;
+    if (p.segment_id !== null && !visitor.segmentIds.has(p.segment_id)) {
+      // Only placements ranked above the one that applies are looked at: each says which segment it wanted.
+      chain.push({ step: 'placement', outcome: 'not_matched', detail: `placement ${p.id} (priority ${p.priority}) is for segment ${p.segment_id}, which the visitor is not in` });
+      continue;
+    }
     placementSeen = true;
     const v = snap.variants.get(p.variant_id);
     if (!v || !servableByPlacement(v.status)) {

@@ -5,9 +5,10 @@ import { decide, orderPlacements, type Decision, type SiteSnapshot, type Snapsho
 /**
  * On PostgreSQL, other instances' changes arrive as notifications (svc_web, sent
  * by triggers at commit); as a fallback for a notification still in flight or
- * lost with the connection, a snapshot is reloaded after this long at the latest.
+ * lost with the connection, a snapshot is reloaded after this long at the latest
+ * (the default of SVC_DECIDE_CACHE_FALLBACK_MS).
  */
-const PG_TTL_MS = 2_000;
+export const PG_FALLBACK_MS = 2_000;
 
 interface Cached {
   snap: SiteSnapshot;
@@ -21,13 +22,15 @@ interface Cached {
  * Validity: on SQLite the site's row in web_versions (bumped by triggers on any
  * change, by any code path or process) is read on every decision, one indexed
  * look-up; on PostgreSQL the svc_web notification drops the cache, with a
- * PG_TTL_MS fallback. Changes made in this process also invalidate at once.
+ * `fallbackMs` fallback. Changes made in this process also invalidate at once.
  */
 export class DecisionCache {
   private readonly snaps = new Map<string, Cached>();
   private readonly loading = new Map<string, Promise<Cached>>();
   /** Bumped by every invalidation: a load that started before it is not cached. */
   private generation = 0;
+  /** PostgreSQL only: the longest a snapshot is used without a notification. */
+  fallbackMs = PG_FALLBACK_MS;
 
   invalidate(siteId?: string): void {
     this.generation++;
@@ -41,7 +44,7 @@ export class DecisionCache {
     if (hit) {
       if (r.sql.dialect === 'sqlite') {
         if ((await r.web.version(siteId)) === hit.version) return hit.snap;
-      } else if (now - hit.at < PG_TTL_MS) return hit.snap;
+      } else if (now - hit.at < this.fallbackMs) return hit.snap;
     }
     let p = this.loading.get(siteId);
     if (!p) {
@@ -213,12 +216,16 @@ export class DecisionService {
 
 const services = new WeakMap<Store, DecisionService>();
 
-/** The decision service of a store (one per store: it owns the store's decision cache listener). */
-export function decisionService(store: Store): DecisionService {
+/**
+ * The decision service of a store (one per store: it owns the store's decision cache listener).
+ * `fallbackMs` (given by `svc serve` from its settings) sets the PostgreSQL reload fallback.
+ */
+export function decisionService(store: Store, opts: { fallbackMs?: number } = {}): DecisionService {
   let s = services.get(store);
   if (!s) {
     s = new DecisionService(store);
     services.set(store, s);
   }
+  if (opts.fallbackMs !== undefined) decisionCache(store).fallbackMs = opts.fallbackMs;
   return s;
 }

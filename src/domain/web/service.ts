@@ -120,8 +120,23 @@ export async function updateContent(
   id: string,
   c: { name?: string | undefined; kind?: ContentKind | undefined; body?: string | undefined },
   now: number,
+  opts: { proposeOnly?: boolean } = {},
 ): Promise<{ row: ContentRow; sanitized: boolean }> {
   const row = await requireContent(tx, siteId, id);
+  if (opts.proposeOnly && (c.body !== undefined || c.kind !== undefined)) {
+    // What visitors see passed a person's approval: a propose-only token edits only content no one serves yet.
+    const usage = await contentUsage(tx, siteId, id);
+    const live = usage.variants.filter((v) => v.status !== 'draft');
+    if (usage.zones.length > 0 || live.length > 0) {
+      throw new AppError('insufficient_scope', `content ${id} is shown by zone defaults or approved variants; a propose-only token changes only content of drafts`, {
+        reason: 'propose_only',
+        missing: 'restriction:not propose-only',
+        tool: 'content_update',
+        zones: usage.zones.map((z) => z.zone_id),
+        variants: live.map((v) => v.variant_id),
+      });
+    }
+  }
   const kind = c.kind ?? row.kind;
   if (kind !== row.kind && c.body === undefined) throw new AppError('validation_failed', 'body: changing the kind needs a new body', { field: 'body' });
   const prepared = c.body === undefined ? { body: row.body, changed: false } : prepareContent(kind, c.body);

@@ -58,7 +58,8 @@ export const contentCreate = defineTool({
 export const contentUpdate = defineTool({
   name: 'content_update',
   title: 'Change content',
-  description: 'Changes the name, kind or body of a content block; zones and variants using it show the new body at once. Scope: write.',
+  description:
+    'Changes the name, kind or body of a content block; zones and variants using it show the new body at once. A propose-only token may change the body only of content that no zone default and no approved, published or disabled variant uses. Scope: write.',
   area,
   scope: 'write',
   flags: { changesData: true, idempotent: true },
@@ -66,7 +67,7 @@ export const contentUpdate = defineTool({
   output: written,
   handler: async (ctx, input) => {
     const { id, ...patch } = input;
-    const r = await change(ctx, (tx, now) => updateContent(tx, ctx.grant.siteId, id, patch, now));
+    const r = await change(ctx, (tx, now) => updateContent(tx, ctx.grant.siteId, id, patch, now, { proposeOnly: ctx.grant.restrictions.propose_only }));
     return { ...contentOut(r.row), sanitized: r.sanitized };
   },
 });
@@ -75,9 +76,9 @@ export const contentDelete = defineTool({
   name: 'content_delete',
   title: 'Delete content',
   description:
-    'Deletes a content block. Refused while zones or variants use it unless force is true: then zone defaults are cleared and the variants showing it are deleted with their placements (never a variant that is an experiment arm). Scope: write.',
+    'Deletes a content block. Refused while zones or variants use it unless force is true: then zone defaults are cleared and the variants showing it are deleted with their placements (never a variant that is an experiment arm). Needs the admin scope (SPEC: deleting content is admin). Scope: admin.',
   area,
-  scope: 'write',
+  scope: 'admin',
   flags: { changesData: true, destructive: true, idempotent: true },
   input: z.object({ id: idInput('Content id (cnt_...).'), force: z.boolean().default(false).describe('Delete even when in use.') }),
   output: z.object({ removed: z.string().describe('The deleted content id.'), was_used_by: usageView.describe('What used it (cleared or deleted).') }),

@@ -191,7 +191,9 @@ export const placementsExplainDecision = defineTool({
             .array(
               z.object({
                 step: z.enum(['override', 'holdout', 'shipped', 'experiment', 'placement', 'default']).describe('Precedence step.'),
-                outcome: z.enum(['applied', 'skipped', 'none']).describe('applied: decided; skipped: applied but its variant cannot be served; none: nothing there.'),
+                outcome: z
+                  .enum(['applied', 'skipped', 'not_matched', 'none'])
+                  .describe('applied: decided; skipped: would apply but its variant cannot be served; not_matched: a placement for a segment the visitor is not in; none: nothing there.'),
                 detail: z.string().describe('What was found.'),
               }),
             )
