@@ -45,6 +45,8 @@ export class AdFanout {
   private readonly lanes = new Map<string, Lane>();
   readonly tokens: GoogleTokens;
   private running = false;
+  /** The cycle under way, if any (its queries may still be running when stop() is called). */
+  private cycling: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
   private lastEnqueued = -1;
   private active = 0;
@@ -88,6 +90,8 @@ export class AdFanout {
   async stop(graceMs = 6_000): Promise<void> {
     this.running = false;
     if (this.timer) clearTimeout(this.timer);
+    // A cycle whose look-ups are under way finishes them before the store is closed.
+    if (this.cycling) await Promise.race([this.cycling, new Promise<void>((r) => setTimeout(r, graceMs).unref())]);
     if (this.active > 0) {
       await Promise.race([new Promise<void>((r) => (this.idle = r)), new Promise<void>((r) => setTimeout(r, graceMs).unref())]);
     }
@@ -103,7 +107,16 @@ export class AdFanout {
 
   wake(): void {
     if (!this.running) return;
-    setImmediate(() => void this.cycle());
+    setImmediate(() => this.runCycle());
+  }
+
+  /** Starts a cycle and remembers it, so that stop() waits for its queries before the store is closed. */
+  private runCycle(): void {
+    const p = this.cycle();
+    this.cycling = p;
+    void p.finally(() => {
+      if (this.cycling === p) this.cycling = null;
+    });
   }
 
   private async cycle(): Promise<void> {
@@ -131,7 +144,7 @@ export class AdFanout {
     }
     if (!this.running) return; // stopped while the queries ran
     if (this.timer) clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.cycle(), Math.max(5, wait));
+    this.timer = setTimeout(() => this.runCycle(), Math.max(5, wait));
     this.timer.unref();
   }
 
