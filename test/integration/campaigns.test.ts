@@ -237,6 +237,8 @@ describe('campaigns through MCP', () => {
     expect(closed.campaign).toMatchObject({ status: 'closed', live_since: null });
     expect(closed.outcome).toEqual({
       days_live: 0,
+      exposed_visitors: 2, // cv-1 and the anonymous /api/decide probe (a visitor without a profile: not in `profiles`)
+      holdout_visitors: 1,
       sessions: 1,
       profiles: 1,
       conversions: 1,
