@@ -15,9 +15,9 @@ export const REDACT_PATHS = [
   '*.token',
 ];
 
-/** Strips credential query parameters (api_key) from a URL before it is logged. */
+/** Strips credential query parameters (api_key, a report `link`) from a URL before it is logged. */
 export function redactUrl(url: string): string {
-  return url.replace(/([?&]api_key=)[^&#]*/gi, '$1[REDACTED]');
+  return url.replace(/([?&](?:api_key|link)=)[^&#]*/gi, '$1[REDACTED]');
 }
 
 /** The process logger: JSON lines on stderr, so stdout stays free for command output and protocols. */

@@ -32,7 +32,7 @@ export function registerToken(program: Command): void {
       .option('--read-only', 'refuse every tool that changes data')
       .option('--block-destructive', 'refuse delete, merge, erase and revoke tools')
       .option('--areas <list>', 'comma-separated product areas the token is limited to')
-      .option('--allow-credential-issuance', 'allow tools that hand out access (link tokens, member invites)')
+      .option('--allow-credential-issuance', 'allow tools that hand out access (link tokens, report links, member invites, live trigger fires)')
       .option('--propose-only', 'refuse every approve and publish tool')
       .option('--name <name>', 'what the token is for')
       .option('--expires <iso>', 'expiry, ISO 8601 date-time in the future')

@@ -38,3 +38,17 @@ export interface Grant {
 export function parseRestrictions(json: string): Restrictions {
   return restrictionsSchema.parse(JSON.parse(json));
 }
+
+/**
+ * What a signed report link may do: the read scope with every restriction of
+ * the token that minted it, read-only, and never credential issuance. Its
+ * report is a read tool's result, so it never shows more than the minter could
+ * read nor any personal data (that needs the admin scope).
+ */
+export function reportGrant(minter: Grant): Grant {
+  return {
+    ...minter,
+    scope: 'read',
+    restrictions: { ...minter.restrictions, areas: [...minter.restrictions.areas], read_only: true, allow_credential_issuance: false },
+  };
+}

@@ -8,6 +8,7 @@ import { createRateLimiter, describePolicy, type RatePolicy } from '../http/rate
 import { authenticateToken } from './auth.js';
 import type { Grant } from './grant.js';
 import { ALL_TOOLS, flagValue, intersectAreas, parseAreaList, type ListingFilter } from './listing.js';
+import { reportHandler } from './report.js';
 import { createMcpServer, type McpDeps } from './server.js';
 import { AREAS } from './tools/index.js';
 
@@ -112,6 +113,7 @@ export function createMcpRouter(deps: McpDeps & { rateLimit: RatePolicy | null; 
       onerror: (err) => deps.logger.debug({ err: { message: err.message, name: err.name } }, 'MCP request rejected'),
     },
   );
+  router.get('/report', reportHandler({ ...deps, limiter }));
   router.all('/', async (req: Request, res: Response) => {
     let grant: Grant;
     try {

@@ -5,6 +5,7 @@ import type { SegmentMembership } from '../domain/segments/membership.js';
 import { SegmentsService } from '../domain/segments/service.js';
 import { VERSION } from '../version.js';
 import type { Grant } from './grant.js';
+import type { ToolContext } from './tool.js';
 import { callTool } from './call.js';
 import { cachedOutput, deferredInput } from './schema.js';
 import { annotationsOf, describeTool } from './describe.js';
@@ -18,6 +19,19 @@ export interface McpDeps {
   membership: SegmentMembership;
   allowPrivateDestinations: boolean;
   logger: Logger;
+}
+
+/** What every tool handler of one grant works with (an MCP request, or a report link opened). */
+export function toolContext(grant: Grant, deps: McpDeps): ToolContext {
+  return {
+    store: deps.store,
+    grant,
+    pii: grant.scope === 'admin',
+    segments: new SegmentsService(deps.store, deps.membership),
+    membership: deps.membership,
+    allowPrivateDestinations: deps.allowPrivateDestinations,
+    tools: TOOLS,
+  };
 }
 
 const schemas = new Map<string, { input: ReturnType<typeof deferredInput>; output: ReturnType<typeof cachedOutput> }>();
@@ -36,15 +50,7 @@ export function createMcpServer(grant: Grant, deps: McpDeps, listing: ListingFil
     { name: 'svc', version: VERSION },
     { instructions: 'svc tools: profiles, segments, leads, conversions, events, analytics, webhooks, recommendations, ad platforms and access of one site. Each tool states the scope it needs.' },
   );
-  const ctx = {
-    store: deps.store,
-    grant,
-    pii: grant.scope === 'admin',
-    segments: new SegmentsService(deps.store, deps.membership),
-    membership: deps.membership,
-    allowPrivateDestinations: deps.allowPrivateDestinations,
-    tools: TOOLS,
-  };
+  const ctx = toolContext(grant, deps);
   for (const tool of TOOLS) {
     let s = schemas.get(tool.name);
     if (!s) {

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -30,6 +30,15 @@ export class SecretBox {
   /** A one-way fingerprint of the key: instances sharing a database compare it to know they share the key. */
   fingerprint(): string {
     return createHash('sha256').update('svc secret key check\0').update(this.key).digest('hex').slice(0, 32);
+  }
+
+  /**
+   * HMAC-SHA256 of `data` under a key derived from this key for one `purpose`
+   * (signed report links), so a signature made for one use never verifies for another.
+   */
+  mac(purpose: string, data: string): Buffer {
+    const key = createHmac('sha256', this.key).update(`svc mac key\0${purpose}`).digest();
+    return createHmac('sha256', key).update(data, 'utf8').digest();
   }
 
   /** `v1.<iv>.<tag>.<ciphertext>`, base64url parts. */

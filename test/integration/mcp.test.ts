@@ -333,11 +333,11 @@ describe('tools over real data', () => {
     expect((await ok(r, 'events_types')).types.find((t: any) => t.type === 'add_to_cart').count).toBe(1);
 
     const an = await ok(r, 'analytics_summary', { days: 1 });
-    expect(an).toMatchObject({ sessions: 2, visitors: 2, conversions: 2, converting_sessions: 2, conversion_rate: 1, revenue: 150.5, currency: 'USD', revenue_other_currencies: [], leads: 1 });
+    expect(an).toMatchObject({ sessions: 2, visitors: 2, conversions: 2, converting_sessions: 2, conversion_rate: 1, revenue: 150.5, revenue_per_visitor: 75.25, currency: 'USD', revenue_other_currencies: [], leads: 1 });
     // A conversion recorded before the site's currency changed keeps its currency and is never added to the others.
     execute(dataDir, "INSERT INTO conversions (id, site_id, session_id, profile_id, revenue, currency, line_items, created_at) VALUES ('cnv_eur', ?, 'mcp-s1', 'prf_x', 99, 'EUR', '[]', ?)", site, Date.now());
     try {
-      expect(await ok(r, 'analytics_summary', { days: 1 })).toMatchObject({ conversions: 3, revenue: 150.5, currency: 'USD', revenue_other_currencies: [{ currency: 'EUR', revenue: 99 }] });
+      expect(await ok(r, 'analytics_summary', { days: 1 })).toMatchObject({ conversions: 3, revenue: 150.5, revenue_per_visitor: 75.25, currency: 'USD', revenue_other_currencies: [{ currency: 'EUR', revenue: 99 }] });
       const mixed = await ok(r, 'conversions_revenue_by_day', { days: 7 });
       expect(mixed.total_revenue).toEqual([{ currency: 'EUR', revenue: 99 }, { currency: 'USD', revenue: 150.5 }]);
       expect(mixed.days.map((d: any) => [d.currency, d.conversions, d.revenue])).toEqual([['EUR', 1, 99], ['USD', 2, 150.5]]);

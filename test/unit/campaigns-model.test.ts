@@ -101,6 +101,8 @@ describe('buildOutcome', () => {
   it('is zero without sessions and null-lift without a holdout', () => {
     expect(buildOutcome(group({}), group({}), 0, 'EUR')).toEqual({
       days_live: 0,
+      exposed_visitors: 0,
+      holdout_visitors: 0,
       sessions: 0,
       profiles: 0,
       conversions: 0,
@@ -126,7 +128,7 @@ describe('buildOutcome', () => {
       0,
       'USD',
     );
-    expect(o).toMatchObject({ sessions: 250, profiles: 200, conversions: 30, conversion_rate: 0.12, revenue: 1234.57, leads: 7 });
+    expect(o).toMatchObject({ exposed_visitors: 210, holdout_visitors: 100, sessions: 250, profiles: 200, conversions: 30, conversion_rate: 0.12, revenue: 1234.57, leads: 7 });
     // exposed 24/200 profiles = 0.12 against holdout 8/100 = 0.08: +50%.
     expect(o.lift).toBeCloseTo(0.5, 9);
     expect(buildOutcome(group({ profiles: 1, sessions: 1, conversions: 3, converters: 1 }), group({ profiles: 1 }), 0, 'USD')).toMatchObject({

@@ -56,6 +56,7 @@ describe('the tool registry', () => {
       ['access_members_list', 'read', false],
       ['access_member_set_role', 'admin', true],
       ['access_member_remove', 'admin', true],
+      ['access_report_link_mint', 'admin', true],
       ['analytics_lift', 'read', false],
       ['analytics_by_segment', 'read', false],
       ['sites_settings_get', 'read', false],
@@ -69,6 +70,7 @@ describe('the tool registry', () => {
       expect([t!.scope, t!.flags.changesData], name).toEqual([scope, changes]);
     }
     expect(byName.get('access_member_remove')!.flags.destructive).toBe(true);
+    for (const n of ['access_report_link_mint', 'access_link_token_mint', 'access_member_invite', 'triggers_fire']) expect(byName.get(n)!.flags.issuesCredentials, n).toBe(true);
   });
 });
 

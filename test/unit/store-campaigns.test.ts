@@ -401,7 +401,7 @@ describe('pause, relaunch and close', () => {
   it('closes a campaign that never launched with an empty snapshot', async () => {
     const c = await createCampaign(store, site, ACTOR, { name: 'never' });
     const r = await closeCampaign(store, runners, site, c.id, ACTOR);
-    expect(r.outcome).toEqual({ days_live: 0, sessions: 0, profiles: 0, conversions: 0, conversion_rate: 0, revenue: 0, currency: 'EUR', leads: 0, lift: null });
+    expect(r.outcome).toEqual({ days_live: 0, exposed_visitors: 0, holdout_visitors: 0, sessions: 0, profiles: 0, conversions: 0, conversion_rate: 0, revenue: 0, currency: 'EUR', leads: 0, lift: null });
     const ev = await events(c.id);
     expect(ev[0]!.payload).toMatchObject({ event: 'campaign.closed', launched_at: null });
     await expect(closeCampaign(store, runners, site, c.id, ACTOR)).rejects.toMatchObject({ code: 'conflict' });
@@ -472,6 +472,9 @@ describe('the outcome snapshot at close', () => {
     const closed = await closeCampaign(store, runners, site, id, ACTOR);
     expect(closed.outcome).toEqual({
       days_live: 10,
+      // a, b and d (c before the launch, e another test's); 4 holdout visitors on the zone.
+      exposed_visitors: 3,
+      holdout_visitors: 4,
       sessions: 4,
       profiles: 3,
       conversions: 3,

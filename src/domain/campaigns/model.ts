@@ -118,6 +118,10 @@ export function afterClose(c: CampaignRow, now: number, actor: string, outcome: 
 /** The outcome snapshot at close: the `outcome` of campaign.closed. */
 export interface CampaignOutcome {
   days_live: number;
+  /** Distinct visitors shown the campaign's variants, placements or tests (not in the holdout). */
+  exposed_visitors: number;
+  /** Distinct holdout visitors seen on the campaign's zones (the lift's comparison group). */
+  holdout_visitors: number;
   sessions: number;
   profiles: number;
   conversions: number;
@@ -133,6 +137,7 @@ const DAY_MS = 86_400_000;
 /**
  * The snapshot from the exposure statistics (see CampaignsRepo.exposureStats):
  * - days_live: whole days the campaign was live (paused periods do not count), rounded down;
+ * - exposed_visitors, holdout_visitors: distinct visitors with an exposure in the window, treated and holdout;
  * - sessions, profiles, conversions, revenue (in the site currency; conversions in another currency count
  *   as conversions but add no revenue), leads: of the profiles of the visitors exposed to the campaign's
  *   variants, placements and tests, from each profile's first exposure to the close;
@@ -148,6 +153,8 @@ export function buildOutcome(treated: ExposureGroupStats, holdout: ExposureGroup
   const lift = rT === null || rH === null || rH === 0 ? null : (rT - rH) / rH;
   return {
     days_live: Math.floor(Math.max(0, liveMillis) / DAY_MS),
+    exposed_visitors: treated.visitors,
+    holdout_visitors: holdout.visitors,
     sessions: treated.sessions,
     profiles: treated.profiles,
     conversions: treated.conversions,

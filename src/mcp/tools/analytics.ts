@@ -10,7 +10,7 @@ export const analyticsSummary = defineTool({
   name: 'analytics_summary',
   title: 'Sessions, conversion rate and revenue',
   description:
-    "Over the last N days: sessions started, distinct visitors and profiles, conversions, converting sessions, conversion rate (converting sessions / sessions), revenue in the site's currency (and, separately, of conversions recorded in another currency before the site's currency changed) and leads.",
+    "Over the last N days: sessions started, distinct visitors and profiles, conversions, converting sessions, conversion rate (converting sessions / sessions), revenue in the site's currency (and, separately, of conversions recorded in another currency before the site's currency changed), revenue per visitor and leads. Per segment: analytics_by_segment; against the holdout: analytics_lift.",
   area,
   scope: 'read',
   flags: { changesData: false, idempotent: true },
@@ -25,6 +25,7 @@ export const analyticsSummary = defineTool({
     converting_sessions: z.number().int(),
     conversion_rate: z.number().describe('0 to 1; 0 when there were no sessions.'),
     revenue: z.number().describe('Revenue of the conversions recorded in `currency`.'),
+    revenue_per_visitor: z.number().describe('revenue / visitors, rounded to cents; 0 without visitors.'),
     currency: z.string().describe("The site's currency (ISO 4217)."),
     revenue_other_currencies: z
       .array(z.object({ currency: z.string(), revenue: z.number() }))
@@ -36,12 +37,14 @@ export const analyticsSummary = defineTool({
     const since = until - input.days * 86_400_000;
     const { revenueByCurrency, ...w } = await ctx.store.insights.window(ctx.grant.siteId, since, until);
     const currency = (await ctx.store.sites.get(ctx.grant.siteId))?.currency ?? 'USD';
+    const revenue = revenueByCurrency.find((r) => r.currency === currency)?.revenue ?? 0;
     return {
       since: iso(since)!,
       until: iso(until)!,
       ...w,
       conversion_rate: w.sessions === 0 ? 0 : Math.min(1, w.converting_sessions / w.sessions),
-      revenue: revenueByCurrency.find((r) => r.currency === currency)?.revenue ?? 0,
+      revenue,
+      revenue_per_visitor: w.visitors === 0 ? 0 : Math.round((revenue / w.visitors) * 100) / 100,
       currency,
       revenue_other_currencies: revenueByCurrency.filter((r) => r.currency !== currency),
     };

@@ -65,6 +65,8 @@ const runView = z.object({
 const outcomeView = z
   .object({
     days_live: z.number().int().describe('Whole days the campaign was live (paused time excluded).'),
+    exposed_visitors: z.number().int().nullable().describe('Distinct visitors shown the campaign (holdout excluded); null in snapshots taken before this was recorded.'),
+    holdout_visitors: z.number().int().nullable().describe('Distinct holdout visitors on the same zones; null in snapshots taken before this was recorded.'),
     sessions: z.number().int().describe('Sessions of the profiles exposed to the campaign, from their first exposure.'),
     profiles: z.number().int().describe('Distinct profiles exposed to the campaign (a visitor counts as its profile).'),
     conversions: z.number().int().describe('Conversions of those profiles after their first exposure.'),
@@ -122,8 +124,14 @@ function viewOf(c: CampaignRow, components: readonly CampaignComponentRow[]): Ca
     paused_at: iso(num(c.paused_at)),
     closed_at: iso(num(c.closed_at)),
     closed_by: c.closed_by,
-    outcome: c.outcome === null ? null : (JSON.parse(c.outcome) as CampaignOutcome),
+    outcome: c.outcome === null ? null : outcomeOf(c.outcome),
   };
+}
+
+/** A stored snapshot; ones closed before the visitor counts were recorded read them as null. */
+function outcomeOf(json: string): Omit<CampaignOutcome, 'exposed_visitors' | 'holdout_visitors'> & { exposed_visitors: number | null; holdout_visitors: number | null } {
+  const o = JSON.parse(json) as Partial<CampaignOutcome> & Omit<CampaignOutcome, 'exposed_visitors' | 'holdout_visitors'>;
+  return { ...o, exposed_visitors: o.exposed_visitors ?? null, holdout_visitors: o.holdout_visitors ?? null };
 }
 
 async function view(store: Store, c: CampaignRow): Promise<CampaignView> {
@@ -317,7 +325,7 @@ export const campaignsClose = defineTool({
   name: 'campaigns_close',
   title: 'Close a campaign',
   description:
-    'Closes a campaign for good: disables its placements, triggers and published variants, pauses its layout tests (end or ship them with the experiments tools), and stores an outcome snapshot (sessions, conversions, revenue, leads, lift over the holdout) since the first launch. Emits campaign.closed. Scope: write.',
+    'Closes a campaign for good: disables its placements, triggers and published variants, ends its layout tests by hand (experiment.ended; ship a winner with experiments_ship), and stores an outcome snapshot (exposed and holdout visitors, sessions, conversions, revenue, leads, lift over the holdout) since the first launch. Emits campaign.closed. Scope: write.',
   area,
   scope: 'write',
   flags: { changesData: true, approvesOrPublishes: true },

@@ -1,6 +1,7 @@
 import { scopeNamedIn } from '../describe.js';
 import type { ToolDef } from '../tool.js';
 import * as access from './access.js';
+import * as reportLinks from './report-links.js';
 import * as profiles from './profiles.js';
 import * as segments from './segments.js';
 import * as leads from './leads.js';
@@ -32,6 +33,7 @@ import * as overrides from './overrides.js';
 /** One module per product area; every tool a module exports is collected. Adding an area is one file and one line here. */
 const AREA_MODULES: readonly Record<string, unknown>[] = [
   access,
+  reportLinks,
   profiles,
   segments,
   leads,

@@ -72,6 +72,8 @@ export const campaignClosed = defineEvent({
     outcome: z
       .strictObject({
         days_live: count('Days the campaign was live.'),
+        exposed_visitors: count('Distinct visitors shown the campaign (its exposures, holdout excluded).'),
+        holdout_visitors: count('Distinct holdout visitors on the same zones (the comparison group of lift).'),
         sessions: count('Sessions exposed to the campaign.'),
         profiles: count('Distinct profiles exposed.'),
         conversions: count('Conversions of exposed sessions.'),
@@ -91,6 +93,8 @@ export const campaignClosed = defineEvent({
     launched_at: '2025-05-01T07:00:00.000Z',
     outcome: {
       days_live: 32,
+      exposed_visitors: 15230,
+      holdout_visitors: 790,
       sessions: 18450,
       profiles: 12011,
       conversions: 702,
