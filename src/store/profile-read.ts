@@ -20,7 +20,8 @@ export interface ProfileFacts {
   segments: { id: string; name: string; priority: number; since: number }[];
   sessions: { count: number; first_seen: number | null; last_seen: number | null };
   events: { type: string; n: number; last: number }[];
-  conversions: { count: number; revenue: number; last: number | null };
+  /** `revenue`: conversions in the site's currency only; `otherCurrencies`: the rest, per currency (never added). */
+  conversions: { count: number; revenue: number; last: number | null; currency: string; otherCurrencies: { currency: string; revenue: number }[] };
   leads: number;
   lastScore: { score: number | null; at: number } | null;
   mergedFrom: string[];
@@ -102,12 +103,7 @@ export class ProfileReadRepo {
           id,
         )
       ).map((r) => ({ ...r, n: Number(r.n) })),
-      conversions: withCount(
-        (await x.get<{ count: number; revenue: number; last: number | null }>(
-          'SELECT count(*) AS count, coalesce(sum(revenue), 0) AS revenue, max(created_at) AS last FROM conversions WHERE profile_id = ?',
-          id,
-        ))!,
-      ),
+      conversions: await conversionTotals(x, profile.site_id, profile.id),
       leads: Number((await x.get<{ n: number }>('SELECT count(*) AS n FROM leads WHERE profile_id = ?', id))!.n),
       lastScore:
         (await x.get<{ score: number | null; at: number }>(
@@ -117,4 +113,28 @@ export class ProfileReadRepo {
       mergedFrom: (await x.all<{ id: string }>('SELECT id FROM profiles WHERE merged_into = ? ORDER BY id', id)).map((r) => r.id),
     };
   }
+}
+
+/**
+ * A profile's conversions: count and last time over all of them; revenue summed
+ * in the site's currency only, and per other currency apart (a site whose
+ * currency changed has conversions in both; amounts in two currencies are
+ * never added).
+ */
+async function conversionTotals(x: Sql, siteId: string, profileId: string): Promise<ProfileFacts['conversions']> {
+  // From the site, so that a profile without conversions still gets the site's currency (one row, c.currency NULL).
+  const rows = await x.all<{ currency: string | null; site_currency: string; count: number; revenue: number; last: number | null }>(
+    'SELECT c.currency, s.currency AS site_currency, count(c.id) AS count, coalesce(sum(c.revenue), 0) AS revenue, max(c.created_at) AS last ' +
+      'FROM sites s LEFT JOIN conversions c ON c.site_id = s.id AND c.profile_id = ? WHERE s.id = ? GROUP BY c.currency, s.currency ORDER BY c.currency',
+    [profileId, siteId],
+  );
+  const out: ProfileFacts['conversions'] = { count: 0, revenue: 0, last: null, currency: rows[0]?.site_currency ?? '', otherCurrencies: [] };
+  for (const r of rows) {
+    if (r.currency === null) continue;
+    out.count += Number(r.count);
+    if (r.last !== null && (out.last === null || Number(r.last) > out.last)) out.last = Number(r.last);
+    if (r.currency === r.site_currency) out.revenue = Number(r.revenue);
+    else out.otherCurrencies.push({ currency: r.currency, revenue: Number(r.revenue) });
+  }
+  return out;
 }

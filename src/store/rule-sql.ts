@@ -167,7 +167,11 @@ class Compiler {
       }
       case 'conversions': {
         const c = rule as Extract<Rule, { conversions: unknown }>;
-        const agg = c.conversions.metric === 'count' ? 'count(*)' : 'coalesce(sum(c.revenue), 0)';
+        // Revenue in the site's currency only (conversions recorded before a currency change are not added in).
+        const agg =
+          c.conversions.metric === 'count'
+            ? 'count(*)'
+            : 'coalesce(sum(CASE WHEN c.currency = (SELECT st.currency FROM sites st WHERE st.id = c.site_id) THEN c.revenue END), 0)';
         const sql = `(SELECT ${agg} FROM conversions c WHERE c.profile_id = p.id${this.since(c, 'c.created_at')})`;
         return `(${sql} ${SQL_OP[c.conversions.op]} ${this.p(c.conversions.value)})`;
       }

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validate } from '@readme/openapi-parser';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { cleanup, cli, cliJson, createSite, post, ROOT, startSvc, tempDir, type Svc } from '../helpers/svc.js';
-import { query } from '../helpers/db.js';
+import { execute, query } from '../helpers/db.js';
 
 let svc: Svc;
 let dataDir: string;
@@ -134,6 +134,31 @@ describe('GET /profile', () => {
     expect((await get('/profile?visitor_id=nobody', keys.read)).body.error.code).toBe('not_found');
     expect((await get('/profile?visitor_id=p-v1', keys.other)).status).toBe(404);
     expect((await get('/profile?email=jane.doe@example.com', keys.other)).status).toBe(404);
+  });
+
+  it("gives revenue in the site's currency and other currencies apart, never added together", async () => {
+    await post(`${svc.url}/api/events`, { site_id: site, session_id: 'cur-s1', visitor_id: 'cur-v1', type: 'pageview' });
+    await post(`${svc.url}/api/convert`, { site_id: site, session_id: 'cur-s1', revenue: 10 });
+    const before = await get('/profile?visitor_id=cur-v1', keys.read);
+    expect(before.body.activity).toMatchObject({ conversions: 1, revenue: 10, currency: 'USD', revenue_other_currencies: [] });
+    // Conversions recorded before the site's currency changed keep the currency they were made in.
+    for (const [id, revenue, currency] of [['cnv_cur_eur', 99.5, 'EUR'], ['cnv_cur_gbp', 3, 'GBP'], ['cnv_cur_eur2', 0.5, 'EUR']] as const) {
+      execute(
+        dataDir,
+        "INSERT INTO conversions (id, site_id, session_id, profile_id, revenue, currency, line_items, created_at) VALUES (?, ?, 'cur-s1', ?, ?, ?, '[]', ?)",
+        id, site, before.body.profile_id, revenue, currency, Date.now() - 86_400_000,
+      );
+    }
+    const after = await get('/profile?visitor_id=cur-v1', keys.read);
+    expect(after.body.activity).toMatchObject({
+      conversions: 4,
+      revenue: 10,
+      currency: 'USD',
+      revenue_other_currencies: [
+        { currency: 'EUR', revenue: 100 },
+        { currency: 'GBP', revenue: 3 },
+      ],
+    });
   });
 });
 

@@ -40,6 +40,9 @@ beforeAll(async () => {
     await pool.end();
   };
 });
+beforeAll(async () => {
+  await x.run("INSERT INTO accounts (id, name, created_at) VALUES ('acct_rules', 'Rules', ?)", [NOW]);
+});
 afterAll(async () => {
   await close();
   rmSync(dir, { recursive: true, force: true });
@@ -75,7 +78,12 @@ const factsArb: fc.Arbitrary<ProfileFacts> = fc.record({
     { maxLength: 6 },
   ),
   conversions: fc.array(
-    fc.record({ revenue: fc.option(fc.integer({ min: 0, max: 200 }), { nil: null }), created_at: fc.integer({ min: 0, max: 40 }).map((d) => NOW - d * DAY - 1000) }),
+    fc.record({
+      revenue: fc.option(fc.integer({ min: 0, max: 200 }), { nil: null }),
+      created_at: fc.integer({ min: 0, max: 40 }).map((d) => NOW - d * DAY - 1000),
+      // The sites are in USD; a EUR conversion (recorded before a currency change) counts, but its revenue is not added.
+      in_site_currency: fc.constantFrom(true, true, true, false),
+    }),
     { maxLength: 4 },
   ),
   scores: fc.array(
@@ -145,8 +153,8 @@ async function insertProfile(site: string, facts: ProfileFacts): Promise<string>
     ]);
   }
   for (const c of facts.conversions) {
-    await x.run("INSERT INTO conversions (id, site_id, session_id, profile_id, revenue, currency, line_items, created_at) VALUES (?, ?, 's', ?, ?, 'USD', '[]', ?)", [
-      `cnv_${id}_${Math.random()}`, site, id, c.revenue, c.created_at,
+    await x.run("INSERT INTO conversions (id, site_id, session_id, profile_id, revenue, currency, line_items, created_at) VALUES (?, ?, 's', ?, ?, ?, '[]', ?)", [
+      `cnv_${id}_${Math.random()}`, site, id, c.revenue, c.in_site_currency ? 'USD' : 'EUR', c.created_at,
     ]);
   }
   for (const s of facts.scores) {
@@ -166,6 +174,7 @@ describe('rule language: SQL and in-memory evaluation agree', () => {
         expect(parsed.ok, JSON.stringify(parsed)).toBe(true);
         const rule = (parsed as { rule: Rule }).rule;
         const site = `site_p${seq}`;
+        await x.run("INSERT INTO sites (id, account_id, name, currency, created_at) VALUES (?, 'acct_rules', 'Rules', 'USD', ?)", [site, NOW]);
         const ids: string[] = [];
         for (const f of profiles) ids.push(await insertProfile(site, f));
         const expected: string[] = [];

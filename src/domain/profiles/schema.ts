@@ -27,7 +27,11 @@ export const profileSnapshotSchema = z
       events: z.number().int(),
       events_by_type: z.array(z.object({ type: z.string(), count: z.number().int(), last_at: z.string() })),
       conversions: z.number().int(),
-      revenue: z.number(),
+      revenue: z.number().describe("Sum of the conversions' revenue in the site's currency (`currency`)."),
+      currency: z.string().describe("The site's currency (ISO 4217), the one `revenue` is in."),
+      revenue_other_currencies: z
+        .array(z.object({ currency: z.string(), revenue: z.number() }))
+        .describe("Revenue of conversions recorded in another currency (before the site's currency was changed), per currency; never added to `revenue`."),
       last_conversion_at: z.string().nullable(),
       leads: z.number().int(),
       last_score: z.object({ score: z.number().nullable(), at: z.string() }).nullable(),

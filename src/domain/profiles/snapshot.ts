@@ -41,6 +41,8 @@ export function buildSnapshot(f: ProfileFacts, pii: boolean): ProfileSnapshot {
       events_by_type: f.events.map((e) => ({ type: e.type, count: e.n, last_at: iso(e.last)! })),
       conversions: f.conversions.count,
       revenue: f.conversions.revenue,
+      currency: f.conversions.currency,
+      revenue_other_currencies: f.conversions.otherCurrencies,
       last_conversion_at: iso(f.conversions.last),
       leads: f.leads,
       last_score: f.lastScore ? { score: f.lastScore.score, at: iso(f.lastScore.at)! } : null,

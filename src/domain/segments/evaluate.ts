@@ -15,7 +15,8 @@ export interface ProfileFacts {
   traits: Record<string, unknown>;
   /** `body` is the event as received (its properties are top-level keys). */
   events: { type: string; ts: number; body: Record<string, unknown> }[];
-  conversions: { revenue: number | null; created_at: number }[];
+  /** `in_site_currency`: recorded in the site's current currency (revenue rules sum only those). */
+  conversions: { revenue: number | null; created_at: number; in_site_currency: boolean }[];
   /** In insertion order (the latest of equal received_at is the last). */
   scores: { score: number | null; received_at: number }[];
   segments: ReadonlySet<string>;
@@ -130,7 +131,7 @@ export function evaluateRule(rule: Rule, facts: ProfileFacts, now: number): bool
       const c = rule as Extract<Rule, { conversions: unknown }>;
       const w = windowMs(c);
       const rows = facts.conversions.filter((x) => w === null || x.created_at >= now - w);
-      const v = c.conversions.metric === 'count' ? rows.length : rows.reduce((a, x) => a + (x.revenue ?? 0), 0);
+      const v = c.conversions.metric === 'count' ? rows.length : rows.reduce((a, x) => a + (x.in_site_currency ? (x.revenue ?? 0) : 0), 0);
       return compare(v, c.conversions.op, c.conversions.value);
     }
     case 'score':
