@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { z } from 'zod';
 import { AppError } from '../http/errors.js';
 import type { Repos } from '../store/repos.js';
 import type { DeliveryRow } from '../store/webhooks.js';
@@ -18,11 +19,19 @@ function allowPrivate(opts: Common): boolean {
   return configFrom({ dataDir: opts.data, allowPrivateDestinations: opts.allowPrivateDestinations }).allowPrivateDestinations;
 }
 
+/** A calendar date (midnight UTC) or a date-time with `Z` or an offset; Date.parse alone also takes "1" or "2025-02-30". */
+const isoInstant = z.union([z.iso.date(), z.iso.datetime({ offset: true }), z.iso.datetime({ offset: true, precision: -1 })]);
+
 function parseTime(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
-  const t = Date.parse(value);
-  if (Number.isNaN(t)) throw usageError(`${flag}: ${JSON.stringify(value)} is not an ISO 8601 date-time`);
-  return t;
+  if (!isoInstant.safeParse(value).success) {
+    throw usageError(`${flag}: ${JSON.stringify(value)} is not an ISO 8601 date (2026-11-01) or date-time with Z or an offset (2026-11-01T09:00:00Z)`);
+  }
+  return Date.parse(value);
+}
+
+function checkEvent(value: string | undefined): void {
+  if (value !== undefined && !isEventType(value)) throw usageError(`--event: unknown event type ${JSON.stringify(value)}; known: ${EVENT_TYPES.join(', ')}`);
 }
 
 async function requireDestination(r: Repos, id: string) {
@@ -164,6 +173,7 @@ export function registerWebhooks(program: Command): void {
       .option('--limit <n>', 'newest N entries', '100')
       .option('--json', 'print JSON'),
   ).action(async (opts: Common & { site?: string; destination?: string; failed?: boolean; event?: string; limit: string }) => {
+    checkEvent(opts.event);
     const limit = Number(opts.limit);
     if (!Number.isInteger(limit) || limit < 1 || limit > 100_000) throw usageError('--limit must be a whole number from 1 to 100000');
     const rows = await withStore(opts, (s) =>
@@ -209,11 +219,15 @@ export function registerWebhooks(program: Command): void {
       if ((deliveryId === undefined) === (opts.destination === undefined)) {
         throw usageError('name a delivery id, or --destination for a bulk replay (not both)');
       }
-      if (opts.event !== undefined && !isEventType(opts.event)) throw usageError(`--event: unknown event type ${JSON.stringify(opts.event)}`);
+      checkEvent(opts.event);
       const concurrency = Number(opts.concurrency);
       if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64) throw usageError('--concurrency must be 1 to 64');
       const since = parseTime(opts.since, '--since');
       const until = parseTime(opts.until, '--until');
+      if (deliveryId !== undefined && (since !== undefined || until !== undefined || opts.event !== undefined || opts.failed)) {
+        throw usageError('--since, --until, --event and --failed filter a bulk replay (--destination), not one delivery');
+      }
+      if (since !== undefined && until !== undefined && since >= until) throw usageError('--since must be before --until');
       const config = configFrom({ dataDir: opts.data, allowPrivateDestinations: opts.allowPrivateDestinations });
       const policy = webhookPolicy(config);
       const [{ recordAttempt }, { createGuardedDispatcher }, { sendSigned }, { progressReporter }] = await Promise.all([
@@ -233,7 +247,7 @@ export function registerWebhooks(program: Command): void {
           targets = await s.webhooks.deliveries({ destinationId: opts.destination, since, until, eventType: opts.event, failedOnly: opts.failed });
         }
         const http = createGuardedDispatcher({ allowPrivate: config.allowPrivateDestinations, connections: concurrency });
-        const progress = progressReporter('replaying', targets.length, Boolean(process.stdout.isTTY) && !opts.json);
+        const progress = progressReporter('replaying', targets.length, opts.json ? 'silent' : process.stdout.isTTY ? 'bar' : 'lines');
         let next = 0;
         const worker = async () => {
           while (next < targets.length) {
@@ -246,7 +260,7 @@ export function registerWebhooks(program: Command): void {
             const r = await sendSigned({ dispatcher: http, url: dest.url, body: d.payload, key: signingKey(s, dest), eventType: d.event_type, deliveryId: d.id });
             await s.write((tx) => recordAttempt(tx, dest, d, r, policy, 'replay'));
             const line = `${d.id} ${d.event_type} ${r.ok ? 'ok' : 'failed'} ${r.status ?? r.errorClass} ${r.latencyMs}ms`;
-            progress.tick(r.ok, opts.json ? '' : line);
+            progress.tick(r.ok, line);
           }
         };
         await Promise.all(Array.from({ length: Math.min(concurrency, Math.max(1, targets.length)) }, worker));
@@ -268,7 +282,7 @@ export function registerWebhooks(program: Command): void {
       .option('--allow-private-destinations', 'allow private/loopback URLs (development and tests only)')
       .option('--json', 'print JSON'),
   ).action(async (destinationId: string, opts: Common & { event?: string }) => {
-    if (opts.event !== undefined && !isEventType(opts.event)) throw usageError(`--event: unknown event type ${JSON.stringify(opts.event)}`);
+    checkEvent(opts.event);
     const config = configFrom({ dataDir: opts.data, allowPrivateDestinations: opts.allowPrivateDestinations });
     const [{ createGuardedDispatcher }, { sendSigned }] = await Promise.all([import('../webhooks/guard.js'), import('../webhooks/sender.js')]);
     const result = await withStore(opts, async (s) => {
