@@ -4,7 +4,15 @@ import { AppError } from '../http/errors.js';
 import type { Repos } from '../store/repos.js';
 import type { DeliveryRow } from '../store/webhooks.js';
 import { samplePayload, isEventType, EVENT_TYPES, type EventType } from '../webhooks/catalogue.js';
-import { destinationView, parseEventList, signingKey, validateDestinationUrl } from '../webhooks/destinations.js';
+import {
+  destinationDescriptionSchema,
+  destinationSecretSchema,
+  destinationUrlSchema,
+  destinationView,
+  parseEventList,
+  signingKey,
+  validateDestinationUrl,
+} from '../webhooks/destinations.js';
 import { webhookPolicy } from '../webhooks/policy.js';
 import { newId } from '../store/ids.js';
 import { configFrom, print, table, usageError, withData, withStore } from './common.js';
@@ -28,6 +36,15 @@ function parseTime(value: string | undefined, flag: string): number | undefined 
     throw usageError(`${flag}: ${JSON.stringify(value)} is not an ISO 8601 date (2026-11-01) or date-time with Z or an offset (2026-11-01T09:00:00Z)`);
   }
   return Date.parse(value);
+}
+
+/** The destination fields given on the command line, by the rules the REST API applies to them. */
+function checkFields(opts: { url?: string; secret?: string; description?: string }): void {
+  if (opts.url !== undefined && !destinationUrlSchema.safeParse(opts.url).success) throw usageError('--url must be 1 to 2048 characters');
+  if (opts.secret !== undefined && !destinationSecretSchema.safeParse(opts.secret).success) throw usageError('--secret must be 8 to 256 characters');
+  if (opts.description !== undefined && !destinationDescriptionSchema.safeParse(opts.description).success) {
+    throw usageError('--description must be at most 500 characters');
+  }
 }
 
 function checkEvent(value: string | undefined): void {
@@ -58,7 +75,7 @@ export function registerWebhooks(program: Command): void {
       .option('--json', 'print JSON'),
   ).action(async (opts: Common & { site: string; url: string; secret?: string; events: string; description?: string }) => {
     const events = parseEventList(opts.events);
-    if (opts.secret !== undefined && opts.secret.length < 8) throw usageError('--secret must be at least 8 characters');
+    checkFields(opts);
     const url = await validateDestinationUrl(opts.url, allowPrivate(opts));
     const row = await withStore(opts, (s) => {
       const secretEnc = opts.secret ? s.secrets.seal(opts.secret) : null;
@@ -109,7 +126,7 @@ export function registerWebhooks(program: Command): void {
     ) => {
       if (opts.enable && opts.disable) throw usageError('--enable and --disable exclude each other');
       if (opts.secret !== undefined && opts.removeSecret) throw usageError('--secret and --remove-secret exclude each other');
-      if (opts.secret !== undefined && opts.secret.length < 8) throw usageError('--secret must be at least 8 characters');
+      checkFields(opts);
       const events = opts.events !== undefined ? parseEventList(opts.events) : undefined;
       const url = opts.url !== undefined ? await validateDestinationUrl(opts.url, allowPrivate(opts)) : undefined;
       const row = await withStore(opts, (s) => {

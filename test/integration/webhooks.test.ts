@@ -325,6 +325,10 @@ describe('operator CLI: bad input is a one-line error, never a stack trace', () 
       [['remove', 'dst_nosuch'], 1, /^svc: no destination dst_nosuch$/],
       [['add', '--site', 'site_nosuch', '--url', 'http://127.0.0.1:9/', '--events', 'all', ...PRIVATE], 1, /^svc: no site site_nosuch$/],
       [['add', '--site', site, '--url', 'http://127.0.0.1:9/', '--events', ',', ...PRIVATE], 2, /^svc: events: name at least one event type/],
+      [['add', '--site', site, '--url', `http://127.0.0.1:9/${'a'.repeat(2048)}`, '--events', 'all', ...PRIVATE], 2, /^svc: --url must be 1 to 2048 characters$/],
+      [['add', '--site', site, '--url', 'http://127.0.0.1:9/', '--events', 'all', '--secret', 's'.repeat(257), ...PRIVATE], 2, /^svc: --secret must be 8 to 256 characters$/],
+      [['update', dest, '--secret', 'short'], 2, /^svc: --secret must be 8 to 256 characters$/],
+      [['update', dest, '--description', 'd'.repeat(501)], 2, /^svc: --description must be at most 500 characters$/],
     ];
     for (const [args, code, err] of cases) {
       const r = cli(['webhooks', ...args, '--data', dataDir]);
