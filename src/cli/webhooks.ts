@@ -101,7 +101,7 @@ export function registerWebhooks(program: Command): void {
   withData(wh.command('list').description('List destinations').option('--site <id>', 'only this site').option('--json', 'print JSON')).action(
     async (opts: Common & { site?: string }) => {
       const rows = await withStore(opts, async (s) => (await s.webhooks.listDestinations({ siteId: opts.site })).map(destinationView));
-      print(opts.json, rows, () => table(rows as unknown as Record<string, unknown>[], ['id', 'site_id', 'url', 'events', 'has_secret', 'enabled', 'disabled_reason']));
+      print(opts.json, rows, () => table(rows as unknown as Record<string, unknown>[], ['id', 'site_id', 'url', 'events', 'has_secret', 'enabled', 'disabled_reason', 'created_at']));
     },
   );
 

@@ -302,6 +302,50 @@ describe('isolation, timeouts, redirects and the destination guard', () => {
   });
 });
 
+describe('operator CLI: destinations', () => {
+  it('add, list, update and remove a destination; the secret is never shown back and the log outlives the destination', () => {
+    const dataDir = tempDir();
+    const site = createSite(dataDir);
+    const other = createSite(dataDir, 'Other shop');
+    const before = Date.now();
+    const added = cli(['webhooks', 'add', '--site', site, '--url', 'http://127.0.0.1:9/in', '--events', 'pageview, lead.captured,pageview', '--secret', 'whsec_lifecycle', '--description', 'CRM', '--data', dataDir, ...PRIVATE, '--json']);
+    expect(added.code, added.stderr).toBe(0);
+    expect(added.stderr).toBe(''); // a secret is set: no warning
+    const { id, destination } = JSON.parse(added.stdout) as { id: string; destination: Record<string, unknown> };
+    expect(id).toMatch(/^dst_/);
+    expect(destination).toEqual({
+      id, site_id: site, url: 'http://127.0.0.1:9/in', events: ['pageview', 'lead.captured'], has_secret: true, enabled: true,
+      disabled_reason: null, description: 'CRM', created_at: expect.any(String), updated_at: expect.any(String),
+    });
+    expect(Date.parse(destination.created_at as string)).toBeGreaterThanOrEqual(before - 1000);
+    const plain = cli(['webhooks', 'add', '--site', other, '--url', 'http://127.0.0.1:9/all', '--events', 'all,pageview', '--data', dataDir, ...PRIVATE]);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toMatch(/^dst_\w+\n$/); // the id alone, for scripts
+    expect(plain.stderr).toMatch(/^svc: warning: no --secret set; deliveries are signed with the public site_id/);
+
+    expect(cliJson<{ id: string }[]>(['webhooks', 'list', '--site', site, '--data', dataDir]).map((d) => d.id)).toEqual([id]);
+    const all = cliJson<{ events: string[]; has_secret: boolean }[]>(['webhooks', 'list', '--data', dataDir]);
+    expect(all.map((d) => [d.events, d.has_secret]).sort()).toEqual([[['all'], false], [['pageview', 'lead.captured'], true]].sort());
+    const table = cli(['webhooks', 'list', '--site', site, '--data', dataDir]);
+    expect(table.stdout).toContain(id);
+    expect(table.stdout).toContain('created_at');
+    const everything = cli(['webhooks', 'list', '--data', dataDir, '--json']).stdout + table.stdout;
+    expect(everything).not.toContain('whsec_lifecycle');
+
+    const upd = cliJson<Record<string, unknown>>(['webhooks', 'update', id, '--events', 'all', '--url', 'http://127.0.0.1:9/v2', '--disable', '--remove-secret', '--data', dataDir, ...PRIVATE]);
+    expect(upd).toMatchObject({ id, url: 'http://127.0.0.1:9/v2', events: ['all'], enabled: false, has_secret: false, created_at: destination.created_at });
+    const enabled = cliJson<Record<string, unknown>>(['webhooks', 'update', id, '--enable', '--secret', 'whsec_second', '--data', dataDir]);
+    expect(enabled).toMatchObject({ enabled: true, has_secret: true, disabled_reason: null });
+    const log = cliJson<{ kind: string; destination_id: string; message: string }[]>(['webhooks', 'deliveries', '--destination', id, '--data', dataDir]);
+    expect(log).toEqual([expect.objectContaining({ kind: 'enabled', destination_id: id, message: 'enabled by an operator' })]);
+
+    expect(cli(['webhooks', 'remove', id, '--data', dataDir])).toMatchObject({ code: 0, stdout: `removed ${id}\n` });
+    expect(cliJson<{ id: string }[]>(['webhooks', 'list', '--site', site, '--data', dataDir])).toEqual([]);
+    expect(cliJson<unknown[]>(['webhooks', 'deliveries', '--destination', id, '--data', dataDir])).toHaveLength(1);
+    cleanup(dataDir);
+  });
+});
+
 describe('operator CLI: bad input is a one-line error, never a stack trace', () => {
   it('refuses bad dates, filters and unknown ids with exit code 2 (usage) or 1 (not found)', () => {
     const dataDir = tempDir();
