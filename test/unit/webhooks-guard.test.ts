@@ -103,6 +103,8 @@ describe('checkDestinationUrl', () => {
     ['http://user@example.com/', /credentials/],
     ['http://public.example.com@127.0.0.1/', /credentials/],
     ['http://127.0.0.1:99999/', /not a valid absolute URL/],
+    ['http://93.184.216.34:0/', /port 0 cannot be connected to/],
+    ['https://93.184.216.34:00/', /port 0 cannot be connected to/],
     ['http://[fe80::1%25eth0]/', /not a valid absolute URL/],
     ['', /not a valid absolute URL/],
     ['ftp://x/', /scheme ftp: is not allowed/],
