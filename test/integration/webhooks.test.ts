@@ -277,15 +277,24 @@ describe('isolation, timeouts, redirects and the destination guard', () => {
     cli(['webhooks', 'remove', ok.id, '--data', dataDir]);
     expect(cliJson<unknown[]>(['webhooks', 'list', '--data', dataDir])).toEqual([]);
     const rx = await startReceiver();
-    addDestination(dataDir, site, `${rx.url}/x`, 'click', 'secret-123'); // added while allowed
+    const { id: dest } = addDestination(dataDir, site, `${rx.url}/x`, 'click', 'secret-123'); // added while allowed
+    // test sends and replays go through the same guard
+    const sample = await cliAsync(['webhooks', 'test', dest, '--data', dataDir]);
+    expect({ code: sample.code, stdout: sample.stdout }).toEqual({ code: 1, stdout: 'failed: destination_refused destination refused: 127.0.0.1 is not a publicly routable address\n' });
     const svc = await startSvc({ dataDir, env: { ...FAST, SVC_WEBHOOK_RETRY_SCHEDULE: '1h' } }); // serving without the flag
     await post(`${svc.url}/api/events`, { site_id: site, session_id: 'g', type: 'click' });
-    let log: { error_class: string }[] = [];
-    for (let i = 0; i < 100 && log.length === 0; i++) {
+    let log: { error_class: string; kind: string }[] = [];
+    for (let i = 0; i < 100 && !log.some((l) => l.kind === 'attempt'); i++) {
       await new Promise((r) => setTimeout(r, 100));
       log = cliJson(['webhooks', 'deliveries', '--data', dataDir]);
     }
-    expect(log).toEqual([expect.objectContaining({ error_class: 'destination_refused' })]);
+    expect(log).toEqual([
+      expect.objectContaining({ kind: 'test', error_class: 'destination_refused' }),
+      expect.objectContaining({ kind: 'attempt', error_class: 'destination_refused' }),
+    ]);
+    const replayed = await cliAsync(['webhooks', 'replay', '--destination', dest, '--data', dataDir]);
+    expect(replayed.code).toBe(1);
+    expect(replayed.stdout).toMatch(/ click failed destination_refused \d+ms\nreplayed 1: 0 ok, 1 failed\n$/);
     expect(rx.received).toHaveLength(0);
     await svc.stop();
     await rx.close();
