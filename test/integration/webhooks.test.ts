@@ -301,6 +301,24 @@ describe('isolation, timeouts, redirects and the destination guard', () => {
     cleanup(dataDir);
   });
 
+  it('SVC_ALLOW_PRIVATE_DESTINATIONS=1 lifts the refusal like the flag, and serve warns about it at start', async () => {
+    const dataDir = tempDir();
+    const site = createSite(dataDir);
+    const rx = await startReceiver();
+    addDestination(dataDir, site, `${rx.url}/env`, 'click', 'env-secret');
+    const svc = await startSvc({ dataDir, env: { ...FAST, SVC_ALLOW_PRIVATE_DESTINATIONS: '1' } });
+    expect(svc.stderr()).toContain('private and loopback webhook destinations are allowed; use this for local development and tests only');
+    await post(`${svc.url}/api/events`, { site_id: site, session_id: 'e', type: 'click' });
+    const [got] = await rx.waitFor(1);
+    expect(got!.headers['x-svc-signature']).toBe(hmac(got!.body, 'env-secret'));
+    await svc.stop();
+    const quiet = await startSvc({ dataDir, env: FAST });
+    expect(quiet.stderr()).not.toContain('private and loopback');
+    await quiet.stop();
+    await rx.close();
+    cleanup(dataDir);
+  });
+
   it('validates event lists and names the unknown type', () => {
     const dataDir = tempDir();
     const site = createSite(dataDir);
