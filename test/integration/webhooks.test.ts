@@ -307,7 +307,8 @@ describe('isolation, timeouts, redirects and the destination guard', () => {
     const rx = await startReceiver();
     addDestination(dataDir, site, `${rx.url}/env`, 'click', 'env-secret');
     const svc = await startSvc({ dataDir, env: { ...FAST, SVC_ALLOW_PRIVATE_DESTINATIONS: '1' } });
-    expect(svc.stderr()).toContain('private and loopback webhook destinations are allowed; use this for local development and tests only');
+    const warning = 'private and loopback webhook destinations are allowed; use this for local development and tests only';
+    await until('the start-up warning', () => (svc.stderr().includes(warning) ? true : undefined)); // stderr and stdout arrive in either order
     await post(`${svc.url}/api/events`, { site_id: site, session_id: 'e', type: 'click' });
     const [got] = await rx.waitFor(1);
     expect(got!.headers['x-svc-signature']).toBe(hmac(got!.body, 'env-secret'));
