@@ -29,6 +29,7 @@ export function registerVerify(program: Command): void {
   program
     .command('verify')
     .description('Verify the X-SVC-Signature of a webhook delivery against its raw body')
+    .showHelpAfterError(false) // every outcome, usage errors included, is one line on stderr
     .addOption(
       new Option('--secret <secret>', "the destination's secret (the site_id when none is set)")
         .env('SVC_WEBHOOK_SECRET')

@@ -1,9 +1,18 @@
 import type { Command } from 'commander';
+import { z } from 'zod';
 import { AppError } from '../http/errors.js';
 import type { Repos } from '../store/repos.js';
 import type { DeliveryRow } from '../store/webhooks.js';
 import { samplePayload, isEventType, EVENT_TYPES, type EventType } from '../webhooks/catalogue.js';
-import { destinationView, parseEventList, signingKey, validateDestinationUrl } from '../webhooks/destinations.js';
+import {
+  destinationDescriptionSchema,
+  destinationSecretSchema,
+  destinationUrlSchema,
+  destinationView,
+  parseEventList,
+  signingKey,
+  validateDestinationUrl,
+} from '../webhooks/destinations.js';
 import { webhookPolicy } from '../webhooks/policy.js';
 import { newId } from '../store/ids.js';
 import { configFrom, print, table, usageError, withData, withStore } from './common.js';
@@ -18,11 +27,28 @@ function allowPrivate(opts: Common): boolean {
   return configFrom({ dataDir: opts.data, allowPrivateDestinations: opts.allowPrivateDestinations }).allowPrivateDestinations;
 }
 
+/** A calendar date (midnight UTC) or a date-time with `Z` or an offset; Date.parse alone also takes "1" or "2025-02-30". */
+const isoInstant = z.union([z.iso.date(), z.iso.datetime({ offset: true }), z.iso.datetime({ offset: true, precision: -1 })]);
+
 function parseTime(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
-  const t = Date.parse(value);
-  if (Number.isNaN(t)) throw usageError(`${flag}: ${JSON.stringify(value)} is not an ISO 8601 date-time`);
-  return t;
+  if (!isoInstant.safeParse(value).success) {
+    throw usageError(`${flag}: ${JSON.stringify(value)} is not an ISO 8601 date (2026-11-01) or date-time with Z or an offset (2026-11-01T09:00:00Z)`);
+  }
+  return Date.parse(value);
+}
+
+/** The destination fields given on the command line, by the rules the REST API applies to them. */
+function checkFields(opts: { url?: string; secret?: string; description?: string }): void {
+  if (opts.url !== undefined && !destinationUrlSchema.safeParse(opts.url).success) throw usageError('--url must be 1 to 2048 characters');
+  if (opts.secret !== undefined && !destinationSecretSchema.safeParse(opts.secret).success) throw usageError('--secret must be 8 to 256 characters');
+  if (opts.description !== undefined && !destinationDescriptionSchema.safeParse(opts.description).success) {
+    throw usageError('--description must be at most 500 characters');
+  }
+}
+
+function checkEvent(value: string | undefined): void {
+  if (value !== undefined && !isEventType(value)) throw usageError(`--event: unknown event type ${JSON.stringify(value)}; known: ${EVENT_TYPES.join(', ')}`);
 }
 
 async function requireDestination(r: Repos, id: string) {
@@ -49,7 +75,7 @@ export function registerWebhooks(program: Command): void {
       .option('--json', 'print JSON'),
   ).action(async (opts: Common & { site: string; url: string; secret?: string; events: string; description?: string }) => {
     const events = parseEventList(opts.events);
-    if (opts.secret !== undefined && opts.secret.length < 8) throw usageError('--secret must be at least 8 characters');
+    checkFields(opts);
     const url = await validateDestinationUrl(opts.url, allowPrivate(opts));
     const row = await withStore(opts, (s) => {
       const secretEnc = opts.secret ? s.secrets.seal(opts.secret) : null;
@@ -75,7 +101,7 @@ export function registerWebhooks(program: Command): void {
   withData(wh.command('list').description('List destinations').option('--site <id>', 'only this site').option('--json', 'print JSON')).action(
     async (opts: Common & { site?: string }) => {
       const rows = await withStore(opts, async (s) => (await s.webhooks.listDestinations({ siteId: opts.site })).map(destinationView));
-      print(opts.json, rows, () => table(rows as unknown as Record<string, unknown>[], ['id', 'site_id', 'url', 'events', 'has_secret', 'enabled', 'disabled_reason']));
+      print(opts.json, rows, () => table(rows as unknown as Record<string, unknown>[], ['id', 'site_id', 'url', 'events', 'has_secret', 'enabled', 'disabled_reason', 'created_at']));
     },
   );
 
@@ -100,7 +126,7 @@ export function registerWebhooks(program: Command): void {
     ) => {
       if (opts.enable && opts.disable) throw usageError('--enable and --disable exclude each other');
       if (opts.secret !== undefined && opts.removeSecret) throw usageError('--secret and --remove-secret exclude each other');
-      if (opts.secret !== undefined && opts.secret.length < 8) throw usageError('--secret must be at least 8 characters');
+      checkFields(opts);
       const events = opts.events !== undefined ? parseEventList(opts.events) : undefined;
       const url = opts.url !== undefined ? await validateDestinationUrl(opts.url, allowPrivate(opts)) : undefined;
       const row = await withStore(opts, (s) => {
@@ -164,6 +190,7 @@ export function registerWebhooks(program: Command): void {
       .option('--limit <n>', 'newest N entries', '100')
       .option('--json', 'print JSON'),
   ).action(async (opts: Common & { site?: string; destination?: string; failed?: boolean; event?: string; limit: string }) => {
+    checkEvent(opts.event);
     const limit = Number(opts.limit);
     if (!Number.isInteger(limit) || limit < 1 || limit > 100_000) throw usageError('--limit must be a whole number from 1 to 100000');
     const rows = await withStore(opts, (s) =>
@@ -194,8 +221,8 @@ export function registerWebhooks(program: Command): void {
       .description('Re-send one delivery, or every delivery of a destination matching the filters, with fresh signatures')
       .argument('[delivery]', 'delivery id')
       .option('--destination <id>', 'bulk: deliveries of this destination')
-      .option('--since <iso>', 'bulk: created at or after')
-      .option('--until <iso>', 'bulk: created before')
+      .option('--since <iso>', 'bulk: created at or after (2026-11-01 or 2026-11-01T09:00:00Z)')
+      .option('--until <iso>', 'bulk: created before (a date, or a date-time with Z or an offset)')
       .option('--event <type>', 'bulk: only this event type')
       .option('--failed', 'bulk: only deliveries that failed for good')
       .option('--concurrency <n>', 'deliveries in flight', '8')
@@ -209,11 +236,15 @@ export function registerWebhooks(program: Command): void {
       if ((deliveryId === undefined) === (opts.destination === undefined)) {
         throw usageError('name a delivery id, or --destination for a bulk replay (not both)');
       }
-      if (opts.event !== undefined && !isEventType(opts.event)) throw usageError(`--event: unknown event type ${JSON.stringify(opts.event)}`);
+      checkEvent(opts.event);
       const concurrency = Number(opts.concurrency);
       if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 64) throw usageError('--concurrency must be 1 to 64');
       const since = parseTime(opts.since, '--since');
       const until = parseTime(opts.until, '--until');
+      if (deliveryId !== undefined && (since !== undefined || until !== undefined || opts.event !== undefined || opts.failed)) {
+        throw usageError('--since, --until, --event and --failed filter a bulk replay (--destination), not one delivery');
+      }
+      if (since !== undefined && until !== undefined && since >= until) throw usageError('--since must be before --until');
       const config = configFrom({ dataDir: opts.data, allowPrivateDestinations: opts.allowPrivateDestinations });
       const policy = webhookPolicy(config);
       const [{ recordAttempt }, { createGuardedDispatcher }, { sendSigned }, { progressReporter }] = await Promise.all([
@@ -233,7 +264,7 @@ export function registerWebhooks(program: Command): void {
           targets = await s.webhooks.deliveries({ destinationId: opts.destination, since, until, eventType: opts.event, failedOnly: opts.failed });
         }
         const http = createGuardedDispatcher({ allowPrivate: config.allowPrivateDestinations, connections: concurrency });
-        const progress = progressReporter('replaying', targets.length, Boolean(process.stdout.isTTY) && !opts.json);
+        const progress = progressReporter('replaying', targets.length, opts.json ? 'silent' : process.stdout.isTTY ? 'bar' : 'lines');
         let next = 0;
         const worker = async () => {
           while (next < targets.length) {
@@ -246,7 +277,7 @@ export function registerWebhooks(program: Command): void {
             const r = await sendSigned({ dispatcher: http, url: dest.url, body: d.payload, key: signingKey(s, dest), eventType: d.event_type, deliveryId: d.id });
             await s.write((tx) => recordAttempt(tx, dest, d, r, policy, 'replay'));
             const line = `${d.id} ${d.event_type} ${r.ok ? 'ok' : 'failed'} ${r.status ?? r.errorClass} ${r.latencyMs}ms`;
-            progress.tick(r.ok, opts.json ? '' : line);
+            progress.tick(r.ok, line);
           }
         };
         await Promise.all(Array.from({ length: Math.min(concurrency, Math.max(1, targets.length)) }, worker));
@@ -268,7 +299,7 @@ export function registerWebhooks(program: Command): void {
       .option('--allow-private-destinations', 'allow private/loopback URLs (development and tests only)')
       .option('--json', 'print JSON'),
   ).action(async (destinationId: string, opts: Common & { event?: string }) => {
-    if (opts.event !== undefined && !isEventType(opts.event)) throw usageError(`--event: unknown event type ${JSON.stringify(opts.event)}`);
+    checkEvent(opts.event);
     const config = configFrom({ dataDir: opts.data, allowPrivateDestinations: opts.allowPrivateDestinations });
     const [{ createGuardedDispatcher }, { sendSigned }] = await Promise.all([import('../webhooks/guard.js'), import('../webhooks/sender.js')]);
     const result = await withStore(opts, async (s) => {

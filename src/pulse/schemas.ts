@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { profileSnapshotSchema } from '../domain/profiles/schema.js';
-import { publicDestinationSchema } from '../webhooks/destinations.js';
+import { destinationDescriptionSchema, destinationSecretSchema, destinationUrlSchema, publicDestinationSchema } from '../webhooks/destinations.js';
 
 export { profileSnapshotSchema };
 
@@ -58,20 +58,20 @@ export const memberPageSchema = z
 
 export const webhookCreateSchema = z
   .strictObject({
-    url: z.string().min(1).max(2048).describe('Publicly routable http(s) URL.'),
+    url: destinationUrlSchema,
     events: z.array(z.string()).min(1).max(50).describe('Event types, or ["all"].'),
-    secret: z.string().min(8).max(256).optional().describe('Signing secret; without one deliveries are signed with the public site_id.'),
-    description: z.string().max(500).optional(),
+    secret: destinationSecretSchema.optional(),
+    description: destinationDescriptionSchema.optional(),
   })
   .meta({ id: 'WebhookCreate' });
 
 export const webhookUpdateSchema = z
   .strictObject({
-    url: z.string().min(1).max(2048).optional(),
+    url: destinationUrlSchema.optional(),
     events: z.array(z.string()).min(1).max(50).optional(),
-    secret: z.string().min(8).max(256).nullable().optional().describe('A new secret, or null to remove it.'),
+    secret: destinationSecretSchema.nullable().optional().describe('A new secret, or null to remove it.'),
     enabled: z.boolean().optional(),
-    description: z.string().max(500).nullable().optional(),
+    description: destinationDescriptionSchema.nullable().optional(),
   })
   .meta({ id: 'WebhookUpdate' });
 

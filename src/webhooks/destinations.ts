@@ -4,6 +4,11 @@ import type { Store } from '../store/store.js';
 import type { DestinationRow } from '../store/webhooks.js';
 import { EVENT_TYPES, isEventType } from './catalogue.js';
 
+/** Field rules of a destination, shared by the CLI and the profile REST API. */
+export const destinationUrlSchema = z.string().min(1).max(2048).describe('Publicly routable http(s) URL.');
+export const destinationSecretSchema = z.string().min(8).max(256).describe('Signing secret; without one deliveries are signed with the public site_id.');
+export const destinationDescriptionSchema = z.string().max(500);
+
 /** Parses an event subscription list: `all` or a comma-separated list of catalogue event types. */
 export function parseEventList(input: string | readonly string[]): string[] {
   const items = (typeof input === 'string' ? input.split(',') : [...input]).map((s) => s.trim()).filter(Boolean);

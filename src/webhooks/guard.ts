@@ -75,6 +75,7 @@ export async function checkDestinationUrl(url: string, opts: GuardOptions): Prom
   if (parsed.username !== '' || parsed.password !== '') {
     return { ok: false, reason: 'credentials in the URL are not allowed' };
   }
+  if (parsed.port === '0') return { ok: false, reason: 'port 0 cannot be connected to' };
   const host = parsed.hostname.startsWith('[') ? parsed.hostname.slice(1, -1) : parsed.hostname;
   if (isIP(host) !== 0) {
     if (!opts.allowPrivate && !isPublicAddress(host)) {

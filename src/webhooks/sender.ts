@@ -36,6 +36,8 @@ export async function sendSigned(opts: {
   const started = performance.now();
   const signal = AbortSignal.timeout(opts.timeoutMs ?? ATTEMPT_TIMEOUT_MS);
   const latency = () => Math.round(performance.now() - started);
+  // Set once the headers are in: a body cut at the deadline still logs the status the receiver sent.
+  let status: number | null = null;
   try {
     const res = await request(opts.url, {
       method: 'POST',
@@ -50,6 +52,7 @@ export async function sendSigned(opts: {
       },
       body: opts.body,
     });
+    status = res.statusCode;
     const excerpt = await readExcerpt(res.body);
     const ok = res.statusCode >= 200 && res.statusCode < 300;
     return {
@@ -61,7 +64,7 @@ export async function sendSigned(opts: {
       excerpt,
     };
   } catch (err) {
-    return { ok: false, status: null, latencyMs: latency(), ...classify(err, signal), excerpt: null };
+    return { ok: false, status, latencyMs: latency(), ...classify(err, signal), excerpt: null };
   }
 }
 

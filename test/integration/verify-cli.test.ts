@@ -77,12 +77,14 @@ describe('svc verify', () => {
       { args: ['verify', '--secret', secret, '--signature', signature, '--file', dir], err: /cannot read .*EISDIR/ },
       { args: ['verify', '--secret', secret, '--signature', 'abc', '--file', file], err: /64 hex characters/ },
       { args: ['verify', '--secret', '', '--signature', signature, '--file', file], err: /--secret must not be empty/ },
+      { args: ['verify', '--secret', secret, '--signature', signature, '--file', file, '--bogus'], err: /unknown option '--bogus'/ },
     ];
     for (const c of cases) {
       const r = svc(c.args);
       expect(r.code, c.args.join(' ')).toBe(2);
       expect(r.stdout).toBe('');
       expect(r.stderr).toMatch(c.err);
+      expect(r.stderr.trimEnd().split('\n'), c.args.join(' ')).toHaveLength(1); // one line, no usage hint or stack
     }
   });
 });

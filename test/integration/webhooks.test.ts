@@ -1,6 +1,8 @@
+import { spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanup, cli, cliAsync, cliJson, createSite, post, startSvc, tempDir, type Svc } from '../helpers/svc.js';
+import { BIN, cleanup, cli, cliAsync, cliJson, createSite, post, ROOT, startSvc, tempDir, type Svc } from '../helpers/svc.js';
+import { backendEnv } from '../helpers/backend.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { query } from '../helpers/db.js';
 import { validatePayload, isEventType } from '../../src/webhooks/catalogue.js';
@@ -18,12 +20,24 @@ function addDestination(dataDir: string, site: string, url: string, events: stri
 
 const FAST = { SVC_WEBHOOK_RETRY_SCHEDULE: '100ms,100ms', SVC_WEBHOOK_POLL_MS: '50' };
 
+/** Polls `probe` until it returns a value other than undefined (no fixed sleep before an assertion). */
+async function until<T>(what: string, probe: () => T | undefined, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 describe('signed deliveries', () => {
   let svc: Svc;
   let dataDir: string;
   let site: string;
   let rx: Awaited<ReturnType<typeof startReceiver>>;
   let onlyConversions: Awaited<ReturnType<typeof startReceiver>>;
+  let onlyConversionsId: string;
 
   beforeAll(async () => {
     dataDir = tempDir();
@@ -31,7 +45,7 @@ describe('signed deliveries', () => {
     rx = await startReceiver();
     onlyConversions = await startReceiver();
     addDestination(dataDir, site, `${rx.url}/hooks`, 'all', 'whsec_test_secret');
-    addDestination(dataDir, site, `${onlyConversions.url}/c`, 'conversion,lead.captured', 'another-secret');
+    onlyConversionsId = addDestination(dataDir, site, `${onlyConversions.url}/c`, 'conversion,lead.captured', 'another-secret').id;
     svc = await startSvc({ dataDir, args: PRIVATE, env: FAST });
   });
   afterAll(async () => {
@@ -64,7 +78,10 @@ describe('signed deliveries', () => {
     const c = await onlyConversions.waitFor(2);
     expect(c.map((r) => r.headers['x-svc-event']).sort()).toEqual(['conversion', 'lead.captured']);
     for (const r of c) expect(r.headers['x-svc-signature']).toBe(hmac(r.body, 'another-secret'));
-    await new Promise((r) => setTimeout(r, 300));
+    // Fan-out creates every destination's deliveries of an event in one transaction, and all five events
+    // have reached the `all` destination: the subscribed-to-two destination got exactly its two.
+    const rows = query<{ event_type: string }>(dataDir, 'SELECT event_type FROM deliveries WHERE destination_id = ? ORDER BY event_type', onlyConversionsId);
+    expect(rows.map((r) => r.event_type)).toEqual(['conversion', 'lead.captured']);
     expect(onlyConversions.received).toHaveLength(2);
   });
 
@@ -97,11 +114,15 @@ describe('retries, failure, replay and auto-disable', () => {
     expect(stderr).toContain('no --secret set');
     const svc = await startSvc({ dataDir, args: PRIVATE, env: FAST });
     await post(`${svc.url}/api/convert`, { site_id: site, session_id: 's', revenue: 5 });
-    const tries = await rx.waitFor(3);
-    await new Promise((r) => setTimeout(r, 400));
-    expect(rx.received).toHaveLength(3); // 1 + 2 retries, then failed for good
+    const [first] = await rx.waitFor(1);
+    const deliveryId = String(first!.headers['x-svc-delivery']);
+    await until('the delivery to fail for good', () =>
+      query<{ state: string }>(dataDir, 'SELECT state FROM deliveries WHERE id = ?', deliveryId)[0]?.state === 'failed' ? true : undefined,
+    );
+    const tries = rx.received;
+    expect(tries).toHaveLength(3); // 1 + 2 retries, then failed for good
     const ids = new Set(tries.map((t) => t.headers['x-svc-delivery']));
-    expect(ids.size).toBe(1);
+    expect(ids).toEqual(new Set([deliveryId]));
     for (const t of tries) expect(t.headers['x-svc-signature']).toBe(hmac(t.body, site));
     const failed = cliJson<{ ok: boolean; status: number; error_class: string; response_excerpt: string; attempt: number }[]>([
       'webhooks', 'deliveries', '--destination', dest, '--failed', '--data', dataDir,
@@ -111,7 +132,6 @@ describe('retries, failure, replay and auto-disable', () => {
       [2, 503, 'http_status', 'down for maintenance'],
       [3, 503, 'http_status', 'down for maintenance'],
     ]);
-    const deliveryId = String([...ids][0]);
     expect(query(dataDir, 'SELECT state, attempts FROM deliveries WHERE id = ?', deliveryId)).toEqual([{ state: 'failed', attempts: 3 }]);
 
     rx.setBehaviour(() => ({ status: 204 }));
@@ -171,11 +191,20 @@ describe('retries, failure, replay and auto-disable', () => {
     expect(d.disabled_reason).toMatch(/^disabled automatically after 4 consecutive failed attempts since .*; last: http_status 500$/);
     const log = cliJson<{ kind: string; error_class: string; message: string }[]>(['webhooks', 'deliveries', '--destination', dest, '--data', dataDir]);
     expect(log.filter((l) => l.kind === 'disabled')).toEqual([expect.objectContaining({ error_class: 'destination_disabled', message: d.disabled_reason })]);
-    await new Promise((r) => setTimeout(r, 300));
-    const count = rx.received.length;
-    await new Promise((r) => setTimeout(r, 300));
-    expect(rx.received.length).toBe(count); // nothing more is sent once disabled
-    await svc.stop();
+    await svc.stop(); // waits for exchanges in flight to be recorded
+    const attempts = cliJson<{ kind: string }[]>(['webhooks', 'deliveries', '--destination', dest, '--data', dataDir]).filter((l) => l.kind === 'attempt');
+    expect(rx.received).toHaveLength(attempts.length);
+    const pending = query<{ n: number }>(dataDir, "SELECT COUNT(*) AS n FROM deliveries WHERE destination_id = ? AND state = 'pending'", dest)[0]!;
+    expect(Number(pending.n)).toBeGreaterThan(0); // retries were due but never sent
+    // Restarted, with the retries overdue: a healthy destination gets a new event, the disabled one nothing.
+    const healthy = await startReceiver();
+    addDestination(dataDir, site, `${healthy.url}/ok`, 'click', 'secret-456');
+    const again = await startSvc({ dataDir, args: PRIVATE, env: { ...FAST, SVC_WEBHOOK_RETRY_SCHEDULE: '10ms' } });
+    await post(`${again.url}/api/events`, { site_id: site, session_id: 'd2', type: 'click' });
+    await healthy.waitFor(1);
+    await again.stop();
+    expect(rx.received).toHaveLength(attempts.length);
+    await healthy.close();
     await rx.close();
     cleanup(dataDir);
   });
@@ -220,11 +249,10 @@ describe('isolation, timeouts, redirects and the destination guard', () => {
     addDestination(dataDir, site, `${rx.url}/start`, 'click', 'redirect-secret');
     const svc = await startSvc({ dataDir, args: PRIVATE, env: { ...FAST, SVC_WEBHOOK_RETRY_SCHEDULE: '1h' } });
     await post(`${svc.url}/api/events`, { site_id: site, session_id: 'r', type: 'click' });
-    await rx.waitFor(1);
-    await new Promise((r) => setTimeout(r, 300));
+    // The attempt is logged once its exchange is over, so a followed redirect would already have arrived.
+    const entry = await until('the attempt to be logged', () => cliJson<{ status: number; ok: boolean; error_class: string }[]>(['webhooks', 'deliveries', '--data', dataDir])[0]);
+    expect(entry).toMatchObject({ status: 302, ok: false, error_class: 'http_status' });
     expect(rx.received.map((r) => r.path)).toEqual(['/start']);
-    const [entry] = cliJson<{ status: number; ok: boolean }[]>(['webhooks', 'deliveries', '--data', dataDir]);
-    expect(entry).toMatchObject({ status: 302, ok: false });
     await svc.stop();
     await rx.close();
     cleanup(dataDir);
@@ -233,24 +261,61 @@ describe('isolation, timeouts, redirects and the destination guard', () => {
   it('refuses private destinations at configuration and at delivery time unless explicitly allowed', async () => {
     const dataDir = tempDir();
     const site = createSite(dataDir);
-    for (const url of ['http://127.0.0.1:9/x', 'http://localhost:9/x', 'http://169.254.169.254/latest', 'http://[::1]/', 'http://2130706433/', 'ftp://example.com/']) {
+    for (const url of [
+      'http://127.0.0.1:9/x', 'http://localhost:9/x', 'http://169.254.169.254/latest', 'http://[::1]/', 'http://2130706433/', 'ftp://example.com/',
+      'http://0x7f.1/', 'http://[::ffff:127.0.0.1]/', 'http://127.1/', 'http://0177.0.0.1/', 'http://public.example.com@127.0.0.1/',
+      'http://127.0.0.1#@public.example.com/', 'http://\u24DB\u24DE\u24D2\u24D0\u24DB\u24D7\u24DE\u24E2\u24E3:8080/', 'http://[fd00::1]:443/', 'http://100.64.1.1/',
+    ]) {
       const r = cli(['webhooks', 'add', '--site', site, '--url', url, '--events', 'all', '--secret', 'secret-123', '--data', dataDir]);
       expect(r.code, url).toBe(1);
-      expect(r.stderr).toMatch(/^svc: url: /);
+      expect(r.stderr).toMatch(/^svc: url: [^\n]+\n$/);
     }
+    // and when changing the URL of an existing destination
+    const ok = addDestination(dataDir, site, 'http://127.0.0.1:9/x', 'click', 'secret-123');
+    const upd = cli(['webhooks', 'update', ok.id, '--url', 'http://0x7f.1/', '--data', dataDir]);
+    expect(upd).toMatchObject({ code: 1, stderr: 'svc: url: 127.0.0.1 is not a publicly routable address\n' });
+    cli(['webhooks', 'remove', ok.id, '--data', dataDir]);
     expect(cliJson<unknown[]>(['webhooks', 'list', '--data', dataDir])).toEqual([]);
     const rx = await startReceiver();
-    addDestination(dataDir, site, `${rx.url}/x`, 'click', 'secret-123'); // added while allowed
+    const { id: dest } = addDestination(dataDir, site, `${rx.url}/x`, 'click', 'secret-123'); // added while allowed
+    // test sends and replays go through the same guard
+    const sample = await cliAsync(['webhooks', 'test', dest, '--data', dataDir]);
+    expect({ code: sample.code, stdout: sample.stdout }).toEqual({ code: 1, stdout: 'failed: destination_refused destination refused: 127.0.0.1 is not a publicly routable address\n' });
     const svc = await startSvc({ dataDir, env: { ...FAST, SVC_WEBHOOK_RETRY_SCHEDULE: '1h' } }); // serving without the flag
     await post(`${svc.url}/api/events`, { site_id: site, session_id: 'g', type: 'click' });
-    let log: { error_class: string }[] = [];
-    for (let i = 0; i < 100 && log.length === 0; i++) {
+    let log: { error_class: string; kind: string }[] = [];
+    for (let i = 0; i < 100 && !log.some((l) => l.kind === 'attempt'); i++) {
       await new Promise((r) => setTimeout(r, 100));
       log = cliJson(['webhooks', 'deliveries', '--data', dataDir]);
     }
-    expect(log).toEqual([expect.objectContaining({ error_class: 'destination_refused' })]);
+    expect(log).toEqual([
+      expect.objectContaining({ kind: 'test', error_class: 'destination_refused' }),
+      expect.objectContaining({ kind: 'attempt', error_class: 'destination_refused' }),
+    ]);
+    const replayed = await cliAsync(['webhooks', 'replay', '--destination', dest, '--data', dataDir]);
+    expect(replayed.code).toBe(1);
+    expect(replayed.stdout).toMatch(/ click failed destination_refused \d+ms\nreplayed 1: 0 ok, 1 failed\n$/);
     expect(rx.received).toHaveLength(0);
     await svc.stop();
+    await rx.close();
+    cleanup(dataDir);
+  });
+
+  it('SVC_ALLOW_PRIVATE_DESTINATIONS=1 lifts the refusal like the flag, and serve warns about it at start', async () => {
+    const dataDir = tempDir();
+    const site = createSite(dataDir);
+    const rx = await startReceiver();
+    addDestination(dataDir, site, `${rx.url}/env`, 'click', 'env-secret');
+    const svc = await startSvc({ dataDir, env: { ...FAST, SVC_ALLOW_PRIVATE_DESTINATIONS: '1' } });
+    const warning = 'private and loopback webhook destinations are allowed; use this for local development and tests only';
+    await until('the start-up warning', () => (svc.stderr().includes(warning) ? true : undefined)); // stderr and stdout arrive in either order
+    await post(`${svc.url}/api/events`, { site_id: site, session_id: 'e', type: 'click' });
+    const [got] = await rx.waitFor(1);
+    expect(got!.headers['x-svc-signature']).toBe(hmac(got!.body, 'env-secret'));
+    await svc.stop();
+    const quiet = await startSvc({ dataDir, env: FAST });
+    expect(quiet.stderr()).not.toContain('private and loopback');
+    await quiet.stop();
     await rx.close();
     cleanup(dataDir);
   });
@@ -265,13 +330,138 @@ describe('isolation, timeouts, redirects and the destination guard', () => {
   });
 });
 
+describe('operator CLI: destinations', () => {
+  it('add, list, update and remove a destination; the secret is never shown back and the log outlives the destination', () => {
+    const dataDir = tempDir();
+    const site = createSite(dataDir);
+    const other = createSite(dataDir, 'Other shop');
+    const before = Date.now();
+    const added = cli(['webhooks', 'add', '--site', site, '--url', 'http://127.0.0.1:9/in', '--events', 'pageview, lead.captured,pageview', '--secret', 'whsec_lifecycle', '--description', 'CRM', '--data', dataDir, ...PRIVATE, '--json']);
+    expect(added.code, added.stderr).toBe(0);
+    expect(added.stderr).toBe(''); // a secret is set: no warning
+    const { id, destination } = JSON.parse(added.stdout) as { id: string; destination: Record<string, unknown> };
+    expect(id).toMatch(/^dst_/);
+    expect(destination).toEqual({
+      id, site_id: site, url: 'http://127.0.0.1:9/in', events: ['pageview', 'lead.captured'], has_secret: true, enabled: true,
+      disabled_reason: null, description: 'CRM', created_at: expect.any(String), updated_at: expect.any(String),
+    });
+    expect(Date.parse(destination.created_at as string)).toBeGreaterThanOrEqual(before - 1000);
+    const plain = cli(['webhooks', 'add', '--site', other, '--url', 'http://127.0.0.1:9/all', '--events', 'all,pageview', '--data', dataDir, ...PRIVATE]);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toMatch(/^dst_\w+\n$/); // the id alone, for scripts
+    expect(plain.stderr).toMatch(/^svc: warning: no --secret set; deliveries are signed with the public site_id/);
+
+    expect(cliJson<{ id: string }[]>(['webhooks', 'list', '--site', site, '--data', dataDir]).map((d) => d.id)).toEqual([id]);
+    const all = cliJson<{ events: string[]; has_secret: boolean }[]>(['webhooks', 'list', '--data', dataDir]);
+    expect(all.map((d) => [d.events, d.has_secret]).sort()).toEqual([[['all'], false], [['pageview', 'lead.captured'], true]].sort());
+    const table = cli(['webhooks', 'list', '--site', site, '--data', dataDir]);
+    expect(table.stdout).toContain(id);
+    expect(table.stdout).toContain('created_at');
+    const everything = cli(['webhooks', 'list', '--data', dataDir, '--json']).stdout + table.stdout;
+    expect(everything).not.toContain('whsec_lifecycle');
+
+    const upd = cliJson<Record<string, unknown>>(['webhooks', 'update', id, '--events', 'all', '--url', 'http://127.0.0.1:9/v2', '--disable', '--remove-secret', '--data', dataDir, ...PRIVATE]);
+    expect(upd).toMatchObject({ id, url: 'http://127.0.0.1:9/v2', events: ['all'], enabled: false, has_secret: false, created_at: destination.created_at });
+    const enabled = cliJson<Record<string, unknown>>(['webhooks', 'update', id, '--enable', '--secret', 'whsec_second', '--data', dataDir]);
+    expect(enabled).toMatchObject({ enabled: true, has_secret: true, disabled_reason: null });
+    const log = cliJson<{ kind: string; destination_id: string; message: string }[]>(['webhooks', 'deliveries', '--destination', id, '--data', dataDir]);
+    expect(log).toEqual([expect.objectContaining({ kind: 'enabled', destination_id: id, message: 'enabled by an operator' })]);
+
+    expect(cli(['webhooks', 'remove', id, '--data', dataDir])).toMatchObject({ code: 0, stdout: `removed ${id}\n` });
+    expect(cliJson<{ id: string }[]>(['webhooks', 'list', '--site', site, '--data', dataDir])).toEqual([]);
+    expect(cliJson<unknown[]>(['webhooks', 'deliveries', '--destination', id, '--data', dataDir])).toHaveLength(1);
+    cleanup(dataDir);
+  });
+});
+
+describe('operator CLI: bad input is a one-line error, never a stack trace', () => {
+  it('refuses bad dates, filters and unknown ids with exit code 2 (usage) or 1 (not found)', () => {
+    const dataDir = tempDir();
+    const site = createSite(dataDir);
+    const { id: dest } = addDestination(dataDir, site, 'http://127.0.0.1:9/x', 'click', 'secret-123');
+    const cases: [string[], number, RegExp][] = [
+      [['replay', '--destination', dest, '--since', '1'], 2, /^svc: --since: "1" is not an ISO 8601 date/],
+      [['replay', '--destination', dest, '--since', '2025-02-30'], 2, /^svc: --since: "2025-02-30" is not/],
+      [['replay', '--destination', dest, '--until', 'Tue Mar 3 2025'], 2, /^svc: --until: "Tue Mar 3 2025" is not/],
+      [['replay', '--destination', dest, '--since', '2026-11-01T09:00:00'], 2, /^svc: --since: .* with Z or an offset/],
+      [['replay', '--destination', dest, '--since', '2026-11-02', '--until', '2026-11-01T00:00:00Z'], 2, /^svc: --since must be before --until$/],
+      [['replay', 'dlv_x', '--failed'], 2, /^svc: --since, --until, --event and --failed filter a bulk replay/],
+      [['replay', 'dlv_x', '--destination', dest], 2, /^svc: name a delivery id, or --destination/],
+      [['replay', '--destination', dest, '--event', 'nope'], 2, /^svc: --event: unknown event type "nope"/],
+      [['deliveries', '--event', 'nope'], 2, /^svc: --event: unknown event type "nope"/],
+      [['deliveries', '--limit', '0'], 2, /^svc: --limit must be/],
+      [['replay', 'dlv_nosuch'], 1, /^svc: no delivery dlv_nosuch$/],
+      [['replay', '--destination', 'dst_nosuch'], 1, /^svc: no destination dst_nosuch$/],
+      [['test', 'dst_nosuch'], 1, /^svc: no destination dst_nosuch$/],
+      [['update', 'dst_nosuch', '--enable'], 1, /^svc: no destination dst_nosuch$/],
+      [['remove', 'dst_nosuch'], 1, /^svc: no destination dst_nosuch$/],
+      [['add', '--site', 'site_nosuch', '--url', 'http://127.0.0.1:9/', '--events', 'all', ...PRIVATE], 1, /^svc: no site site_nosuch$/],
+      [['add', '--site', site, '--url', 'http://127.0.0.1:9/', '--events', ',', ...PRIVATE], 2, /^svc: events: name at least one event type/],
+      [['add', '--site', site, '--url', `http://127.0.0.1:9/${'a'.repeat(2048)}`, '--events', 'all', ...PRIVATE], 2, /^svc: --url must be 1 to 2048 characters$/],
+      [['add', '--site', site, '--url', 'http://127.0.0.1:9/', '--events', 'all', '--secret', 's'.repeat(257), ...PRIVATE], 2, /^svc: --secret must be 8 to 256 characters$/],
+      [['update', dest, '--secret', 'short'], 2, /^svc: --secret must be 8 to 256 characters$/],
+      [['update', dest, '--description', 'd'.repeat(501)], 2, /^svc: --description must be at most 500 characters$/],
+    ];
+    for (const [args, code, err] of cases) {
+      const r = cli(['webhooks', ...args, '--data', dataDir]);
+      expect({ args, code: r.code }).toEqual({ args, code });
+      expect(r.stderr.trimEnd(), args.join(' ')).toMatch(err);
+      expect(r.stderr.trimEnd().split('\n'), args.join(' ')).toHaveLength(1);
+    }
+    cleanup(dataDir);
+  });
+
+  it('bulk replay: --json prints only the summary; a terminal gets the ink bar, filtered by --since/--until/--event', async () => {
+    const dataDir = tempDir();
+    const site = createSite(dataDir);
+    const rx = await startReceiver();
+    const { id: dest } = addDestination(dataDir, site, `${rx.url}/r`, 'all', 'replay-secret');
+    const svc = await startSvc({ dataDir, args: PRIVATE, env: FAST });
+    for (let i = 0; i < 3; i++) await post(`${svc.url}/api/events`, { site_id: site, session_id: `t${i}`, type: 'click' });
+    await post(`${svc.url}/api/events`, { site_id: site, session_id: 't9', type: 'pageview' });
+    await rx.waitFor(4);
+    await svc.stop();
+
+    const json = await cliAsync(['webhooks', 'replay', '--destination', dest, '--event', 'click', '--data', dataDir, ...PRIVATE, '--json']);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual({ total: 3, ok: 3, failed: 0 });
+    expect(json.stdout.startsWith('{')).toBe(true);
+    const none = await cliAsync(['webhooks', 'replay', '--destination', dest, '--until', '2000-01-01', '--data', dataDir, ...PRIVATE, '--json']);
+    expect(JSON.parse(none.stdout)).toEqual({ total: 0, ok: 0, failed: 0 });
+
+    // A pseudo-terminal from util-linux `script`, which reports no width: the bar must still render on one line.
+    const quote = (a: string) => `'${a.replace(/'/g, "'\\''")}'`;
+    const command = [process.execPath, BIN, 'webhooks', 'replay', '--destination', dest, '--since', '2000-01-01T00:00:00Z', '--data', dataDir, ...PRIVATE].map(quote).join(' ');
+    const tty = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+      // asynchronous: the receiver answers from this process's event loop
+      const p = spawn('script', ['-qec', command, '/dev/null'], { cwd: ROOT, env: { ...process.env, ...backendEnv(dataDir) }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      p.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      p.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      p.on('close', (status) => resolve({ status, stdout, stderr }));
+    });
+    expect(tty.status, tty.stdout + tty.stderr).toBe(0);
+    const plain = tty.stdout.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '');
+    expect(plain).toMatch(/replaying \[#{30}\] 4\/4 ok 4 failed 0/);
+    expect(plain).toContain('replayed 4: 4 ok, 0 failed');
+    expect(rx.received).toHaveLength(4 + 3 + 4);
+    for (const r of rx.received) expect(r.headers['x-svc-signature']).toBe(hmac(r.body, 'replay-secret'));
+    await rx.close();
+    cleanup(dataDir);
+  });
+});
+
 describe('durable at-least-once delivery', () => {
   it('delivers every event after a SIGKILL mid-drain, duplicates only under the same delivery id', async () => {
     const dataDir = tempDir();
     const site = createSite(dataDir);
     const rx = await startReceiver(() => new Promise((r) => setTimeout(() => r({ status: 200 }), 5)));
     addDestination(dataDir, site, `${rx.url}/d`, 'pageview', 'durable-secret');
-    const svc = await startSvc({ dataDir, args: PRIVATE, env: { ...FAST, SVC_WEBHOOK_CONCURRENCY: '2' } });
+    // The killed instance's lease on the destination outlives it: the restarted one (a new instance id) takes
+    // the destination over once that lease lapses, so the shortest lease keeps the wait short.
+    const LEASE = { SVC_LANE_LEASE_MS: '10000' };
+    const svc = await startSvc({ dataDir, args: PRIVATE, env: { ...FAST, ...LEASE, SVC_WEBHOOK_CONCURRENCY: '2' } });
     const N = 300;
     for (let i = 0; i < N; i += 50) {
       await Promise.all(Array.from({ length: 50 }, (_, j) => post(`${svc.url}/api/events`, { site_id: site, session_id: `k${i + j}`, type: 'pageview', n: i + j })));
@@ -279,9 +469,9 @@ describe('durable at-least-once delivery', () => {
     await rx.waitFor(40);
     await svc.kill();
     expect(rx.received.length).toBeLessThan(N);
-    const again = await startSvc({ dataDir, args: PRIVATE, env: FAST });
+    const again = await startSvc({ dataDir, args: PRIVATE, env: { ...FAST, ...LEASE } });
     const byDelivery = new Map<string, Set<number>>();
-    const deadline = Date.now() + 30_000;
+    const deadline = Date.now() + 45_000;
     while (Date.now() < deadline) {
       byDelivery.clear();
       for (const r of rx.received) {

@@ -59,6 +59,33 @@ function walkSchema(node: Json, path: string, defs: Record<string, Json>, out: {
   }
 }
 
+// Collects every string-typed property that neither an enum, a const, a pattern nor a format pins down:
+// the only places free text could go.
+function freeStrings(node: Json, path: string, defs: Record<string, Json>, out: string[]): void {
+  if (Array.isArray(node)) {
+    for (const n of node) freeStrings(n, path, defs, out);
+    return;
+  }
+  if (node === null || typeof node !== 'object') return;
+  if (typeof node.$ref === 'string') freeStrings(defs[node.$ref.replace('#/$defs/', '')]!, path, defs, out);
+  const types = ([] as Json[]).concat(node.type ?? []);
+  if (types.includes('string') && node.enum === undefined && node.const === undefined && node.pattern === undefined && node.format === undefined) {
+    out.push(path);
+  }
+  const props = node.properties;
+  if (props && typeof props === 'object' && !Array.isArray(props)) {
+    for (const [k, v] of Object.entries(props)) freeStrings(v, `${path}.${k}`, defs, out);
+  }
+  if (node.items !== undefined) freeStrings(node.items, `${path}[]`, defs, out);
+  for (const k of ['anyOf', 'oneOf', 'allOf']) if (node[k] !== undefined) freeStrings(node[k]!, path, defs, out);
+}
+
+// Unconstrained strings a no-personal-data payload may have: opaque identifiers (svc's own ids, and the
+// site's session/visitor ids, form ids and SKUs, which are ids in the site's own systems), segment ids, and
+// labels and the stall pass's proposed action, which the site's team writes or svc composes from them.
+// A new free-text field fails here until it has been reviewed and named.
+const REVIEWED_FREE_STRING = /^(\w+_id|segment|previous_segment|step|cohort_key|sku|label|arm_label|cohort_label|proposed_action)$/;
+
 function exampleKeysAndStrings(value: unknown, path: string, out: { keys: string[]; strings: string[] }): void {
   if (typeof value === 'string') out.strings.push(value);
   else if (Array.isArray(value)) value.forEach((v) => exampleKeysAndStrings(v, `${path}[]`, out));
@@ -138,6 +165,11 @@ describe('event catalogue', () => {
       // The only maps with arbitrary keys are the site's own custom event properties of the
       // behavioural events, which SPEC requires to be kept verbatim.
       expect(open).toEqual(BEHAVIOURAL_WEBHOOK_TYPES.has(type) ? ['$.properties'] : []);
+      const json = jsonSchemaOf(type);
+      const free: string[] = [];
+      freeStrings(json, '$', json.$defs ?? {}, free);
+      expect(free.length).toBeGreaterThan(0);
+      expect(free.filter((p) => !REVIEWED_FREE_STRING.test(p.split('.').pop()!)), 'unreviewed free-text fields').toEqual([]);
       const ex = { keys: [] as string[], strings: [] as string[] };
       exampleKeysAndStrings(CATALOGUE[type].example, '$', ex);
       expect(ex.keys.filter((k) => PERSONAL_KEY.test(k.split('.').pop()!.replace(/\[\]$/, '')))).toEqual([]);

@@ -74,6 +74,22 @@ describe('checkDestinationUrl', () => {
     'http://127.1/',
     'http://017700000001/',
     'https://127.0.0.1:8443/',
+    // alternate spellings and parser tricks: all denote a private host
+    'http://0x7f.0x0.0x0.0x1/',
+    'http://%31%32%37.0.0.1/',
+    'http://\uFF11\uFF12\uFF17.0.0.1/', // full-width digits
+    'http://\u24DB\u24DE\u24D2\u24D0\u24DB\u24D7\u24DE\u24E2\u24E3/', // circled letters: IDNA maps them to localhost
+    'http://LOCALHOST:8080/',
+    'http://127.0.0.1./',
+    'http://0/',
+    'http://10.1/',
+    'http://127.0.0.1#@public.example.com/',
+    'http://127.0.0.1\\@public.example.com/',
+    'http:/\\127.0.0.1/',
+    'http://[0:0:0:0:0:ffff:127.0.0.1]/',
+    'http://[::ffff:0:127.0.0.1]/', // IPv4-translated (RFC 6145)
+    'http://[64:ff9b:1::a00:1]/', // local-use NAT64 (RFC 8215)
+    'http://[::ffff:a9fe:a9fe]/',
   ];
 
   it.each(refused)('refuses %s', async (url) => {
@@ -85,6 +101,12 @@ describe('checkDestinationUrl', () => {
   it.each([
     ['http://user:pw@example.com/', /credentials/],
     ['http://user@example.com/', /credentials/],
+    ['http://public.example.com@127.0.0.1/', /credentials/],
+    ['http://127.0.0.1:99999/', /not a valid absolute URL/],
+    ['http://93.184.216.34:0/', /port 0 cannot be connected to/],
+    ['https://93.184.216.34:00/', /port 0 cannot be connected to/],
+    ['http://[fe80::1%25eth0]/', /not a valid absolute URL/],
+    ['', /not a valid absolute URL/],
     ['ftp://x/', /scheme ftp: is not allowed/],
     ['file:///etc/passwd', /scheme file: is not allowed/],
     ['javascript:alert(1)', /scheme javascript: is not allowed/],

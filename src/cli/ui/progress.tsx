@@ -23,13 +23,19 @@ function Bar({ s, label }: { s: ProgressState; label: string }) {
   );
 }
 
+/** How progress shows: an ink bar (a terminal), one plain line per item (piped), or nothing (--json). */
+export type ProgressMode = 'bar' | 'lines' | 'silent';
+
 /**
  * A progress reporter: an ink progress bar on a terminal, one plain line per
- * item when stdout is piped (scripts and CI logs read those).
+ * item when stdout is piped (scripts and CI logs read those), nothing when the
+ * command prints JSON.
  */
-export function progressReporter(label: string, total: number, tty = Boolean(process.stdout.isTTY)) {
+export function progressReporter(label: string, total: number, mode: ProgressMode = process.stdout.isTTY ? 'bar' : 'lines') {
   const s: ProgressState = { done: 0, total, ok: 0, failed: 0, last: '' };
-  const app = tty ? render(<Bar s={s} label={label} />) : null;
+  // A terminal that reports no width (the pty of `script`, some CI runners) would make ink wrap after every character.
+  if (mode === 'bar' && !process.stdout.columns) process.stdout.columns = 80;
+  const app = mode === 'bar' ? render(<Bar s={s} label={label} />) : null;
   return {
     tick(ok: boolean, line: string) {
       s.done++;
@@ -37,7 +43,7 @@ export function progressReporter(label: string, total: number, tty = Boolean(pro
       else s.failed++;
       s.last = line;
       if (app) app.rerender(<Bar s={{ ...s }} label={label} />);
-      else process.stdout.write(`${line}\n`);
+      else if (mode === 'lines') process.stdout.write(`${line}\n`);
     },
     finish(): ProgressState {
       if (app) {

@@ -1,0 +1,105 @@
+import { createHmac } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createGuardedDispatcher } from '../../src/webhooks/guard.js';
+import { ATTEMPT_TIMEOUT_MS, sendSigned, USER_AGENT } from '../../src/webhooks/sender.js';
+import { VERSION } from '../../src/version.js';
+
+type Handler = (req: IncomingMessage, body: Buffer, res: ServerResponse) => void;
+
+describe('sendSigned against a real receiver on loopback', () => {
+  let server: Server;
+  let base = '';
+  let handler: Handler = (_req, _body, res) => res.end();
+  const open = new Set<ServerResponse>();
+  const dispatcher = createGuardedDispatcher({ allowPrivate: true });
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        open.add(res);
+        res.on('close', () => open.delete(res));
+        handler(req, Buffer.concat(chunks), res);
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    for (const res of open) res.destroy();
+    await dispatcher.close();
+    await new Promise((r) => server.close(r));
+  });
+
+  const send = (body: string, timeoutMs?: number) =>
+    sendSigned({ dispatcher, url: `${base}/in`, body, key: 'whsec_unit', eventType: 'conversion', deliveryId: 'dlv_unit_1', timeoutMs });
+
+  it('allows 5 s per attempt', () => {
+    expect(ATTEMPT_TIMEOUT_MS).toBe(5_000);
+  });
+
+  it('posts the exact body bytes with every header the receiver needs', async () => {
+    let seen: { headers: IncomingMessage['headers']; body: Buffer; method?: string } | undefined;
+    handler = (req, body, res) => {
+      seen = { headers: req.headers, body, method: req.method };
+      res.writeHead(204).end();
+    };
+    const body = '{"event":"conversion","note":"caf\u00e9 \u2713","n":1}';
+    const r = await send(body);
+    expect(r).toMatchObject({ ok: true, status: 204, errorClass: null, excerpt: null });
+    expect(seen!.method).toBe('POST');
+    expect(seen!.body.equals(Buffer.from(body, 'utf8'))).toBe(true);
+    expect(seen!.headers).toMatchObject({
+      'content-type': 'application/json',
+      'x-svc-event': 'conversion',
+      'x-svc-delivery': 'dlv_unit_1',
+      'x-svc-signature': createHmac('sha256', 'whsec_unit').update(Buffer.from(body, 'utf8')).digest('hex'),
+      'user-agent': `svc-webhooks/${VERSION} (+https://github.com/svc)`,
+    });
+    expect(USER_AGENT).toContain(VERSION);
+  });
+
+  it('keeps only a bounded excerpt of a large answer, and a non-2xx is a failed attempt', async () => {
+    handler = (_req, _body, res) => res.writeHead(500).end('E'.repeat(100_000));
+    const r = await send('{}');
+    expect(r).toMatchObject({ ok: false, status: 500, errorClass: 'http_status', message: 'receiver answered 500' });
+    expect(r.excerpt).toBe('E'.repeat(1024));
+  });
+
+  it('cuts a receiver that sends its headers and then dribbles the body: the deadline covers the body too', async () => {
+    handler = (_req, _body, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('x');
+      const t = setInterval(() => res.write('x'), 20);
+      res.on('close', () => clearInterval(t));
+    };
+    const r = await send('{}', 300);
+    expect(r).toMatchObject({ ok: false, status: 200, errorClass: 'timeout', excerpt: null });
+    expect(r.message).toMatch(/^no complete answer within/);
+  });
+
+  it('cuts a receiver that never answers', async () => {
+    handler = () => undefined;
+    const r = await send('{}', 300);
+    expect(r).toMatchObject({ ok: false, status: null, errorClass: 'timeout' });
+  });
+
+  it('classifies a refused connection and a refused destination, never throwing', async () => {
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((r) => closed.close(r));
+    const conn = await sendSigned({ dispatcher, url: `http://127.0.0.1:${port}/`, body: '{}', key: 'k', eventType: 'click', deliveryId: 'd' });
+    expect(conn).toMatchObject({ ok: false, status: null, errorClass: 'connection' });
+    const guarded = createGuardedDispatcher({ allowPrivate: false });
+    try {
+      const refused = await sendSigned({ dispatcher: guarded, url: `${base}/in`, body: '{}', key: 'k', eventType: 'click', deliveryId: 'd' });
+      expect(refused).toMatchObject({ ok: false, status: null, errorClass: 'destination_refused' });
+    } finally {
+      await guarded.close();
+    }
+  });
+});
