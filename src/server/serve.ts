@@ -25,6 +25,7 @@ import { startContentJobs } from '../workers/content-jobs.js';
 import { StallWorker } from '../workers/stall.js';
 import { TriggerFireWorker } from '../workers/trigger-fires.js';
 import { ExperimentsWorker } from '../workers/experiments.js';
+import { releaseDeadLocalLeases } from '../workers/lane-lease.js';
 import { DECIDE_PATH, handleDecide, type DecideDeps } from '../ingest/decide.js';
 import { decisionService } from '../domain/web/decisions.js';
 
@@ -167,6 +168,12 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host}:${addr.port}`;
 
+  // A process of this host that was killed holding leases need not be waited for.
+  const freed = await releaseDeadLocalLeases(store).catch((err: unknown) => {
+    logger.warn({ err: (err as Error).message }, 'could not look for leases of dead processes');
+    return [];
+  });
+  if (freed.length > 0) logger.info({ lanes: freed }, 'took over the lanes of a process of this host that is gone');
   dispatcher.start();
   adFanout.start();
   const janitor = new Janitor(store, {

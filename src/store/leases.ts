@@ -54,6 +54,11 @@ export class LeasesRepo {
     return Number(row?.n ?? 0);
   }
 
+  /** Every lease row, run out or not (a small table: one row per lane). */
+  all(): Promise<{ lane: string; holder: string }[]> {
+    return this.x.all<{ lane: string; holder: string }>('SELECT lane, holder FROM lane_leases ORDER BY lane', []);
+  }
+
   /** The current holder of a lane, if its lease has not run out (for status and tests). */
   async holder(lane: string): Promise<string | null> {
     const now = this.x.dialect === 'pg' ? PG_NOW : '?';

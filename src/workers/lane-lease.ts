@@ -1,8 +1,63 @@
+import { readlinkSync } from 'node:fs';
+import { hostname } from 'node:os';
 import type { Store } from '../store/store.js';
 import { newId } from '../store/ids.js';
 
-/** This process, as a lease holder. */
-export const INSTANCE_ID = newId('inst');
+/**
+ * Where this process runs: the host name and the PID namespace. Two holders
+ * with the same place see the same process table, so one can tell whether the
+ * other's process is still there.
+ */
+function place(): string {
+  let ns = '';
+  try {
+    ns = readlinkSync('/proc/self/ns/pid'); // e.g. "pid:[4026531836]"; absent outside Linux
+  } catch {
+    ns = 'nons';
+  }
+  return `${hostname()}#${ns}`;
+}
+
+const PLACE = place();
+
+/** This process, as a lease holder: a unique id, then where it runs and its pid (`inst_…@host#ns:pid`). */
+export const INSTANCE_ID = `${newId('inst')}@${PLACE}:${process.pid}`;
+
+/**
+ * True when `holder` is another process of this host and PID namespace that no
+ * longer exists (it was killed or crashed without giving its leases up).
+ * Anything else (another machine, another namespace, a live or unreadable
+ * process, an id of another form) is taken as alive: its lease then runs out
+ * by itself.
+ */
+export function isDeadLocalHolder(holder: string): boolean {
+  const at = holder.lastIndexOf('@');
+  const colon = holder.lastIndexOf(':');
+  if (at < 0 || colon < at) return false;
+  if (holder.slice(at + 1, colon) !== PLACE) return false;
+  const pid = Number(holder.slice(colon + 1));
+  if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+/**
+ * Gives up the leases of holders that died on this host (SIGKILL, a crash, a
+ * power cut), so a restarted `svc serve` takes their lanes at once instead of
+ * waiting SVC_LANE_LEASE_MS for them to run out. Returns the lanes freed.
+ */
+export async function releaseDeadLocalLeases(store: Store): Promise<string[]> {
+  const dead = (await store.leases.all()).filter((l) => isDeadLocalHolder(l.holder));
+  if (dead.length === 0) return [];
+  await store.write(async (tx) => {
+    for (const l of dead) await tx.leases.release(l.lane, l.holder);
+  });
+  return dead.map((l) => l.lane);
+}
 
 export interface LeaseTiming {
   /** How long a lease lasts unless renewed (SVC_LANE_LEASE_MS). */

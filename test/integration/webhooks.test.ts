@@ -458,9 +458,9 @@ describe('durable at-least-once delivery', () => {
     const site = createSite(dataDir);
     const rx = await startReceiver(() => new Promise((r) => setTimeout(() => r({ status: 200 }), 5)));
     addDestination(dataDir, site, `${rx.url}/d`, 'pageview', 'durable-secret');
-    // The killed instance's lease on the destination outlives it: the restarted one (a new instance id) takes
-    // the destination over once that lease lapses, so the shortest lease keeps the wait short.
-    const LEASE = { SVC_LANE_LEASE_MS: '10000' };
+    // The killed process's lease on the destination would outlive the wait below (ten minutes): the restarted
+    // one (a new instance id) sees that the holder, a process of this host, is gone and takes the lane at once.
+    const LEASE = { SVC_LANE_LEASE_MS: '600000' };
     const svc = await startSvc({ dataDir, args: PRIVATE, env: { ...FAST, ...LEASE, SVC_WEBHOOK_CONCURRENCY: '2' } });
     const N = 300;
     for (let i = 0; i < N; i += 50) {
