@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { cleanup, createSite, post, startSvc, stats, tempDir, type Svc } from '../helpers/svc.js';
 import { query } from '../helpers/db.js';
 
@@ -332,14 +333,26 @@ describe('POST /api/events and /api/score', () => {
     expect(stats(dataDir, site)).toEqual(before);
   });
 
-  it('refuses a body far over the cap without reading it all', async () => {
-    const r = await rawPost('/api/events', [Buffer.alloc(10)], { 'content-type': 'application/json', 'content-length': 50_000_000 }).catch(
-      () => null,
-    );
-    if (r) {
-      expect(r.status).toBe(413);
-      expect(r.headers['x-svc-body-size']).toBe('50000000');
-    }
+  it('refuses a body far over the cap on its declared size, without waiting for it', async () => {
+    // Raw socket: 10 bytes of a declared 50,000,000 are sent, the rest never is; the answer must come anyway.
+    const u = new URL(svc.url);
+    const before = stats(dataDir, site);
+    const text = await new Promise<string>((resolve, reject) => {
+      const s = connect(Number(u.port), u.hostname);
+      let out = '';
+      s.on('data', (c: Buffer) => (out += c.toString()));
+      s.on('close', () => resolve(out));
+      s.on('error', reject);
+      s.write(
+        `POST /api/events HTTP/1.1\r\nHost: ${u.host}\r\nContent-Type: application/json\r\nContent-Length: 50000000\r\n\r\n` +
+          '{"site_id"',
+      );
+    });
+    expect(text).toMatch(/^HTTP\/1\.1 413 /);
+    expect(text).toMatch(/\r\nX-SVC-Body-Size: 50000000\r\n/i);
+    expect(text).toMatch(/\r\nX-SVC-Body-Limit: 65536\r\n/i);
+    expect(JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)).error.code).toBe('payload_too_large');
+    expect(stats(dataDir, site)).toEqual(before);
   });
 
   it('applies the documented caps to identify, convert and lead capture too', async () => {
@@ -388,6 +401,49 @@ describe('bad input never stores and never 500s', () => {
     });
     expect(res.status).toBe(status);
     expect(((await res.json()) as any).error.code).toBe(code);
+    expect(stats(dataDir, site)).toEqual(before);
+  });
+
+  const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);
+  it.each([
+    ['/api/events', '{"site_id":"SITE","session_id":"h","type":"pageview","deep":' + deep(20_000) + '}', 'deep' + '[0]'.repeat(63)],
+    ['/api/score', '{"site_id":"SITE","session_id":"h","deep":' + deep(64) + '}', 'deep' + '[0]'.repeat(63)],
+    ['/api/events', '{"site_id":"SITE","session_id":"h\\u0000","type":"pageview"}', 'session_id'],
+    ['/api/lead/capture', '{"site_id":"SITE","name":"x\\u0000y"}', 'name'],
+    ['/api/events', '{"site_id":"SITE","session_id":"h","type":"pageview","url":"https://a.test/\\u0000"}', 'url'],
+    ['/api/events', '{"site_id":"SITE","session_id":"\\ud800","type":"pageview"}', 'session_id'],
+    ['/api/events', '{"site_id":"SITE","session_id":"h","type":"pageview","type":"click"}', 'type'],
+    ['/api/convert', '{"site_id":"SITE","session_id":"h","revenue":1e308,"revenue":5}', 'revenue'],
+    ['/api/identify', '{"site_id":"SITE","session_id":"h","traits":{"__proto__":"x","a":"b"}}', 'traits.__proto__'],
+    ['/api/events', '{"site_id":"SITE","session_id":"h","type":"pageview","__proto__":{"type":"x"}}', '__proto__'],
+  ])('%s refuses %s naming %s, storing nothing', async (path, raw, field) => {
+    const before = stats(dataDir, site);
+    const r = await post(`${svc.url}${path}`, raw.replace('SITE', site));
+    expect(r.status).toBe(400);
+    expect(r.body.error).toMatchObject({ code: 'validation_failed', details: { field } });
+    expect(stats(dataDir, site)).toEqual(before);
+  });
+
+  it('accepts nesting up to 64 levels, the body object included', async () => {
+    const raw = `{"site_id":"${site}","session_id":"h","deep":${deep(63)}}`;
+    const r = await post(`${svc.url}/api/score`, raw);
+    expect(r.status).toBe(201);
+    const [row] = query<{ body: string }>(dataDir, 'SELECT body FROM scores WHERE id = ?', Number(r.body.score_id.replace('scr_', '')));
+    expect(row!.body).toBe(raw);
+  });
+
+  it('refuses a body that is not valid UTF-8 rather than storing replacement characters', async () => {
+    const before = stats(dataDir, site);
+    for (const path of ['/api/events', '/api/identify']) {
+      const body = Buffer.concat([
+        Buffer.from(`{"site_id":"${site}","session_id":"utf","type":"pageview","traits":{"a":"`),
+        Buffer.from([0xff, 0xc3, 0x28]),
+        Buffer.from('"}}'),
+      ]);
+      const res = await fetch(`${svc.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as any).error).toMatchObject({ code: 'invalid_json', message: expect.stringContaining('UTF-8') });
+    }
     expect(stats(dataDir, site)).toEqual(before);
   });
 
