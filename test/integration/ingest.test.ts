@@ -371,12 +371,26 @@ describe('POST /api/events and /api/score', () => {
     ['{"site_id":"SITE","session_id":"x"}', 'type'],
     ['{"site_id":"SITE","session_id":"x","type":"pageview","timestamp":"yesterday"}', 'timestamp'],
     ['{"site_id":"SITE","session_id":"x","type":"has space"}', 'type'],
+    ['{"site_id":"SITE","session_id":"x","type":"pageview","timestamp":"9999-12-31T23:59:59-23:59"}', 'timestamp'],
+    ['{"site_id":"SITE","session_id":"x","type":"pageview","timestamp":"0000-01-01T00:00:00Z"}', 'timestamp'],
+    ['{"site_id":"SITE","session_id":"x","type":"pageview","timestamp":"1999-12-31T23:59:59.999Z"}', 'timestamp'],
     ['[1,2]', '(body)'],
     ['"text"', '(body)'],
-  ])('rejects event %s naming %s', async (raw, field) => {
+  ])('rejects event %s naming %s, storing nothing', async (raw, field) => {
+    const before = stats(dataDir, site);
     const r = await post(`${svc.url}/api/events`, raw.replace('SITE', site));
     expect(r.status).toBe(400);
     expect(r.body.error.details.field).toBe(field);
+    expect(stats(dataDir, site)).toEqual(before);
+  });
+
+  it('accepts event times from 2000-01-01T00:00:00Z to 24 hours ahead of the server clock, and no later', async () => {
+    const at = (ts: string) => post(`${svc.url}/api/events`, { site_id: site, session_id: 'tsb', type: 'custom_ts', timestamp: ts });
+    expect((await at('2000-01-01T00:00:00Z')).status).toBe(201);
+    expect((await at(new Date(Date.now() + 23 * 3600_000).toISOString())).status).toBe(201);
+    const late = await at(new Date(Date.now() + 25 * 3600_000).toISOString());
+    expect(late.status).toBe(400);
+    expect(late.body.error.message).toBe('timestamp: must lie between 2000-01-01T00:00:00Z and 24 hours after the server time');
   });
 
   it('rejects a non-numeric score', async () => {
