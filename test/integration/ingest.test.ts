@@ -222,6 +222,17 @@ describe('POST /api/lead/capture', () => {
     expect(ident?.visitor_id).toBe('lead-v1');
   });
 
+  it('stitches a lead whose email is already known onto that profile, its contact values becoming traits', async () => {
+    const known = await post(`${svc.url}/api/identify`, { site_id: site, session_id: 'ls-1', visitor_id: 'ls-v1', traits: { email: 'known.lead@example.com' } });
+    const r = await post(`${svc.url}/api/lead/capture`, { site_id: site, visitor_id: 'ls-v2', email: ' Known.Lead@Example.com ', phone: '+1 555 0100' });
+    expect(r.status).toBe(201);
+    expect(r.body.profile_id).toBe(known.body.profile_id);
+    const [row] = query<{ traits: string }>(dataDir, 'SELECT traits FROM profiles WHERE id = ?', known.body.profile_id);
+    expect(JSON.parse(row!.traits)).toEqual({ email: 'known.lead@example.com', phone: '+1 555 0100' });
+    const owners = query<{ profile_id: string }>(dataDir, "SELECT DISTINCT profile_id FROM identities WHERE site_id = ? AND value IN ('known.lead@example.com', 'ls-v1', 'ls-v2')", site);
+    expect(owners).toEqual([{ profile_id: known.body.profile_id }]);
+  });
+
   it('files source=optin_form as an opt-in and anything else as a lead form', async () => {
     const a = await post(`${svc.url}/api/lead/capture`, { site_id: site, email: 'n@example.com', source: 'optin_form' });
     const b = await post(`${svc.url}/api/lead/capture`, { site_id: site, email: 'm@example.com', source: 'footer' });
@@ -356,6 +367,7 @@ describe('POST /api/events and /api/score', () => {
   });
 
   it('applies the documented caps to identify, convert and lead capture too', async () => {
+    const before = stats(dataDir, site);
     const pad = 'p'.repeat(40_000);
     const r = await post(`${svc.url}/api/identify`, { site_id: site, session_id: 'c', traits: { a: pad } });
     expect(r.status).toBe(413);
@@ -363,6 +375,14 @@ describe('POST /api/events and /api/score', () => {
     const l = await post(`${svc.url}/api/lead/capture`, { site_id: site, name: pad });
     expect(l.status).toBe(413);
     expect(l.headers.get('x-svc-body-limit')).toBe('16384');
+    // Valid content cannot reach 64 KB here (100 line items of 256-character skus are 28 KB): whitespace does.
+    const raw = `{"site_id":"${site}","session_id":"c","revenue":1${' '.repeat(70_000)}}`;
+    const c = await post(`${svc.url}/api/convert`, raw);
+    expect(c.status).toBe(413);
+    expect(c.body.error.code).toBe('payload_too_large');
+    expect(c.headers.get('x-svc-body-limit')).toBe('65536');
+    expect(c.headers.get('x-svc-body-size')).toBe(String(Buffer.byteLength(raw)));
+    expect(stats(dataDir, site)).toEqual(before);
   });
 
   it.each([
