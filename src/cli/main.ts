@@ -22,7 +22,10 @@ export function buildProgram(): Command {
   const program = new Command('svc')
     .description('svc: website personalization back end (ingestion, webhooks, MCP tool server, profile REST API)')
     .version(VERSION)
-    .showHelpAfterError('(run with --help for usage)')
+    // Usage errors are one line on stderr, like every other error: `svc: <what> (run with --help for usage)`.
+    .configureOutput({
+      outputError: (str, write) => write(`svc: ${str.replace(/^error: /, '').trim()} (run with --help for usage)\n`),
+    })
     .exitOverride();
   registerServe(program);
   registerSite(program);

@@ -1,7 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { z } from 'zod';
 import { AppError, isStorageUnavailable, storageUnavailable } from '../http/errors.js';
+import { isUtf8 } from 'node:buffer';
 import { readBody } from '../http/body.js';
+import { checkJsonText } from '../http/json-guard.js';
 import { sendError, sendJson } from '../http/respond.js';
 import { validationError } from '../http/zod-error.js';
 import { describePolicy, type RateLimiter } from '../http/rate-limit.js';
@@ -99,6 +101,9 @@ export async function handleIngest(deps: IngestDeps, path: IngestPath, req: Inco
         { content_type: type },
       );
     }
+    if (!isUtf8(body.body)) {
+      throw new AppError('invalid_json', 'body is not valid UTF-8; nothing was stored', {});
+    }
     const raw = body.body.toString('utf8');
     let parsed: unknown;
     try {
@@ -108,6 +113,11 @@ export async function handleIngest(deps: IngestDeps, path: IngestPath, req: Inco
     }
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
       throw new AppError('validation_failed', 'body must be a JSON object', { field: '(body)' });
+    }
+    const problem = checkJsonText(raw);
+    if (problem) {
+      const field = problem.path.replace(/^\$\.?/, '') || '(body)';
+      throw new AppError('validation_failed', `${field}: ${problem.message}`, { field, issues: [problem] });
     }
     const route = ROUTES[path];
     const result = route.schema.safeParse(parsed);

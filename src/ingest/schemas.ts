@@ -79,9 +79,16 @@ export const leadSchema = z
   .meta({ id: 'LeadCaptureRequest' });
 export type LeadRequest = z.infer<typeof leadSchema>;
 
+/** Event times accepted: from 2000-01-01T00:00:00Z to this far past the server's clock. */
+export const EVENT_TIME_BOUNDS = { earliest: Date.UTC(2000, 0, 1), futureSlackMs: 24 * 60 * 60 * 1000 } as const;
+
 const timestamp = z.iso
   .datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone (Z or ±hh:mm)' })
-  .describe('When it happened, ISO 8601; server time when absent.');
+  .refine((t) => {
+    const ms = Date.parse(t);
+    return ms >= EVENT_TIME_BOUNDS.earliest && ms <= Date.now() + EVENT_TIME_BOUNDS.futureSlackMs;
+  }, 'must lie between 2000-01-01T00:00:00Z and 24 hours after the server time')
+  .describe('When it happened, ISO 8601, from 2000-01-01T00:00:00Z to 24 hours after server time; server time when absent.');
 
 /** Known keys of an event; every other top-level key is a custom property kept verbatim. */
 export const eventSchema = z

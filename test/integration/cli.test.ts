@@ -1,7 +1,10 @@
-import { describe, expect, it } from 'vitest';
-import { cleanup, cli, cliJson, tempDir } from '../helpers/svc.js';
+import { describe, expect, it, vi } from 'vitest';
+import { spawn } from 'node:child_process';
+import type { Command } from 'commander';
+import { BIN, cleanup, cli, cliJson, post, tempDir } from '../helpers/svc.js';
+import { buildProgram, main } from '../../src/cli/main.js';
 import { execute } from '../helpers/db.js';
-import { PG_BASE_URL } from '../helpers/backend.js';
+import { backendEnv, PG_BASE_URL } from '../helpers/backend.js';
 import { MIGRATIONS } from '../../src/store/migrations.js';
 import { PG_MIGRATIONS } from '../../src/store/pg/migrations.js';
 
@@ -66,11 +69,72 @@ describe('svc CLI', () => {
   });
 
   it('exits 2 on usage errors with one clear line and no stack trace', () => {
-    for (const args of [['site', 'create'], ['nope'], ['site', 'create', '--name', 'x', '--domain', 'not a domain'], ['serve', '--port', 'abc']]) {
+    for (const args of [
+      ['site', 'create'],
+      ['nope'],
+      ['site', 'create', '--name', 'x', '--bogus'],
+      ['stats', '--site'],
+      ['site', 'create', '--name', 'x', '--domain', 'not a domain'],
+      ['serve', '--port', 'abc'],
+    ]) {
       const r = cli(args, { env: { SVC_DATA_DIR: tempDir() } });
       expect(r.code, args.join(' ')).toBe(2);
-      expect(r.stderr).not.toMatch(/\n\s+at /);
+      expect(r.stderr, args.join(' ')).toMatch(/^svc: [^\n]+\n$/);
+      expect(r.stdout).toBe('');
     }
+  });
+
+  it('has --help on every command of the tree, exiting 0', async () => {
+    const paths: string[][] = [];
+    const walk = (c: Command, pre: string[]) => {
+      for (const sub of c.commands) {
+        paths.push([...pre, sub.name()]);
+        walk(sub, [...pre, sub.name()]);
+      }
+    };
+    walk(buildProgram(), []);
+    expect(paths.length).toBeGreaterThan(40);
+    let out = '';
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      out += String(chunk);
+      return true;
+    });
+    try {
+      for (const p of paths) {
+        out = '';
+        expect(await main(['node', 'svc', ...p, '--help']), p.join(' ')).toBe(0);
+        expect(out, p.join(' ')).toContain(`Usage: svc ${p.join(' ')}`);
+      }
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('serves from SVC_HOST, SVC_PORT and SVC_DATA_DIR, printing the real port when 0 is asked for', async () => {
+    const dir = tempDir();
+    const site = cliJson<{ site_id: string }>(['site', 'create', '--name', 'Env', '--data', dir]).site_id;
+    const proc = spawn(process.execPath, [BIN, 'serve'], {
+      env: { ...process.env, ...backendEnv(dir), SVC_HOST: '127.0.0.1', SVC_PORT: '0', SVC_DATA_DIR: dir, SVC_LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = new Promise<number | null>((resolve) => proc.once('exit', resolve));
+    const line = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      proc.stdout.on('data', (c: Buffer) => {
+        out += c.toString();
+        if (out.includes('\n')) resolve(out);
+      });
+      proc.once('exit', (code) => reject(new Error(`svc serve exited ${code}`)));
+    });
+    const m = /^svc listening on (http:\/\/127\.0\.0\.1:(\d+))\n$/.exec(line);
+    expect(m).not.toBeNull();
+    expect(Number(m![2])).toBeGreaterThan(0);
+    const r = await post(`${m![1]}/api/events`, { site_id: site, session_id: 'env', type: 'pageview' });
+    expect(r.status).toBe(201);
+    proc.kill('SIGINT');
+    expect(await exited).toBe(0);
+    expect(cliJson<{ events: number }>(['stats', '--site', site, '--data', dir]).events).toBe(1);
+    cleanup(dir);
   });
 
   it('has --help on every command and exits 0', () => {

@@ -39,6 +39,35 @@ describe('ingestion rate limits', () => {
   });
 });
 
+describe('per-site ingestion rate limit', () => {
+  it('refuses a site past its burst with 429 scope site, storing nothing, while another site goes on', async () => {
+    const dir = tempDir();
+    const a = createSite(dir, 'A');
+    const b = createSite(dir, 'B');
+    const s = await startSvc({
+      dataDir: dir,
+      env: { SVC_INGEST_SITE_RATE: '1', SVC_INGEST_SITE_BURST: '2', SVC_INGEST_IP_RATE: '1000', SVC_INGEST_IP_BURST: '1000' },
+    });
+    const ev = (site: string) => post(`${s.url}/api/events`, { site_id: site, session_id: 'ps', type: 'pageview' });
+    expect((await ev(a)).status).toBe(201);
+    expect((await ev(a)).status).toBe(201);
+    // Every ingestion endpoint draws on the same per-site bucket.
+    const r = await post(`${s.url}/api/convert`, { site_id: a, session_id: 'ps', revenue: 5 });
+    expect(r.status).toBe(429);
+    expect(r.body.error).toMatchObject({ code: 'rate_limited', details: { scope: 'site' } });
+    expect(r.body.error.message).toContain('1 requests per second, burst 2');
+    expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(r.headers.get('ratelimit-limit')).toBe('2');
+    expect(r.headers.get('ratelimit-remaining')).toBe('0');
+    expect(Number(r.headers.get('ratelimit-reset'))).toBeGreaterThanOrEqual(1);
+    expect((await ev(b)).status).toBe(201);
+    expect(await s.stop()).toBe(0);
+    expect(stats(dir, a)).toMatchObject({ events: 2, conversions: 0 });
+    expect(stats(dir, b)).toMatchObject({ events: 1 });
+    cleanup(dir);
+  });
+});
+
 describe('SVC_RATE_LIMIT=off', () => {
   it('lets every request through and warns at start', async () => {
     const dir = tempDir();

@@ -1,0 +1,125 @@
+import { jsonPath } from './zod-error.js';
+
+/** How deep an ingestion body may nest objects and arrays (the body object itself is level 1). */
+export const MAX_JSON_DEPTH = 64;
+
+export interface JsonProblem {
+  /** The offending field as a JSON path (`$.props.list[2]`). */
+  path: string;
+  code: 'too_deep' | 'duplicate_key' | 'forbidden_key' | 'invalid_string';
+  message: string;
+}
+
+interface Frame {
+  array: boolean;
+  index: number;
+  key: string | undefined;
+  keys: Set<string> | undefined;
+  expectKey: boolean;
+}
+
+const HEX = /^[0-9a-fA-F]{4}$/;
+
+/**
+ * Checks the text of a body that JSON.parse already accepted for what the
+ * store could not keep faithfully or what parsers disagree on: nesting deeper
+ * than `maxDepth`, duplicate keys (JSON.parse silently keeps the last one),
+ * `__proto__` keys (dropped by object schemas), and strings holding U+0000
+ * (PostgreSQL text refuses it) or an unpaired surrogate. One pass over the
+ * text; returns the first problem with its path, or null.
+ */
+export function checkJsonText(text: string, maxDepth = MAX_JSON_DEPTH): JsonProblem | null {
+  const stack: Frame[] = [];
+  const path = () => {
+    const segs: (string | number)[] = [];
+    for (const f of stack) {
+      if (f.array) segs.push(f.index);
+      else if (f.key !== undefined) segs.push(f.key);
+    }
+    return jsonPath(segs);
+  };
+  let i = 0;
+  const n = text.length;
+  while (i < n) {
+    const c = text.charCodeAt(i);
+    if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      if (stack.length >= maxDepth) {
+        return { path: path(), code: 'too_deep', message: `nested deeper than ${maxDepth} levels` };
+      }
+      const array = c === 0x5b;
+      stack.push({ array, index: 0, key: undefined, keys: array ? undefined : new Set(), expectKey: !array });
+      i++;
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      stack.pop();
+      i++;
+    } else if (c === 0x2c /* , */) {
+      const top = stack[stack.length - 1];
+      if (top) {
+        if (top.array) top.index++;
+        else top.expectKey = true;
+      }
+      i++;
+    } else if (c === 0x22 /* " */) {
+      const start = i;
+      let escaped = false;
+      i++;
+      while (i < n) {
+        const d = text.charCodeAt(i);
+        if (d === 0x22) break;
+        if (d === 0x5c /* \ */) {
+          escaped = true;
+          if (text.charCodeAt(i + 1) === 0x75 /* u */) {
+            const hex = text.slice(i + 2, i + 6);
+            const code = HEX.test(hex) ? parseInt(hex, 16) : -1;
+            const bad = badCodeUnit(code, text, i + 6);
+            if (bad) {
+              const top = stack[stack.length - 1];
+              if (top && !top.array && top.expectKey) top.key = safeKey(text.slice(start, i));
+              return { path: path(), code: 'invalid_string', message: bad };
+            }
+            i += code >= 0xd800 && code <= 0xdbff ? 12 : 6;
+          } else {
+            i += 2;
+          }
+          continue;
+        }
+        i++;
+      }
+      const top = stack[stack.length - 1];
+      if (top && !top.array && top.expectKey) {
+        const raw = text.slice(start, i + 1);
+        const key = escaped ? (JSON.parse(raw) as string) : raw.slice(1, -1);
+        top.expectKey = false;
+        top.key = key;
+        if (key === '__proto__') {
+          return { path: path(), code: 'forbidden_key', message: '"__proto__" is not accepted as a key' };
+        }
+        if (top.keys!.has(key)) {
+          return { path: path(), code: 'duplicate_key', message: `key ${JSON.stringify(key)} appears more than once` };
+        }
+        top.keys!.add(key);
+      }
+      i++;
+    } else {
+      i++;
+    }
+  }
+  return null;
+}
+
+/** Why a `\uXXXX` escape (followed by `rest` at `at`) cannot be stored, or null. */
+function badCodeUnit(code: number, text: string, at: number): string | null {
+  if (code === 0) return 'strings must not contain U+0000';
+  if (code >= 0xdc00 && code <= 0xdfff) return 'strings must not contain an unpaired surrogate';
+  if (code >= 0xd800 && code <= 0xdbff) {
+    const next = text.charCodeAt(at) === 0x5c && text.charCodeAt(at + 1) === 0x75 ? text.slice(at + 2, at + 6) : '';
+    const low = HEX.test(next) ? parseInt(next, 16) : -1;
+    if (low < 0xdc00 || low > 0xdfff) return 'strings must not contain an unpaired surrogate';
+  }
+  return null;
+}
+
+/** The partial key text read so far, for naming a key whose own text is the problem. */
+function safeKey(partial: string): string {
+  return partial.slice(1).replace(/\\/g, '');
+}
