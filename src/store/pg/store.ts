@@ -67,6 +67,23 @@ const RETRYABLE = new Set([
   '23505', // unique_violation: a concurrent writer created the row (identity stitching re-reads the owner)
 ]);
 const MAX_ATTEMPTS = 4;
+/** SQLSTATE in_failed_sql_transaction: the code `commit` gives a COMMIT that rolled back. */
+const ROLLED_BACK_AT_COMMIT = '25P02';
+
+/**
+ * COMMIT of a transaction in which a statement failed ends it with a rollback,
+ * and PostgreSQL reports that as success (command tag ROLLBACK, no error). An
+ * operation that caught a failed statement's error and returned would otherwise
+ * be acknowledged, and its whole group with it, with nothing stored.
+ */
+async function commit(client: pg.PoolClient): Promise<void> {
+  const r = await client.query('COMMIT');
+  if (r.command !== 'COMMIT') {
+    throw Object.assign(new Error('the transaction was rolled back at COMMIT: a statement in it failed and its error was caught'), {
+      code: ROLLED_BACK_AT_COMMIT,
+    });
+  }
+}
 
 interface QueuedOp {
   fn: WriteOp<unknown>;
@@ -200,14 +217,15 @@ class PgWriteRunner implements WriteRunner {
       if (failedAt >= 0) {
         if (!conn.broken()) await conn.client.query('ROLLBACK');
       } else {
-        await conn.client.query('COMMIT');
+        await commit(conn.client);
       }
     } catch (err) {
       if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
       conn.release();
-      // BEGIN or COMMIT itself failed. A lost race at commit (serialization) is worth re-running
+      // BEGIN or COMMIT itself failed. A lost race at commit (serialization), or a COMMIT that rolled
+      // back (an operation swallowed a failed statement's error; which one is unknown), is worth re-running
       // one by one; a connection that died at COMMIT leaves the outcome unknown, so the callers hear it.
-      if (isRetryable(err)) {
+      if (isRetryable(err) || (err as { code?: unknown }).code === ROLLED_BACK_AT_COMMIT) {
         this.counters.regrouped++;
         for (const op of group) await this.runAlone(op.fn).then(op.resolve, op.reject);
       } else for (const op of group) op.reject(err);
@@ -235,7 +253,7 @@ class PgWriteRunner implements WriteRunner {
       try {
         await conn.client.query('BEGIN');
         value = await fn(new Repos(new PgSql(conn.client), this.shared));
-        await conn.client.query('COMMIT');
+        await commit(conn.client);
       } catch (err) {
         if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
         conn.release();
