@@ -19,10 +19,15 @@ export function registerServe(program: Command): void {
         allowPrivateDestinations: opts.allowPrivateDestinations,
       });
       // Loaded on demand: the other commands start faster without the HTTP stack.
-      const [{ startServer }, { createLogger }] = await Promise.all([import('../server/serve.js'), import('../log.js')]);
+      const [{ startServer }, { createLogger }, { INSTANCE_ID }] = await Promise.all([
+        import('../server/serve.js'),
+        import('../log.js'),
+        import('../workers/lane-lease.js'),
+      ]);
       const logger = createLogger(config.logLevel);
       const running = await startServer(config, logger);
-      process.stdout.write(`svc listening on ${running.url}\n`);
+      // The name this process holds work-lane leases under (lane_leases.holder), before the ready line.
+      process.stdout.write(`svc instance ${INSTANCE_ID}\nsvc listening on ${running.url}\n`);
       await new Promise<void>((resolve) => {
         const stop = (signal: string) => {
           logger.info({ signal }, 'shutting down');

@@ -82,6 +82,8 @@ export function stats(dataDir: string, siteId: string): Stats {
 export interface Svc {
   url: string;
   dataDir: string;
+  /** The name it holds work-lane leases under (lane_leases.holder). */
+  instance: string;
   proc: ChildProcess;
   stderr: () => string;
   /** SIGTERM and wait for exit; resolves with the exit code. */
@@ -102,6 +104,7 @@ export async function startSvc(
   });
   let err = '';
   proc.stderr!.on('data', (c: Buffer) => (err += c.toString()));
+  let instance = '';
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`svc did not start: ${err}`)), 20_000);
@@ -109,6 +112,7 @@ export async function startSvc(
       out += c.toString();
       const m = /svc listening on (http:\/\/\S+)/.exec(out);
       if (m) {
+        instance = /svc instance (\S+)/.exec(out)?.[1] ?? '';
         clearTimeout(timer);
         resolve(m[1]!);
       }
@@ -122,6 +126,7 @@ export async function startSvc(
   return {
     url,
     dataDir,
+    instance,
     proc,
     stderr: () => err,
     stop: async () => {
