@@ -19,16 +19,19 @@ describe.skipIf(PG_BASE_URL === undefined)('two instances on one PostgreSQL data
   // Deliveries of one delivery id that overlapped in time (two senders at once): must stay 0.
   let overlapping = 0;
   const open = new Map<string, number>();
+  // While set, requests past the n-th wait for it: the draining instance then has exchanges in flight.
+  let hold: { after: number; gate: Promise<void> } | null = null;
   const ENV = { SVC_LANE_LEASE_MS: '10000', SVC_WEBHOOK_POLL_MS: '100', SVC_WEBHOOK_RETRY_SCHEDULE: '200ms,200ms,200ms', SVC_RATE_LIMIT: 'off' };
 
   beforeAll(async () => {
     dataDir = tempDir();
     site = createSite(dataDir);
     // A slow receiver, so the drain is still running when an instance is killed.
-    rx = await startReceiver(async (r) => {
+    rx = await startReceiver(async (r, n) => {
       const id = String(r.headers['x-svc-delivery']);
       if ((open.get(id) ?? 0) > 0) overlapping++;
       open.set(id, (open.get(id) ?? 0) + 1);
+      if (hold !== null && n > hold.after) await hold.gate;
       await new Promise((res) => setTimeout(res, 15));
       open.set(id, open.get(id)! - 1);
       return { status: 200, body: 'ok' };
@@ -117,19 +120,28 @@ describe.skipIf(PG_BASE_URL === undefined)('two instances on one PostgreSQL data
   it('delivers every event once per delivery id while the draining instance is killed', async () => {
     const before = rx.received.length;
     const N = 600;
+    const hook = query<{ id: string }>(dataDir, 'SELECT id FROM destinations WHERE url = ?', `${rx.url}/hook`)[0]!.id;
+    let release = (): void => undefined;
+    hold = { after: before + 60, gate: new Promise<void>((r) => (release = r)) };
     for (let i = 0; i < N; i++) {
       const via = i % 2 === 0 ? a : b!;
       const r = await post(`${via.url}/api/events`, { site_id: site, session_id: `drain-${i % 20}`, type: 'pageview', url: `https://shop.example/p/${i}` });
       expect(r.status).toBe(201);
     }
-    // Kill whichever instance is sending once the drain is under way; the other takes the lane over.
-    await rx.waitFor(before + 60, 30_000);
-    const holder = query<{ holder: string }>(dataDir, "SELECT holder FROM lane_leases WHERE lane LIKE 'webhook:%'")[0]?.holder;
-    expect(holder).toBeDefined();
-    await a.kill();
-    const survivor = b!;
     const outbox = query<{ id: number }>(dataDir, "SELECT id FROM outbox WHERE event_type = 'pageview'");
     expect(outbox.length).toBe(N);
+    // 60 delivered, and the draining instance now waits on exchanges it cannot finish: kill that one.
+    await rx.waitFor(before + 61, 30_000);
+    const holder = query<{ holder: string }>(dataDir, 'SELECT holder FROM lane_leases WHERE lane = ?', `webhook:${hook}`)[0]?.holder;
+    const victim = holder === a.instance ? a : holder === b!.instance ? b! : null;
+    expect(victim, `lane holder ${holder} is neither ${a.instance} nor ${b!.instance}`).not.toBeNull();
+    const survivor = victim === a ? b! : a;
+    await victim!.kill();
+    const delivered = () => query<{ n: number }>(dataDir, "SELECT count(*) AS n FROM deliveries WHERE destination_id = ? AND state = 'delivered'", hook)[0]!.n;
+    // Killed mid-drain: most of the backlog was still to send.
+    expect(delivered()).toBeLessThan(N);
+    hold = null;
+    release();
     // Every event reaches the receiver (lease 10 s, then the survivor finishes the backlog).
     const deadline = Date.now() + 90_000;
     const ids = () => new Set(rx.received.slice(before).map((r) => String(r.headers['x-svc-delivery'])));
@@ -153,5 +165,42 @@ describe.skipIf(PG_BASE_URL === undefined)('two instances on one PostgreSQL data
     expect(undelivered()).toBe(0);
     expect(stats(dataDir, site).outbox_pending).toBe(0);
     expect(survivor.proc.exitCode).toBeNull();
+    expect(query<{ holder: string }>(dataDir, 'SELECT holder FROM lane_leases WHERE lane = ?', `webhook:${hook}`)[0]?.holder).toBe(survivor.instance);
+  });
+});
+
+describe.skipIf(PG_BASE_URL === undefined)('rate limits of two instances on one PostgreSQL database', () => {
+  let dataDir: string;
+  let site: string;
+  const both: Svc[] = [];
+  const BURST = 20;
+
+  beforeAll(async () => {
+    dataDir = tempDir();
+    site = createSite(dataDir);
+    // Per client address: a burst of 20, refilled at 1 a second; the site limit stays out of the way.
+    const env = { SVC_INGEST_IP_RATE: '1', SVC_INGEST_IP_BURST: String(BURST), SVC_INGEST_SITE_RATE: '1000', SVC_INGEST_SITE_BURST: '1000' };
+    both.push(await startSvc({ dataDir, env }), await startSvc({ dataDir, env }));
+  });
+
+  afterAll(async () => {
+    for (const s of both) await s.stop();
+    cleanup(dataDir);
+  });
+
+  it('enforce the documented limit together, not twice it', async () => {
+    const started = Date.now();
+    const codes = await Promise.all(
+      Array.from({ length: 2 * BURST }, (_, i) => post(`${both[i % 2]!.url}/api/events`, { site_id: site, session_id: 'rl2', type: 'pageview' }).then((r) => r.status)),
+    );
+    const elapsed = Date.now() - started;
+    const accepted = codes.filter((c) => c === 201).length;
+    expect(codes.filter((c) => c !== 201 && c !== 429)).toEqual([]);
+    // Per-instance buckets would let all 40 through (20 each). One shared bucket: the burst, plus at most
+    // what it refilled while the requests ran (1 a second).
+    expect(accepted).toBeGreaterThanOrEqual(BURST);
+    expect(accepted).toBeLessThanOrEqual(BURST + Math.ceil(elapsed / 1000));
+    expect(accepted).toBeLessThan(2 * BURST);
+    expect(stats(dataDir, site).events).toBe(accepted);
   });
 });
