@@ -73,6 +73,25 @@ describe('svc CLI', () => {
     }
   });
 
+  it('names a bad sslmode or an unreachable database in one line, on serve and the other commands', () => {
+    const dir = tempDir();
+    const bad = 'postgres://postgres@127.0.0.1:5432/test?sslmode=bogus';
+    for (const args of [['serve', '--port', '0'], ['site', 'list'], ['migrate'], ['stats', '--site', 'site_x']]) {
+      for (const r of [cli([...args, '--data', dir, '--database-url', bad]), cli([...args, '--data', dir], { env: { SVC_DATABASE_URL: bad } })]) {
+        expect(r.code, args.join(' ')).toBe(2);
+        expect(r.stderr).toBe('svc: databaseUrl: sslmode must be one of disable, prefer, require, verify-ca, verify-full, no-verify\n');
+      }
+    }
+    // Port 1 on loopback: nothing listens, the connection is refused.
+    const down = 'postgres://postgres@127.0.0.1:1/test';
+    for (const args of [['serve', '--port', '0'], ['site', 'list'], ['migrate'], ['webhooks', 'list', '--site', 'site_x']]) {
+      const r = cli([...args, '--data', dir, '--database-url', down]);
+      expect(r.code, args.join(' ')).toBe(1);
+      expect(r.stderr).toBe('svc: ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:1\n');
+    }
+    cleanup(dir);
+  });
+
   it('has --help on every command and exits 0', () => {
     for (const args of [['--help'], ['serve', '--help'], ['site', '--help'], ['site', 'create', '--help'], ['stats', '--help']]) {
       const r = cli(args);
