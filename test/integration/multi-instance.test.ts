@@ -3,6 +3,7 @@ import { cleanup, cli, createSite, post, startSvc, stats, tempDir, type Svc } fr
 import { startReceiver } from '../helpers/receiver.js';
 import { query } from '../helpers/db.js';
 import { PG_BASE_URL } from '../helpers/backend.js';
+import { PG_MIGRATIONS } from '../../src/store/pg/migrations.js';
 
 /**
  * Several `svc serve` instances on one PostgreSQL database (the pg project of the
@@ -202,5 +203,21 @@ describe.skipIf(PG_BASE_URL === undefined)('rate limits of two instances on one 
     expect(accepted).toBeLessThanOrEqual(BURST + Math.ceil(elapsed / 1000));
     expect(accepted).toBeLessThan(2 * BURST);
     expect(stats(dataDir, site).events).toBe(accepted);
+  });
+});
+
+describe.skipIf(PG_BASE_URL === undefined)('instances starting together on an empty PostgreSQL database', () => {
+  it('apply each migration once, under the advisory lock, and all serve', async () => {
+    const dataDir = tempDir();
+    const started = await Promise.allSettled([startSvc({ dataDir }), startSvc({ dataDir }), startSvc({ dataDir })]);
+    try {
+      expect(started.map((s) => (s.status === 'rejected' ? String(s.reason) : 'ok'))).toEqual(['ok', 'ok', 'ok']);
+      const rows = query<{ version: number; n: number }>(dataDir, 'SELECT version, count(*) AS n FROM schema_migrations GROUP BY version ORDER BY version');
+      expect(rows).toEqual(PG_MIGRATIONS.map((m) => ({ version: m.version, n: 1 })));
+      for (const s of started) if (s.status === 'fulfilled') expect((await fetch(`${s.value.url}/healthz`)).status).toBe(200);
+    } finally {
+      for (const s of started) if (s.status === 'fulfilled') await s.value.stop();
+      cleanup(dataDir);
+    }
   });
 });
