@@ -92,6 +92,10 @@ export class WebhookDispatcher {
     this.store.onCommit(() => {
       if (this.store.shared.enqueued.outbox !== this.lastEnqueued) this.wake();
     });
+    // Another instance wrote outbox rows or deliveries (PostgreSQL NOTIFY): this one may hold their lane.
+    this.store.onRemoteChange((topic) => {
+      if (topic === 'work' || topic === 'all') this.wake();
+    });
     this.wake();
   }
 

@@ -221,3 +221,36 @@ describe.skipIf(PG_BASE_URL === undefined)('instances starting together on an em
     }
   });
 });
+
+describe.skipIf(PG_BASE_URL === undefined)('wake-ups across instances (LISTEN/NOTIFY)', () => {
+  it('the instance holding a destination sends what another instance ingested, with polling out of reach', async () => {
+    const dataDir = tempDir();
+    const site = createSite(dataDir);
+    const rx = await startReceiver(() => ({ status: 200, body: 'ok' }));
+    // Polls every 10 minutes: within this test only a notification can make an instance look.
+    const env = { SVC_WEBHOOK_POLL_MS: '600000', SVC_LANE_LEASE_MS: '120000', SVC_RATE_LIMIT: 'off' };
+    const add = cli(['webhooks', 'add', '--site', site, '--url', `${rx.url}/n`, '--events', 'pageview', '--data', dataDir, '--allow-private-destinations']);
+    expect(add.code, add.stderr).toBe(0);
+    const a = await startSvc({ dataDir, env, args: ['--allow-private-destinations'] });
+    let b: Svc | null = null;
+    try {
+      // Through a alone: a fans the event out, takes the destination's lane and sends.
+      expect((await post(`${a.url}/api/events`, { site_id: site, session_id: 'n', type: 'pageview', url: 'https://shop.example/0' })).status).toBe(201);
+      await rx.waitFor(1, 20_000);
+      expect(query<{ holder: string }>(dataDir, "SELECT holder FROM lane_leases WHERE lane LIKE 'webhook:%'")[0]?.holder).toBe(a.instance);
+      b = await startSvc({ dataDir, env, args: ['--allow-private-destinations'] });
+      // Through b: b stores and fans out; a holds the lane and hears of the work only by NOTIFY.
+      for (let i = 1; i <= 5; i++) {
+        expect((await post(`${b.url}/api/events`, { site_id: site, session_id: 'n', type: 'pageview', url: `https://shop.example/${i}` })).status).toBe(201);
+      }
+      await rx.waitFor(6, 20_000);
+      expect(query<{ holder: string }>(dataDir, "SELECT holder FROM lane_leases WHERE lane LIKE 'webhook:%'")[0]?.holder).toBe(a.instance);
+      expect(query<{ n: number }>(dataDir, "SELECT count(*) AS n FROM deliveries WHERE state = 'delivered'")[0]!.n).toBe(6);
+    } finally {
+      await b?.stop();
+      await a.stop();
+      await rx.close();
+      cleanup(dataDir);
+    }
+  });
+});

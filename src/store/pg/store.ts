@@ -136,11 +136,6 @@ class PgWriteRunner implements WriteRunner {
     this.listeners.push(fn);
   }
 
-  /** Called when another instance committed work (LISTEN): wakes this instance's workers. */
-  remoteCommit(): void {
-    for (const fn of this.listeners) fn();
-  }
-
   run<T>(fn: WriteOp<T>): Promise<T> {
     if (this.closed) return Promise.reject(new Error('store is closed'));
     this.inFlight++;
@@ -267,7 +262,8 @@ class PgWriteRunner implements WriteRunner {
   }
 
   private enqueuedCount(): number {
-    return this.shared.enqueued.outbox + this.shared.enqueued.adJobs;
+    const e = this.shared.enqueued;
+    return e.outbox + e.adJobs + e.fires + e.deliveries;
   }
 
   private committed(ops: number, enqueuedBefore: number): void {
@@ -457,8 +453,8 @@ export async function openPgStore(
   listener =
     s.listen === true
       ? new PgListener(config, (channel) => {
-          if (channel === null || channel === WORK_CHANNEL) writer.remoteCommit();
           if (channel === null) store.remoteChange('all');
+          else if (channel === WORK_CHANNEL) store.remoteChange('work');
           else if (channel === SEGMENTS_CHANNEL) store.remoteChange('segments');
           else if (channel === WEB_CHANNEL) store.remoteChange('web');
         })
