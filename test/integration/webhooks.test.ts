@@ -271,7 +271,9 @@ describe('durable at-least-once delivery', () => {
     const site = createSite(dataDir);
     const rx = await startReceiver(() => new Promise((r) => setTimeout(() => r({ status: 200 }), 5)));
     addDestination(dataDir, site, `${rx.url}/d`, 'pageview', 'durable-secret');
-    const svc = await startSvc({ dataDir, args: PRIVATE, env: { ...FAST, SVC_WEBHOOK_CONCURRENCY: '2' } });
+    // The restarted process is a new lease holder: it takes the destination over once the killed one's lease runs out.
+    const lease = { SVC_LANE_LEASE_MS: '10000' };
+    const svc = await startSvc({ dataDir, args: PRIVATE, env: { ...FAST, ...lease, SVC_WEBHOOK_CONCURRENCY: '2' } });
     const N = 300;
     for (let i = 0; i < N; i += 50) {
       await Promise.all(Array.from({ length: 50 }, (_, j) => post(`${svc.url}/api/events`, { site_id: site, session_id: `k${i + j}`, type: 'pageview', n: i + j })));
@@ -279,9 +281,9 @@ describe('durable at-least-once delivery', () => {
     await rx.waitFor(40);
     await svc.kill();
     expect(rx.received.length).toBeLessThan(N);
-    const again = await startSvc({ dataDir, args: PRIVATE, env: FAST });
+    const again = await startSvc({ dataDir, args: PRIVATE, env: { ...FAST, ...lease } });
     const byDelivery = new Map<string, Set<number>>();
-    const deadline = Date.now() + 30_000;
+    const deadline = Date.now() + 10_000 + 30_000;
     while (Date.now() < deadline) {
       byDelivery.clear();
       for (const r of rx.received) {
