@@ -22,7 +22,17 @@ describe.skipIf(PG_BASE_URL === undefined)('two instances on one PostgreSQL data
   const open = new Map<string, number>();
   // While set, requests past the n-th wait for it: the draining instance then has exchanges in flight.
   let hold: { after: number; gate: Promise<void> } | null = null;
-  const ENV = { SVC_LANE_LEASE_MS: '10000', SVC_WEBHOOK_POLL_MS: '100', SVC_WEBHOOK_RETRY_SCHEDULE: '200ms,200ms,200ms', SVC_RATE_LIMIT: 'off' };
+  // Exchanges in flight per destination (path), and the most seen at once: the cap holds across instances.
+  const CONCURRENCY = 4;
+  const inFlight = new Map<string, number>();
+  const maxInFlight = new Map<string, number>();
+  const ENV = {
+    SVC_LANE_LEASE_MS: '10000',
+    SVC_WEBHOOK_POLL_MS: '100',
+    SVC_WEBHOOK_RETRY_SCHEDULE: '200ms,200ms,200ms',
+    SVC_WEBHOOK_CONCURRENCY: String(CONCURRENCY),
+    SVC_RATE_LIMIT: 'off',
+  };
 
   beforeAll(async () => {
     dataDir = tempDir();
@@ -32,9 +42,12 @@ describe.skipIf(PG_BASE_URL === undefined)('two instances on one PostgreSQL data
       const id = String(r.headers['x-svc-delivery']);
       if ((open.get(id) ?? 0) > 0) overlapping++;
       open.set(id, (open.get(id) ?? 0) + 1);
+      inFlight.set(r.path, (inFlight.get(r.path) ?? 0) + 1);
+      maxInFlight.set(r.path, Math.max(maxInFlight.get(r.path) ?? 0, inFlight.get(r.path)!));
       if (hold !== null && n > hold.after) await hold.gate;
       await new Promise((res) => setTimeout(res, 15));
       open.set(id, open.get(id)! - 1);
+      inFlight.set(r.path, inFlight.get(r.path)! - 1);
       return { status: 200, body: 'ok' };
     });
     const add = cli(['webhooks', 'add', '--site', site, '--url', `${rx.url}/hook`, '--events', 'pageview', '--data', dataDir, '--allow-private-destinations', '--json']);
@@ -116,6 +129,7 @@ describe.skipIf(PG_BASE_URL === undefined)('two instances on one PostgreSQL data
     }
     expect(holders).toBe(2);
     expect(overlapping).toBe(0);
+    for (const p of paths) expect(maxInFlight.get(p), p).toBeLessThanOrEqual(CONCURRENCY);
   });
 
   it('delivers every event once per delivery id while the draining instance is killed', async () => {
@@ -162,7 +176,9 @@ describe.skipIf(PG_BASE_URL === undefined)('two instances on one PostgreSQL data
     expect([...byEvent.values()].every((s) => s.size === 1)).toBe(true); // under one delivery id each
     expect(overlapping).toBe(0); // never sent by two instances at once
     // Redeliveries are only the exchanges the killed instance had in flight (at most its concurrency cap).
-    expect(got.length - N).toBeLessThanOrEqual(16);
+    expect(got.length - N).toBeLessThanOrEqual(CONCURRENCY);
+    // The per-destination cap held throughout, across both instances and the takeover.
+    expect(maxInFlight.get('/hook')).toBeLessThanOrEqual(CONCURRENCY);
     expect(undelivered()).toBe(0);
     expect(stats(dataDir, site).outbox_pending).toBe(0);
     expect(survivor.proc.exitCode).toBeNull();
