@@ -120,7 +120,7 @@ class PgWriteRunner implements WriteRunner {
   private inFlight = 0;
   private closed = false;
   private readonly listeners: (() => void)[] = [];
-  private notifyPending = false;
+  private notifyTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -275,17 +275,25 @@ class PgWriteRunner implements WriteRunner {
 
   /** One NOTIFY per few milliseconds at most, outside the data transactions (a NOTIFY in each would serialize commits). */
   private notifyOthers(): void {
-    if (this.notifyPending) return;
-    this.notifyPending = true;
-    setTimeout(() => {
-      this.notifyPending = false;
-      this.pool.query(`NOTIFY ${WORK_CHANNEL}`).catch(() => undefined);
-    }, 2).unref();
+    if (this.notifyTimer !== null) return;
+    this.notifyTimer = setTimeout(() => void this.notifyNow(), 2);
+    this.notifyTimer.unref();
+  }
+
+  private notifyNow(): Promise<void> {
+    if (this.notifyTimer !== null) clearTimeout(this.notifyTimer);
+    this.notifyTimer = null;
+    return this.pool.query(`NOTIFY ${WORK_CHANNEL}`).then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   async close(): Promise<void> {
     this.closed = true;
     while (this.inFlight > 0) await new Promise((r) => setTimeout(r, 2));
+    // A short-lived process (a CLI replay) announces its work before the pool closes.
+    if (this.notifyTimer !== null) await this.notifyNow();
   }
 }
 
