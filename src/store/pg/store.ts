@@ -24,7 +24,7 @@ export const SEGMENTS_CHANNEL = 'svc_segments';
 export const WEB_CHANNEL = 'svc_web';
 
 /** The advisory-lock key under which migrations run (instances starting together apply them once). */
-const MIGRATE_LOCK = 0x5356_4301;
+export const MIGRATE_LOCK = 0x5356_4301;
 
 /**
  * Client settings from an svc database URL. `schema` (ours, not libpq's) puts every
@@ -317,6 +317,9 @@ export async function migratePg(pool: pg.Pool, schema: string | null): Promise<n
   const onError = () => undefined; // reported by the failing query instead
   client.on('error', onError);
   try {
+    // No statement timeout here: waiting for another instance's migrations, or building an index on a big
+    // table, can rightly take longer than the timeout meant for requests (RESET restores it for the pool).
+    await client.query('SET statement_timeout = 0');
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATE_LOCK]);
     try {
       if (schema !== null) await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
@@ -350,6 +353,7 @@ export async function migratePg(pool: pg.Pool, schema: string | null): Promise<n
       await client.query('SELECT pg_advisory_unlock($1)', [MIGRATE_LOCK]).catch(() => undefined);
     }
   } finally {
+    await client.query('RESET statement_timeout').catch(() => undefined);
     client.off('error', onError);
     client.release();
   }
