@@ -6,6 +6,18 @@ const bool = z
 
 const positiveInt = z.coerce.number().int().positive();
 
+/** The sslmode values node-postgres understands; any other value would silently mean verify-full. */
+const SSLMODES = ['disable', 'prefer', 'require', 'verify-ca', 'verify-full', 'no-verify'];
+
+function sslmodeKnown(url: string): boolean {
+  try {
+    const mode = new URL(url).searchParams.get('sslmode');
+    return mode === null || SSLMODES.includes(mode);
+  } catch {
+    return true; // not a URL: pgClientConfig says so
+  }
+}
+
 /**
  * Every setting of svc in one schema. Values come from command-line flags,
  * then SVC_* environment variables, then these defaults.
@@ -21,6 +33,7 @@ export const configSchema = z.object({
   databaseUrl: z
     .string()
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .refine(sslmodeKnown, { message: `sslmode must be one of ${SSLMODES.join(', ')}` })
     .optional()
     .describe('PostgreSQL instead of the embedded SQLite store: postgres://user@host:5432/db[?sslmode=require][&schema=name] (SVC_DATABASE_URL).'),
   databasePoolSize: positiveInt.max(1000).default(10).describe('PostgreSQL connections per instance (SVC_DATABASE_POOL_SIZE).'),

@@ -84,6 +84,10 @@ export class AdFanout {
     this.store.onCommit(() => {
       if (this.store.shared.enqueued.adJobs !== this.lastEnqueued) this.wake();
     });
+    // Another instance wrote jobs (PostgreSQL NOTIFY): this one may hold their connection's lane.
+    this.store.onRemoteChange((topic) => {
+      if (topic === 'work' || topic === 'all') this.wake();
+    });
     this.wake();
   }
 

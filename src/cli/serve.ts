@@ -19,9 +19,16 @@ export function registerServe(program: Command): void {
         allowPrivateDestinations: opts.allowPrivateDestinations,
       });
       // Loaded on demand: the other commands start faster without the HTTP stack.
-      const [{ startServer }, { createLogger }] = await Promise.all([import('../server/serve.js'), import('../log.js')]);
+      const [{ startServer }, { createLogger }, { INSTANCE_ID }] = await Promise.all([
+        import('../server/serve.js'),
+        import('../log.js'),
+        import('../workers/lane-lease.js'),
+      ]);
       const logger = createLogger(config.logLevel);
       const running = await startServer(config, logger);
+      // The name this process holds work-lane leases under (lane_leases.holder), on stderr before the ready
+      // line, so that stdout stays the one ready line scripts wait for.
+      process.stderr.write(`svc instance ${INSTANCE_ID}\n`);
       process.stdout.write(`svc listening on ${running.url}\n`);
       await new Promise<void>((resolve) => {
         const stop = (signal: string) => {

@@ -34,11 +34,12 @@ import { CampaignsRepo } from './campaigns.js';
  */
 export interface RepoShared {
   sites: SiteCache;
-  enqueued: { outbox: number; adJobs: number; fires: number };
+  /** Deliveries: webhook deliveries created or put back in the queue (the instance holding their lane must hear of them). */
+  enqueued: { outbox: number; adJobs: number; fires: number; deliveries: number };
 }
 
 export function newRepoShared(): RepoShared {
-  return { sites: new Map(), enqueued: { outbox: 0, adJobs: 0, fires: 0 } };
+  return { sites: new Map(), enqueued: { outbox: 0, adJobs: 0, fires: 0, deliveries: 0 } };
 }
 
 /**
@@ -83,7 +84,7 @@ export class Repos {
     this.sites = new SitesRepo(sql, shared.sites);
     this.profiles = new ProfilesRepo(sql);
     this.activity = new ActivityRepo(sql, shared.enqueued);
-    this.webhooks = new WebhooksRepo(sql);
+    this.webhooks = new WebhooksRepo(sql, shared.enqueued);
     this.keys = new KeysRepo(sql);
     this.profileRead = new ProfileReadRepo(sql);
     this.segments = new SegmentsRepo(sql);

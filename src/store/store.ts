@@ -6,7 +6,8 @@ import { SqliteSql, type Sql } from './sql.js';
 import { newRepoShared, Repos, type RepoShared, type WriteOp } from './repos.js';
 import type { SiteStats } from './stats.js';
 
-export type RemoteTopic = 'segments' | 'web' | 'all';
+/** What another instance changed (PostgreSQL notifications): `work` is new outbox rows, jobs, deliveries or trigger fires; `all` means notifications may have been missed. */
+export type RemoteTopic = 'segments' | 'web' | 'work' | 'all';
 
 /** How a store runs write operations: SQLite's group-commit writer, or PostgreSQL transactions. */
 export interface WriteRunner {

@@ -101,7 +101,10 @@ export interface OutboxRow {
 
 /** Destinations, deliveries and the integration health log. */
 export class WebhooksRepo {
-  constructor(private readonly x: Sql) {}
+  constructor(
+    private readonly x: Sql,
+    private readonly enqueued: { deliveries: number },
+  ) {}
 
   /** Writes: call inside a write operation. */
   async createDestination(d: {
@@ -228,6 +231,7 @@ export class WebhooksRepo {
   }): Promise<string> {
     const id = newId('dlv');
     await this.x.run(INSERT_DELIVERY, [id, d.siteId, d.destinationId, d.outboxId, d.eventType, d.payload, d.now, d.now, d.now]);
+    this.enqueued.deliveries++;
     return id;
   }
 
@@ -268,7 +272,9 @@ export class WebhooksRepo {
 
   /** Puts failed deliveries back in the queue (replay through the dispatcher). Writes: call inside a write operation. */
   async requeue(id: string, now: number): Promise<boolean> {
-    return (await this.x.run(REQUEUE, [now, now, id])).changes > 0;
+    const requeued = (await this.x.run(REQUEUE, [now, now, id])).changes > 0;
+    if (requeued) this.enqueued.deliveries++;
+    return requeued;
   }
 
   async log(h: HealthInput): Promise<void> {

@@ -92,6 +92,10 @@ export class WebhookDispatcher {
     this.store.onCommit(() => {
       if (this.store.shared.enqueued.outbox !== this.lastEnqueued) this.wake();
     });
+    // Another instance wrote outbox rows or deliveries (PostgreSQL NOTIFY): this one may hold their lane.
+    this.store.onRemoteChange((topic) => {
+      if (topic === 'work' || topic === 'all') this.wake();
+    });
     this.wake();
   }
 
@@ -299,23 +303,21 @@ export class WebhookDispatcher {
     // meanwhile (its id stays in `known`, so it is not loaded twice). Outcomes
     // awaiting their commit are capped so a slow disk holds the lane back.
     // The lane is checked on every turn: it may be stopped or disabled while a refill is read.
-    while (
-      this.running &&
-      this.lanes.has(lane.dest.id) &&
-      lane.dest.enabled === 1 &&
-      !lane.yielding &&
-      lane.inFlight < this.opts.concurrency &&
-      lane.recording < this.opts.concurrency * 4
-    ) {
+    while (this.mayStart(lane)) {
       // A destination not held yet is taken only while this instance holds less than its share.
       const mayTake = lane.lease.held() || this.heldLanes() < this.share;
       const leased = mayTake ? lane.lease.ensure() : false;
-      if (leased !== true && !(await leased)) {
-        // Another instance drains this destination: what was buffered here is theirs to send.
-        for (const q of lane.queue) lane.known.delete(q.id);
-        lane.queue.length = 0;
-        lane.mayHaveMore = true;
-        return;
+      if (leased !== true) {
+        if (!(await leased)) {
+          // Another instance drains this destination: what was buffered here is theirs to send.
+          for (const q of lane.queue) lane.known.delete(q.id);
+          lane.queue.length = 0;
+          lane.mayHaveMore = true;
+          return;
+        }
+        // Other pumps of this lane (a finished delivery, a wake-up) waited on the same renewal and
+        // may have filled the free slots meanwhile: check the cap again before starting one.
+        if (!this.mayStart(lane)) return;
       }
       if (lane.queue.length === 0) {
         if (!lane.mayHaveMore || !(await this.refill(lane))) return;
@@ -326,6 +328,18 @@ export class WebhookDispatcher {
       lane.inFlight++;
       void this.deliver(lane, delivery);
     }
+  }
+
+  /** The lane may start another delivery: running, enabled, not being handed over, under its caps. */
+  private mayStart(lane: Lane): boolean {
+    return (
+      this.running &&
+      this.lanes.has(lane.dest.id) &&
+      lane.dest.enabled === 1 &&
+      !lane.yielding &&
+      lane.inFlight < this.opts.concurrency &&
+      lane.recording < this.opts.concurrency * 4
+    );
   }
 
   private async refill(lane: Lane): Promise<boolean> {

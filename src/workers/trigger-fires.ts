@@ -59,6 +59,10 @@ export class TriggerFireWorker {
     this.store.onCommit(() => {
       if (this.store.shared.enqueued.fires !== this.lastEnqueued) this.wake();
     });
+    // Another instance queued fires (PostgreSQL NOTIFY): this one may hold the triggers lease.
+    this.store.onRemoteChange((topic) => {
+      if (topic === 'work' || topic === 'all') this.wake();
+    });
     this.wake();
   }
 

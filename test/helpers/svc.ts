@@ -82,6 +82,8 @@ export function stats(dataDir: string, siteId: string): Stats {
 export interface Svc {
   url: string;
   dataDir: string;
+  /** The name it holds work-lane leases under (lane_leases.holder). */
+  instance: string;
   proc: ChildProcess;
   stderr: () => string;
   /** SIGTERM and wait for exit; resolves with the exit code. */
@@ -101,17 +103,27 @@ export async function startSvc(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';
-  proc.stderr!.on('data', (c: Buffer) => (err += c.toString()));
+  let instance = '';
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`svc did not start: ${err}`)), 20_000);
-    proc.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
+    // Ready once stdout has the listening line and stderr the instance line (written just before it).
+    const check = () => {
       const m = /svc listening on (http:\/\/\S+)/.exec(out);
-      if (m) {
+      const i = /svc instance (\S+)/.exec(err);
+      if (m && i) {
+        instance = i[1]!;
         clearTimeout(timer);
         resolve(m[1]!);
       }
+    };
+    proc.stderr!.on('data', (c: Buffer) => {
+      err += c.toString();
+      check();
+    });
+    proc.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      check();
     });
     proc.once('exit', (code) => {
       clearTimeout(timer);
@@ -122,6 +134,7 @@ export async function startSvc(
   return {
     url,
     dataDir,
+    instance,
     proc,
     stderr: () => err,
     stop: async () => {

@@ -1,10 +1,12 @@
+import pg from 'pg';
 import { describe, expect, it, vi } from 'vitest';
 import { spawn } from 'node:child_process';
 import type { Command } from 'commander';
-import { BIN, cleanup, cli, cliJson, post, tempDir } from '../helpers/svc.js';
+import { BIN, cleanup, cli, cliAsync, cliJson, post, tempDir } from '../helpers/svc.js';
 import { buildProgram, main } from '../../src/cli/main.js';
 import { execute } from '../helpers/db.js';
-import { backendEnv, PG_BASE_URL } from '../helpers/backend.js';
+import { backendEnv, databaseUrlFor, PG_BASE_URL } from '../helpers/backend.js';
+import { MIGRATE_LOCK } from '../../src/store/pg/store.js';
 import { MIGRATIONS } from '../../src/store/migrations.js';
 import { PG_MIGRATIONS } from '../../src/store/pg/migrations.js';
 
@@ -135,6 +137,57 @@ describe('svc CLI', () => {
     expect(await exited).toBe(0);
     expect(cliJson<{ events: number }>(['stats', '--site', site, '--data', dir]).events).toBe(1);
     cleanup(dir);
+  });
+
+  it('names a bad sslmode or an unreachable database in one line, on serve and the other commands', () => {
+    const dir = tempDir();
+    const bad = 'postgres://postgres@127.0.0.1:5432/test?sslmode=bogus';
+    for (const args of [['serve', '--port', '0'], ['site', 'list'], ['migrate'], ['stats', '--site', 'site_x']]) {
+      for (const r of [cli([...args, '--data', dir, '--database-url', bad]), cli([...args, '--data', dir], { env: { SVC_DATABASE_URL: bad } })]) {
+        expect(r.code, args.join(' ')).toBe(2);
+        expect(r.stderr).toBe('svc: databaseUrl: sslmode must be one of disable, prefer, require, verify-ca, verify-full, no-verify\n');
+      }
+    }
+    // Port 1 on loopback: nothing listens, the connection is refused.
+    const down = 'postgres://postgres@127.0.0.1:1/test';
+    for (const args of [['serve', '--port', '0'], ['site', 'list'], ['migrate'], ['webhooks', 'list', '--site', 'site_x']]) {
+      const r = cli([...args, '--data', dir, '--database-url', down]);
+      expect(r.code, args.join(' ')).toBe(1);
+      expect(r.stderr).toBe('svc: ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:1\n');
+    }
+    cleanup(dir);
+  });
+
+  it.runIf(PG_BASE_URL !== undefined)('waits for another instance\u2019s migrations longer than the statement timeout', async () => {
+    const dir = tempDir();
+    const url = new URL(databaseUrlFor(dir));
+    url.searchParams.set('application_name', 'svc-migrate-wait');
+    const other = new pg.Client({ connectionString: PG_BASE_URL });
+    await other.connect();
+    try {
+      // Another instance is migrating: it holds the migration lock.
+      await other.query('SELECT pg_advisory_lock($1)', [MIGRATE_LOCK]);
+      const run = cliAsync(['site', 'list', '--json', '--data', dir], {
+        env: { SVC_DATABASE_URL: url.toString(), SVC_DATABASE_STATEMENT_TIMEOUT_MS: '1000' },
+      });
+      const waiting = async () =>
+        (
+          await other.query<{ n: number }>(
+            "SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.locktype = 'advisory' AND NOT l.granted AND a.application_name = 'svc-migrate-wait'",
+          )
+        ).rows[0]!.n;
+      while ((await waiting()) === 0) await new Promise((r) => setTimeout(r, 50));
+      // Hold the lock past the 1 s statement timeout, then let it go.
+      await new Promise((r) => setTimeout(r, 1_500));
+      await other.query('SELECT pg_advisory_unlock($1)', [MIGRATE_LOCK]);
+      const r = await run;
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      expect(JSON.parse(r.stdout)).toEqual([]);
+    } finally {
+      await other.end();
+      cleanup(dir);
+    }
   });
 
   it('has --help on every command and exits 0', () => {

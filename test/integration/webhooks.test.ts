@@ -470,26 +470,30 @@ describe('durable at-least-once delivery', () => {
     await svc.kill();
     expect(rx.received.length).toBeLessThan(N);
     const again = await startSvc({ dataDir, args: PRIVATE, env: { ...FAST, ...LEASE } });
-    const byDelivery = new Map<string, Set<number>>();
-    const deadline = Date.now() + 45_000;
-    while (Date.now() < deadline) {
-      byDelivery.clear();
-      for (const r of rx.received) {
-        const n = (JSON.parse(r.body) as { properties: { n: number } }).properties.n;
-        const id = r.headers['x-svc-delivery'] as string;
-        if (!byDelivery.has(id)) byDelivery.set(id, new Set());
-        byDelivery.get(id)!.add(n);
-        expect(r.headers['x-svc-signature']).toBe(hmac(r.body, 'durable-secret'));
+    try {
+      const byDelivery = new Map<string, Set<number>>();
+      const deadline = Date.now() + 45_000;
+      while (Date.now() < deadline) {
+        byDelivery.clear();
+        for (const r of rx.received) {
+          const n = (JSON.parse(r.body) as { properties: { n: number } }).properties.n;
+          const id = r.headers['x-svc-delivery'] as string;
+          if (!byDelivery.has(id)) byDelivery.set(id, new Set());
+          byDelivery.get(id)!.add(n);
+          expect(r.headers['x-svc-signature']).toBe(hmac(r.body, 'durable-secret'));
+        }
+        if (byDelivery.size >= N) break;
+        await new Promise((r) => setTimeout(r, 100));
       }
-      if (byDelivery.size >= N) break;
-      await new Promise((r) => setTimeout(r, 100));
+      expect(byDelivery.size).toBe(N);
+      const ns = new Set([...byDelivery.values()].flatMap((s) => [...s]));
+      expect(ns.size).toBe(N);
+      for (const s of byDelivery.values()) expect(s.size).toBe(1); // a delivery id always carries the same event
+    } finally {
+      // Stopped even when an assertion fails, so no server outlives the test.
+      await again.stop();
+      await rx.close();
     }
-    expect(byDelivery.size).toBe(N);
-    const ns = new Set([...byDelivery.values()].flatMap((s) => [...s]));
-    expect(ns.size).toBe(N);
-    for (const s of byDelivery.values()) expect(s.size).toBe(1); // a delivery id always carries the same event
-    await again.stop();
-    await rx.close();
     cleanup(dataDir);
   });
 });

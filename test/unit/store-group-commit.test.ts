@@ -99,4 +99,30 @@ describe(`group commit (${PG_BASE_URL !== undefined ? 'PostgreSQL' : 'SQLite'})`
     expect(rows).toEqual([{ profile_id: 'prf_a' }]);
     expect(await eventCount(store, site.id)).toBe(20);
   });
+
+  it('an operation that catches a failed statement is never acknowledged with writes that were not stored', async () => {
+    const store = await open();
+    const site = await store.write((tx) => tx.sites.create({ name: 'g' }));
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 30 }, (_, i) =>
+        store.write(async (tx) => {
+          const id = await insertEvent(site.id, i)(tx);
+          if (i === 13) {
+            const dup = 'INSERT INTO sessions (site_id, id, profile_id, visitor_id, first_seen, last_seen) VALUES (?, ?, ?, NULL, 1, 1)';
+            await tx.sql.run(dup, [site.id, 'dup', 'prf_x']);
+            // The second insert violates the primary key; the operation swallows the error. On PostgreSQL
+            // that aborts the transaction, and its COMMIT silently rolls back.
+            await tx.sql.run(dup, [site.id, 'dup', 'prf_x']).catch(() => undefined);
+          }
+          return id;
+        }),
+      ),
+    );
+    const stored = new Set((await store.sql.all<{ ts: number }>('SELECT ts FROM events WHERE site_id = ?', [site.id])).map((r) => Number(r.ts)));
+    const fulfilled = outcomes.flatMap((o, i) => (o.status === 'fulfilled' ? [i] : []));
+    // Every acknowledged operation is stored, and nothing else is.
+    expect([...stored].sort((x, y) => x - y)).toEqual(fulfilled);
+    // SQLite keeps a transaction usable after a failed statement; PostgreSQL cannot commit operation 13.
+    expect(fulfilled).toEqual(Array.from({ length: 30 }, (_, i) => i).filter((i) => PG_BASE_URL === undefined || i !== 13));
+  });
 });

@@ -39,7 +39,7 @@ export class SegmentMembership {
   constructor(private readonly store: Store) {
     // PostgreSQL: other instances and the CLI announce segment changes (NOTIFY); the TTL below covers the rest.
     store.onRemoteChange((topic) => {
-      if (topic !== 'web') this.invalidate();
+      if (topic === 'segments' || topic === 'all') this.invalidate();
     });
   }
 

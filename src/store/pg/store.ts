@@ -24,7 +24,7 @@ export const SEGMENTS_CHANNEL = 'svc_segments';
 export const WEB_CHANNEL = 'svc_web';
 
 /** The advisory-lock key under which migrations run (instances starting together apply them once). */
-const MIGRATE_LOCK = 0x5356_4301;
+export const MIGRATE_LOCK = 0x5356_4301;
 
 /**
  * Client settings from an svc database URL. `schema` (ours, not libpq's) puts every
@@ -67,6 +67,23 @@ const RETRYABLE = new Set([
   '23505', // unique_violation: a concurrent writer created the row (identity stitching re-reads the owner)
 ]);
 const MAX_ATTEMPTS = 4;
+/** SQLSTATE in_failed_sql_transaction: the code `commit` gives a COMMIT that rolled back. */
+const ROLLED_BACK_AT_COMMIT = '25P02';
+
+/**
+ * COMMIT of a transaction in which a statement failed ends it with a rollback,
+ * and PostgreSQL reports that as success (command tag ROLLBACK, no error). An
+ * operation that caught a failed statement's error and returned would otherwise
+ * be acknowledged, and its whole group with it, with nothing stored.
+ */
+async function commit(client: pg.PoolClient): Promise<void> {
+  const r = await client.query('COMMIT');
+  if (r.command !== 'COMMIT') {
+    throw Object.assign(new Error('the transaction was rolled back at COMMIT: a statement in it failed and its error was caught'), {
+      code: ROLLED_BACK_AT_COMMIT,
+    });
+  }
+}
 
 interface QueuedOp {
   fn: WriteOp<unknown>;
@@ -103,7 +120,7 @@ class PgWriteRunner implements WriteRunner {
   private inFlight = 0;
   private closed = false;
   private readonly listeners: (() => void)[] = [];
-  private notifyPending = false;
+  private notifyTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -117,11 +134,6 @@ class PgWriteRunner implements WriteRunner {
 
   onCommit(fn: () => void): void {
     this.listeners.push(fn);
-  }
-
-  /** Called when another instance committed work (LISTEN): wakes this instance's workers. */
-  remoteCommit(): void {
-    for (const fn of this.listeners) fn();
   }
 
   run<T>(fn: WriteOp<T>): Promise<T> {
@@ -200,14 +212,15 @@ class PgWriteRunner implements WriteRunner {
       if (failedAt >= 0) {
         if (!conn.broken()) await conn.client.query('ROLLBACK');
       } else {
-        await conn.client.query('COMMIT');
+        await commit(conn.client);
       }
     } catch (err) {
       if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
       conn.release();
-      // BEGIN or COMMIT itself failed. A lost race at commit (serialization) is worth re-running
+      // BEGIN or COMMIT itself failed. A lost race at commit (serialization), or a COMMIT that rolled
+      // back (an operation swallowed a failed statement's error; which one is unknown), is worth re-running
       // one by one; a connection that died at COMMIT leaves the outcome unknown, so the callers hear it.
-      if (isRetryable(err)) {
+      if (isRetryable(err) || (err as { code?: unknown }).code === ROLLED_BACK_AT_COMMIT) {
         this.counters.regrouped++;
         for (const op of group) await this.runAlone(op.fn).then(op.resolve, op.reject);
       } else for (const op of group) op.reject(err);
@@ -235,7 +248,7 @@ class PgWriteRunner implements WriteRunner {
       try {
         await conn.client.query('BEGIN');
         value = await fn(new Repos(new PgSql(conn.client), this.shared));
-        await conn.client.query('COMMIT');
+        await commit(conn.client);
       } catch (err) {
         if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
         conn.release();
@@ -249,7 +262,8 @@ class PgWriteRunner implements WriteRunner {
   }
 
   private enqueuedCount(): number {
-    return this.shared.enqueued.outbox + this.shared.enqueued.adJobs;
+    const e = this.shared.enqueued;
+    return e.outbox + e.adJobs + e.fires + e.deliveries;
   }
 
   private committed(ops: number, enqueuedBefore: number): void {
@@ -261,17 +275,25 @@ class PgWriteRunner implements WriteRunner {
 
   /** One NOTIFY per few milliseconds at most, outside the data transactions (a NOTIFY in each would serialize commits). */
   private notifyOthers(): void {
-    if (this.notifyPending) return;
-    this.notifyPending = true;
-    setTimeout(() => {
-      this.notifyPending = false;
-      this.pool.query(`NOTIFY ${WORK_CHANNEL}`).catch(() => undefined);
-    }, 2).unref();
+    if (this.notifyTimer !== null) return;
+    this.notifyTimer = setTimeout(() => void this.notifyNow(), 2);
+    this.notifyTimer.unref();
+  }
+
+  private notifyNow(): Promise<void> {
+    if (this.notifyTimer !== null) clearTimeout(this.notifyTimer);
+    this.notifyTimer = null;
+    return this.pool.query(`NOTIFY ${WORK_CHANNEL}`).then(
+      () => undefined,
+      () => undefined,
+    );
   }
 
   async close(): Promise<void> {
     this.closed = true;
     while (this.inFlight > 0) await new Promise((r) => setTimeout(r, 2));
+    // A short-lived process (a CLI replay) announces its work before the pool closes.
+    if (this.notifyTimer !== null) await this.notifyNow();
   }
 }
 
@@ -295,6 +317,9 @@ export async function migratePg(pool: pg.Pool, schema: string | null): Promise<n
   const onError = () => undefined; // reported by the failing query instead
   client.on('error', onError);
   try {
+    // No statement timeout here: waiting for another instance's migrations, or building an index on a big
+    // table, can rightly take longer than the timeout meant for requests (RESET restores it for the pool).
+    await client.query('SET statement_timeout = 0');
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATE_LOCK]);
     try {
       if (schema !== null) await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
@@ -328,6 +353,7 @@ export async function migratePg(pool: pg.Pool, schema: string | null): Promise<n
       await client.query('SELECT pg_advisory_unlock($1)', [MIGRATE_LOCK]).catch(() => undefined);
     }
   } finally {
+    await client.query('RESET statement_timeout').catch(() => undefined);
     client.off('error', onError);
     client.release();
   }
@@ -439,8 +465,8 @@ export async function openPgStore(
   listener =
     s.listen === true
       ? new PgListener(config, (channel) => {
-          if (channel === null || channel === WORK_CHANNEL) writer.remoteCommit();
           if (channel === null) store.remoteChange('all');
+          else if (channel === WORK_CHANNEL) store.remoteChange('work');
           else if (channel === SEGMENTS_CHANNEL) store.remoteChange('segments');
           else if (channel === WEB_CHANNEL) store.remoteChange('web');
         })
