@@ -1,42 +1,19 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import type { Client } from '@modelcontextprotocol/client';
 import { TOOLS } from '../../src/mcp/tools/index.js';
 import { cleanup, cli, cliJson, createSite, post, startSvc, tempDir, type Svc } from '../helpers/svc.js';
 import { execute, query } from '../helpers/db.js';
+import { call, callOk, McpClients, mintToken } from '../helpers/mcp-client.js';
 
 let svc: Svc;
 let dataDir: string;
 let site: string;
 let otherSite: string;
 const tok = { owner: '', read: '', readRO: '', areas: '', admin: '', noDestroy: '', other: '' };
-const clients: Client[] = [];
+const mcp = new McpClients(() => svc.url);
 const DAY = 86_400_000;
-
-function mint(siteId: string, args: string[] = []): string {
-  return cliJson<{ token: string }>(['token', 'mint', '--site', siteId, ...args, '--data', dataDir]).token;
-}
-
-async function connect(token: string, opts: { query?: Record<string, string>; headers?: Record<string, string> } = {}): Promise<Client> {
-  const url = new URL(`${svc.url}/api/mcp`);
-  for (const [k, v] of Object.entries(opts.query ?? {})) url.searchParams.set(k, v);
-  const transport = new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: `Bearer ${token}`, ...opts.headers } } });
-  const client = new Client({ name: 'svc-accounts-test', version: '1.0.0' }, { versionNegotiation: { mode: 'legacy' } });
-  await client.connect(transport);
-  clients.push(client);
-  return client;
-}
-
-async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
-  return client.callTool({ name, arguments: args });
-}
-
-async function ok(client: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
-  const r = await call(client, name, args);
-  if (r.isError) throw new Error(`${name} failed: ${JSON.stringify(r.structuredContent ?? r.content)}`);
-  return r.structuredContent;
-}
 
 async function errorOf(client: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
   const r = await call(client, name, args);
@@ -68,18 +45,18 @@ beforeAll(async () => {
   dataDir = tempDir();
   site = createSite(dataDir);
   otherSite = createSite(dataDir, 'Other');
-  tok.owner = mint(site, ['--scope', 'admin', '--allow-credential-issuance']);
-  tok.read = mint(site, ['--scope', 'read']);
-  tok.readRO = mint(site, ['--scope', 'read', '--read-only']);
-  tok.areas = mint(site, ['--scope', 'admin', '--areas', 'accounts,tools']);
-  tok.noDestroy = mint(site, ['--scope', 'admin', '--block-destructive']);
-  tok.other = mint(otherSite, ['--scope', 'admin']);
+  tok.owner = mintToken(dataDir, site, ['--scope', 'admin', '--allow-credential-issuance']);
+  tok.read = mintToken(dataDir, site, ['--scope', 'read']);
+  tok.readRO = mintToken(dataDir, site, ['--scope', 'read', '--read-only']);
+  tok.areas = mintToken(dataDir, site, ['--scope', 'admin', '--areas', 'accounts,tools']);
+  tok.noDestroy = mintToken(dataDir, site, ['--scope', 'admin', '--block-destructive']);
+  tok.other = mintToken(dataDir, otherSite, ['--scope', 'admin']);
   cliJson(['user', 'add', '--site', site, '--email', 'admin.person@shop.test', '--role', 'admin', '--data', dataDir]);
-  tok.admin = mint(site, ['--scope', 'admin', '--as', 'admin.person@shop.test']);
+  tok.admin = mintToken(dataDir, site, ['--scope', 'admin', '--as', 'admin.person@shop.test']);
   svc = await startSvc({ dataDir, env: { SVC_TRUST_PROXY: '1' } });
 
-  const owner = await connect(tok.owner);
-  await ok(owner, 'segments_create', { name: 'Gold', rule: { trait: 'plan', op: 'eq', value: 'gold' } });
+  const owner = await mcp.connect(tok.owner);
+  await callOk(owner, 'segments_create', { name: 'Gold', rule: { trait: 'plan', op: 'eq', value: 'gold' } });
 
   // acme.com: two known contacts this week (one with a high score), an anonymous visitor from its IP range.
   await ingest('/api/events', { session_id: 'a1', visitor_id: 'va1', type: 'pageview', url: 'https://shop.test/pricing?email=jane@mail.acme.com' }, '192.0.2.10');
@@ -107,14 +84,14 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const c of clients) await c.close().catch(() => undefined);
+  await mcp.closeAll();
   await svc.stop();
   cleanup(dataDir);
 });
 
 describe('accounts_resolve_domain', () => {
   it('normalizes websites, emails and hosts, and refuses free mail', async () => {
-    const c = await connect(tok.readRO);
+    const c = await mcp.connect(tok.readRO);
     const cases: [string, string][] = [
       ['https://www.Example.co.uk/path', 'example.co.uk'],
       ['jane@mail.example.com', 'example.com'],
@@ -123,21 +100,21 @@ describe('accounts_resolve_domain', () => {
       ['shop.example.co.uk', 'example.co.uk'],
       ['bücher.de', 'xn--bcher-kva.de'],
     ];
-    for (const [value, domain] of cases) expect(await ok(c, 'accounts_resolve_domain', { value }), value).toMatchObject({ ok: true, domain, refusal: null });
-    expect(await ok(c, 'accounts_resolve_domain', { value: 'bob@gmail.com' })).toMatchObject({ ok: false, refusal: 'free_mail', domain: 'gmail.com', input_kind: 'email' });
+    for (const [value, domain] of cases) expect(await callOk(c, 'accounts_resolve_domain', { value }), value).toMatchObject({ ok: true, domain, refusal: null });
+    expect(await callOk(c, 'accounts_resolve_domain', { value: 'bob@gmail.com' })).toMatchObject({ ok: false, refusal: 'free_mail', domain: 'gmail.com', input_kind: 'email' });
     expect(await errorOf(c, 'accounts_resolve_domain', { value: 'co.uk' })).toMatchObject({ code: 'validation_failed' });
   });
 });
 
 describe('accounts and company signals', () => {
   it('derives accounts from contacts, records and IP ranges; never free mail; per site', async () => {
-    const owner = await connect(tok.owner);
+    const owner = await mcp.connect(tok.owner);
     const csv = 'cidr,domain,name\n198.51.100.0/24,acme.com,"Acme, Inc."\n203.0.113.0/24,https://www.beta.co.uk/,Beta\n';
-    expect(await ok(owner, 'accounts_ip_ranges_load', { csv })).toEqual({ loaded: 2, replaced: 0, companies: 2 });
-    expect(await ok(owner, 'accounts_upsert', { website: 'https://www.Delta.example.co.uk/about', name: 'Delta' })).toMatchObject({ domain: 'example.co.uk', sources: ['record'] });
+    expect(await callOk(owner, 'accounts_ip_ranges_load', { csv })).toEqual({ loaded: 2, replaced: 0, companies: 2 });
+    expect(await callOk(owner, 'accounts_upsert', { website: 'https://www.Delta.example.co.uk/about', name: 'Delta' })).toMatchObject({ domain: 'example.co.uk', sources: ['record'] });
     expect(await errorOf(owner, 'accounts_upsert', { website: 'gmail.com' })).toMatchObject({ code: 'validation_failed', details: { reason: 'free_mail' } });
-    const r = await connect(tok.read);
-    const { accounts, next_after } = await ok(r, 'accounts_list', {});
+    const r = await mcp.connect(tok.read);
+    const { accounts, next_after } = await callOk(r, 'accounts_list', {});
     expect(next_after).toBeNull();
     expect(accounts.map((a: any) => [a.domain, a.sources, a.known_contacts, a.ip_ranges])).toEqual([
       ['acme.com', ['contacts', 'ip_ranges'], 2, 1],
@@ -147,18 +124,18 @@ describe('accounts and company signals', () => {
     ]);
     expect(accounts[0].name).toBe('Acme, Inc.');
     expectNoPerson(accounts);
-    const page = await ok(r, 'accounts_list', { limit: 2 });
+    const page = await callOk(r, 'accounts_list', { limit: 2 });
     expect(page.accounts.map((a: any) => a.domain)).toEqual(['acme.com', 'beta.co.uk']);
-    expect((await ok(r, 'accounts_list', { after: page.next_after })).accounts.map((a: any) => a.domain)).toEqual(['example.co.uk', 'gamma.io']);
-    expect((await ok(r, 'accounts_list', { source: 'record' })).accounts.map((a: any) => a.domain)).toEqual(['example.co.uk']);
-    const other = await connect(tok.other);
-    expect((await ok(other, 'accounts_list', {})).accounts.map((a: any) => a.domain)).toEqual(['acme.com']);
+    expect((await callOk(r, 'accounts_list', { after: page.next_after })).accounts.map((a: any) => a.domain)).toEqual(['example.co.uk', 'gamma.io']);
+    expect((await callOk(r, 'accounts_list', { source: 'record' })).accounts.map((a: any) => a.domain)).toEqual(['example.co.uk']);
+    const other = await mcp.connect(tok.other);
+    expect((await callOk(other, 'accounts_list', {})).accounts.map((a: any) => a.domain)).toEqual(['acme.com']);
     expect(await errorOf(r, 'accounts_get', { account: 'nobody.example.org' })).toMatchObject({ code: 'not_found' });
   });
 
   it('aggregates visit signals at company level, by contact or IP range, without listing a person', async () => {
-    const r = await connect(tok.read);
-    const s = await ok(r, 'accounts_signals', { account: 'jane@acme.com', days: 7 });
+    const r = await mcp.connect(tok.read);
+    const s = await callOk(r, 'accounts_signals', { account: 'jane@acme.com', days: 7 });
     expect(s.domain).toBe('acme.com');
     expect(s.current).toMatchObject({
       sessions: 3,
@@ -180,18 +157,18 @@ describe('accounts and company signals', () => {
     expect(s.previous).toMatchObject({ sessions: 0, known_visitors: 0, score_avg: null });
     expect(s.score_trend).toEqual({ current_avg: 52.5, previous_avg: null, change: null, direction: 'unknown' });
     expectNoPerson(s);
-    const strict = await ok(r, 'accounts_signals', { account: 'acme.com', days: 7, intent_threshold: 86 });
+    const strict = await callOk(r, 'accounts_signals', { account: 'acme.com', days: 7, intent_threshold: 86 });
     expect(strict.current.high_intent_page_views).toBe(0);
-    const gamma = await ok(r, 'accounts_get', { account: 'https://gamma.io', days: 7 });
+    const gamma = await callOk(r, 'accounts_get', { account: 'https://gamma.io', days: 7 });
     expect(gamma.signals.sessions).toBe(0);
-    const gamma14 = await ok(r, 'accounts_signals', { account: 'gamma.io', days: 7, until: new Date(Date.now() - 7 * DAY).toISOString() });
+    const gamma14 = await callOk(r, 'accounts_signals', { account: 'gamma.io', days: 7, until: new Date(Date.now() - 7 * DAY).toISOString() });
     expect(gamma14.current).toMatchObject({ sessions: 2, known_visitors: 2, page_views: 2 });
     expect(await errorOf(r, 'accounts_signals', { account: 'bob@gmail.com' })).toMatchObject({ code: 'validation_failed', details: { reason: 'free_mail' } });
   });
 
   it('ranks hot accounts by the rise against the previous window, with why', async () => {
-    const r = await connect(tok.readRO);
-    const hot = await ok(r, 'accounts_hot', { days: 7 });
+    const r = await mcp.connect(tok.readRO);
+    const hot = await callOk(r, 'accounts_hot', { days: 7 });
     expect(hot.accounts.map((a: any) => a.domain)).toEqual(['acme.com']);
     const acme = hot.accounts[0];
     expect(acme.name).toBe('Acme, Inc.');
@@ -200,16 +177,16 @@ describe('accounts and company signals', () => {
     expect(acme.heat).toBe(10 + 6 + 6 + 3 + 1.25);
     expectNoPerson(hot);
     // A week earlier gamma.io was the one rising.
-    const before = await ok(r, 'accounts_hot', { days: 7, until: new Date(Date.now() - 7 * DAY).toISOString() });
+    const before = await callOk(r, 'accounts_hot', { days: 7, until: new Date(Date.now() - 7 * DAY).toISOString() });
     expect(before.accounts.map((a: any) => a.domain)).toEqual(['gamma.io']);
-    expect((await ok(r, 'accounts_hot', { days: 7, min_sessions: 4 })).accounts).toEqual([]);
+    expect((await callOk(r, 'accounts_hot', { days: 7, min_sessions: 4 })).accounts).toEqual([]);
   });
 
   it('loads IP ranges only for admins, refuses a bad file whole, and replaces on reload (also from the CLI)', async () => {
     const before = query(dataDir, 'SELECT cidr, domain, name FROM company_ip_ranges WHERE site_id = ? ORDER BY cidr', site);
-    const r = await connect(tok.read);
+    const r = await mcp.connect(tok.read);
     expect(await errorOf(r, 'accounts_ip_ranges_load', { csv: '10.0.0.0/8,acme.com' })).toMatchObject({ code: 'insufficient_scope' });
-    const owner = await connect(tok.owner);
+    const owner = await mcp.connect(tok.owner);
     const bad = await errorOf(owner, 'accounts_ip_ranges_load', { csv: '10.0.0.0/8,acme.com\n10.1.0.0/16,bob@gmail.com\nnope,acme.com' });
     expect(bad.code).toBe('validation_failed');
     expect(bad.details.errors.map((e: any) => e.line)).toEqual([2, 3]);
@@ -223,69 +200,69 @@ describe('accounts and company signals', () => {
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('line 1');
     expect(query(dataDir, 'SELECT count(*) AS n FROM company_ip_ranges WHERE site_id = ?', site)).toEqual([{ n: 1 }]);
-    const list = await ok(await connect(tok.read), 'accounts_list', {});
+    const list = await callOk(await mcp.connect(tok.read), 'accounts_list', {});
     expect(list.accounts.map((a: any) => a.domain)).not.toContain('beta.co.uk');
     // A file without ranges clears them: the anonymous session is nobody's again (signals read per contact).
-    expect(await ok(owner, 'accounts_ip_ranges_load', { csv: 'cidr,domain,name\n' })).toEqual({ loaded: 0, replaced: 1, companies: 0 });
-    const hot = await ok(await connect(tok.read), 'accounts_hot', { days: 7 });
+    expect(await callOk(owner, 'accounts_ip_ranges_load', { csv: 'cidr,domain,name\n' })).toEqual({ loaded: 0, replaced: 1, companies: 0 });
+    const hot = await callOk(await mcp.connect(tok.read), 'accounts_hot', { days: 7 });
     expect(hot.accounts.map((a: any) => [a.domain, a.name])).toEqual([['acme.com', null]]);
     expect(hot.accounts[0].current).toMatchObject({ sessions: 2, ip_attributed_sessions: 0, known_visitors: 2, page_views: 4, high_intent_page_views: 3, conversions: 1, revenue: 200 });
-    const s = await ok(await connect(tok.read), 'accounts_signals', { account: 'acme.com', days: 7 });
+    const s = await callOk(await mcp.connect(tok.read), 'accounts_signals', { account: 'acme.com', days: 7 });
     expect(s.current).toEqual(hot.accounts[0].current);
   });
 });
 
 describe('account members', () => {
   it('lists members with emails for admins only and counts their tokens', async () => {
-    const r = await ok(await connect(tok.read), 'access_members_list', {});
+    const r = await callOk(await mcp.connect(tok.read), 'access_members_list', {});
     expect(r.members.map((m: any) => [m.role, m.email])).toEqual([
       ['owner', null],
       ['admin', null],
     ]);
-    const a = await ok(await connect(tok.owner), 'access_members_list', {});
+    const a = await callOk(await mcp.connect(tok.owner), 'access_members_list', {});
     expect(a.members.map((m: any) => m.email)).toEqual(['owner@localhost', 'admin.person@shop.test']);
     expect(a.members[1].live_tokens).toBe(1);
   });
 
   it('changes roles: only owners touch owners, never the last owner', async () => {
-    const owner = await connect(tok.owner);
-    const admin = await connect(tok.admin);
-    const invite = await ok(owner, 'access_member_invite', { email: 'new.member@shop.test', role: 'member' });
+    const owner = await mcp.connect(tok.owner);
+    const admin = await mcp.connect(tok.admin);
+    const invite = await callOk(owner, 'access_member_invite', { email: 'new.member@shop.test', role: 'member' });
     expect(await errorOf(admin, 'access_member_set_role', { user: invite.user_id, role: 'owner' })).toMatchObject({ code: 'insufficient_scope' });
-    expect(await ok(admin, 'access_member_set_role', { user: 'new.member@shop.test', role: 'admin' })).toEqual({ id: invite.user_id, previous_role: 'member', role: 'admin' });
+    expect(await callOk(admin, 'access_member_set_role', { user: 'new.member@shop.test', role: 'admin' })).toEqual({ id: invite.user_id, previous_role: 'member', role: 'admin' });
     expect(await errorOf(owner, 'access_member_set_role', { user: 'owner@localhost', role: 'admin' })).toMatchObject({ code: 'conflict' });
     expect(await errorOf(owner, 'access_member_set_role', { user: 'nobody@shop.test', role: 'admin' })).toMatchObject({ code: 'not_found' });
     expect(query(dataDir, "SELECT role FROM users WHERE email = 'owner@localhost'")).toEqual([{ role: 'owner' }]);
-    expect(await ok(owner, 'access_member_set_role', { user: invite.user_id, role: 'owner' })).toMatchObject({ role: 'owner' });
-    expect(await ok(owner, 'access_member_set_role', { user: invite.user_id, role: 'member' })).toMatchObject({ role: 'member' });
+    expect(await callOk(owner, 'access_member_set_role', { user: invite.user_id, role: 'owner' })).toMatchObject({ role: 'owner' });
+    expect(await callOk(owner, 'access_member_set_role', { user: invite.user_id, role: 'member' })).toMatchObject({ role: 'member' });
   });
 
   it('removes a member and revokes their tokens; never the last owner, never the caller, refused when destructive tools are blocked', async () => {
-    const owner = await connect(tok.owner);
-    const invite = await ok(owner, 'access_member_invite', { email: 'leaver@shop.test' });
-    const theirs = await connect(invite.token);
-    expect((await ok(theirs, 'whoami')).scope).toBe('read');
-    expect(await errorOf(await connect(tok.noDestroy), 'access_member_remove', { user: invite.user_id })).toMatchObject({ code: 'insufficient_scope', details: { reason: 'block_destructive' } });
+    const owner = await mcp.connect(tok.owner);
+    const invite = await callOk(owner, 'access_member_invite', { email: 'leaver@shop.test' });
+    const theirs = await mcp.connect(invite.token);
+    expect((await callOk(theirs, 'whoami')).scope).toBe('read');
+    expect(await errorOf(await mcp.connect(tok.noDestroy), 'access_member_remove', { user: invite.user_id })).toMatchObject({ code: 'insufficient_scope', details: { reason: 'block_destructive' } });
     expect(await errorOf(owner, 'access_member_remove', { user: 'owner@localhost' })).toMatchObject({ code: 'conflict' });
-    expect(await ok(owner, 'access_member_remove', { user: 'leaver@shop.test' })).toEqual({ removed: invite.user_id, role: 'member', tokens_revoked: 1 });
-    await expect(connect(invite.token)).rejects.toThrow();
+    expect(await callOk(owner, 'access_member_remove', { user: 'leaver@shop.test' })).toEqual({ removed: invite.user_id, role: 'member', tokens_revoked: 1 });
+    await expect(mcp.connect(invite.token)).rejects.toThrow();
     expect(query(dataDir, "SELECT count(*) AS n FROM users WHERE email = 'leaver@shop.test'")).toEqual([{ n: 0 }]);
-    const admin = await connect(tok.admin);
+    const admin = await mcp.connect(tok.admin);
     expect(await errorOf(admin, 'access_member_remove', { user: 'owner@localhost' })).toMatchObject({ code: 'insufficient_scope' });
   });
 });
 
 describe('site settings and lift', () => {
   it('validates and changes the time zone, holdout share and currency', async () => {
-    const owner = await connect(tok.owner);
+    const owner = await mcp.connect(tok.owner);
     expect(await errorOf(owner, 'sites_settings_update', { timezone: 'Mars/Olympus_Mons' })).toMatchObject({ code: 'validation_failed', details: { field: 'timezone' } });
     expect(await errorOf(owner, 'sites_settings_update', { holdout_share: 0.51 })).toMatchObject({ code: 'validation_failed' });
     expect(await errorOf(owner, 'sites_settings_update', { holdout_share: -0.01 })).toMatchObject({ code: 'validation_failed' });
-    expect(await errorOf(await connect(tok.read), 'sites_settings_update', { holdout_share: 0.1 })).toMatchObject({ code: 'insufficient_scope' });
-    const r = await ok(owner, 'sites_settings_update', { timezone: 'europe/berlin', holdout_share: 0.5 });
+    expect(await errorOf(await mcp.connect(tok.read), 'sites_settings_update', { holdout_share: 0.1 })).toMatchObject({ code: 'insufficient_scope' });
+    const r = await callOk(owner, 'sites_settings_update', { timezone: 'europe/berlin', holdout_share: 0.5 });
     expect(r).toMatchObject({ timezone: 'Europe/Berlin', holdout_share: 0.5, currency: 'USD', changed: ['timezone', 'holdout_share'] });
-    expect(await ok(await connect(tok.readRO), 'sites_settings_get')).toMatchObject({ timezone: 'Europe/Berlin', holdout_share: 0.5 });
-    expect((await ok(owner, 'sites_settings_update', { holdout_share: 0.5 })).changed).toEqual([]);
+    expect(await callOk(await mcp.connect(tok.readRO), 'sites_settings_get')).toMatchObject({ timezone: 'Europe/Berlin', holdout_share: 0.5 });
+    expect((await callOk(owner, 'sites_settings_update', { holdout_share: 0.5 })).changed).toEqual([]);
   });
 
   it('measures personalized against holdout visitors with the interval computed by hand', async () => {
@@ -303,7 +280,7 @@ describe('site settings and lift', () => {
     await ingest('/api/convert', { session_id: 'ps1', revenue: 100 });
     await ingest('/api/convert', { session_id: 'ps2', revenue: 50 });
     await ingest('/api/convert', { session_id: 'hs1', revenue: 40 });
-    const lift = await ok(await connect(tok.read), 'analytics_lift', { days: 1 });
+    const lift = await callOk(await mcp.connect(tok.read), 'analytics_lift', { days: 1 });
     expect(lift.personalized).toEqual({ visitors: 4, converting_visitors: 2, conversion_rate: 0.5, revenue: 150, revenue_per_visitor: 37.5 });
     expect(lift.holdout).toEqual({ visitors: 4, converting_visitors: 1, conversion_rate: 0.25, revenue: 40, revenue_per_visitor: 10 });
     expect(lift.excluded_visitors).toBe(1);
@@ -313,18 +290,18 @@ describe('site settings and lift', () => {
     expect(lift.conversion_rate_lift.ci_high).toBeCloseTo(13.19814, 4);
     expect(lift.conversion_rate_lift.significant).toBe(false);
     expect(lift.revenue_per_visitor_lift.relative).toBeCloseTo(2.75, 10);
-    expect(await errorOf(await connect(tok.read), 'analytics_lift', { segment_id: 'seg_nope' })).toMatchObject({ code: 'not_found' });
+    expect(await errorOf(await mcp.connect(tok.read), 'analytics_lift', { segment_id: 'seg_nope' })).toMatchObject({ code: 'not_found' });
     // By segment: Jane (Gold) is found through her visitor identity, the exposure names no profile.
     expose('va1', 0);
     const gold = query<{ id: string }>(dataDir, "SELECT id FROM segments WHERE name = 'Gold'")[0]!.id;
-    const bySeg = await ok(await connect(tok.read), 'analytics_lift', { days: 1, segment_id: gold });
+    const bySeg = await callOk(await mcp.connect(tok.read), 'analytics_lift', { days: 1, segment_id: gold });
     expect(bySeg.personalized).toEqual({ visitors: 1, converting_visitors: 1, conversion_rate: 1, revenue: 200, revenue_per_visitor: 200 });
     expect(bySeg.holdout.visitors).toBe(0);
     expect(bySeg.conversion_rate_lift).toEqual({ relative: null, ci_low: null, ci_high: null, significant: false });
   });
 
   it('reports sessions, conversion rate and revenue per visitor per segment', async () => {
-    const r = await ok(await connect(tok.read), 'analytics_by_segment', { days: 30 });
+    const r = await callOk(await mcp.connect(tok.read), 'analytics_by_segment', { days: 30 });
     const gold = r.segments.find((s: any) => s.name === 'Gold');
     expect(gold).toMatchObject({ sessions: 1, visitors: 1, conversions: 1, converting_sessions: 1, conversion_rate: 1, revenue: 200, revenue_per_visitor: 200 });
     expect(r.site.sessions).toBeGreaterThan(gold.sessions);
@@ -336,22 +313,22 @@ describe('tool discovery', () => {
   const listed = async (c: Client) => (await c.listTools()).tools.map((t) => t.name).sort();
 
   it('narrows tools/list by ?areas=, X-SVC-Areas, ?read_only=1 and the token, and every description names its scope', async () => {
-    const all = await connect(tok.owner);
+    const all = await mcp.connect(tok.owner);
     const tools = (await all.listTools()).tools;
     expect(tools.map((t) => t.name).sort()).toEqual(names(() => true));
     for (const t of tools) expect(t.description).toContain(`Scope: ${TOOLS.find((x) => x.name === t.name)!.scope}.`);
-    expect(await listed(await connect(tok.owner, { query: { areas: 'accounts,tools' } }))).toEqual(names((t) => t.area === 'accounts' || t.area === 'tools'));
-    expect(await listed(await connect(tok.owner, { headers: { 'x-svc-areas': 'analytics' } }))).toEqual(names((t) => t.area === 'analytics'));
-    expect(await listed(await connect(tok.owner, { query: { areas: 'accounts,analytics' }, headers: { 'x-svc-areas': 'analytics,tools' } }))).toEqual(names((t) => t.area === 'analytics'));
-    expect(await listed(await connect(tok.owner, { query: { read_only: '1' } }))).toEqual(names((t) => !t.flags.changesData));
-    expect(await listed(await connect(tok.readRO))).toEqual(names((t) => !t.flags.changesData));
-    expect(await listed(await connect(tok.areas))).toEqual(names((t) => t.area === 'accounts' || t.area === 'tools'));
-    expect(await listed(await connect(tok.areas, { query: { areas: 'accounts', read_only: 'true' } }))).toEqual(names((t) => t.area === 'accounts' && !t.flags.changesData));
+    expect(await listed(await mcp.connect(tok.owner, { query: { areas: 'accounts,tools' } }))).toEqual(names((t) => t.area === 'accounts' || t.area === 'tools'));
+    expect(await listed(await mcp.connect(tok.owner, { headers: { 'x-svc-areas': 'analytics' } }))).toEqual(names((t) => t.area === 'analytics'));
+    expect(await listed(await mcp.connect(tok.owner, { query: { areas: 'accounts,analytics' }, headers: { 'x-svc-areas': 'analytics,tools' } }))).toEqual(names((t) => t.area === 'analytics'));
+    expect(await listed(await mcp.connect(tok.owner, { query: { read_only: '1' } }))).toEqual(names((t) => !t.flags.changesData));
+    expect(await listed(await mcp.connect(tok.readRO))).toEqual(names((t) => !t.flags.changesData));
+    expect(await listed(await mcp.connect(tok.areas))).toEqual(names((t) => t.area === 'accounts' || t.area === 'tools'));
+    expect(await listed(await mcp.connect(tok.areas, { query: { areas: 'accounts', read_only: 'true' } }))).toEqual(names((t) => t.area === 'accounts' && !t.flags.changesData));
   });
 
   it('keeps unlisted tools callable (the policy decides) and refuses an unknown area name', async () => {
-    const narrow = await connect(tok.owner, { query: { areas: 'tools' } });
-    expect((await ok(narrow, 'accounts_resolve_domain', { value: 'acme.com' })).domain).toBe('acme.com');
+    const narrow = await mcp.connect(tok.owner, { query: { areas: 'tools' } });
+    expect((await callOk(narrow, 'accounts_resolve_domain', { value: 'acme.com' })).domain).toBe('acme.com');
     const res = await fetch(`${svc.url}/api/mcp?areas=acounts`, {
       method: 'POST',
       headers: { authorization: `Bearer ${tok.owner}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
@@ -363,22 +340,22 @@ describe('tool discovery', () => {
   });
 
   it('tools_search finds tools by words and tools_describe returns the full schemas', async () => {
-    const c = await connect(tok.readRO, { query: { areas: 'tools' } });
-    const s = await ok(c, 'tools_search', { query: 'hot accounts', limit: 3 });
+    const c = await mcp.connect(tok.readRO, { query: { areas: 'tools' } });
+    const s = await callOk(c, 'tools_search', { query: 'hot accounts', limit: 3 });
     expect(s.total_tools).toBe(TOOLS.length);
     expect(s.tools[0]).toMatchObject({ name: 'accounts_hot', area: 'accounts', scope: 'read', allowed: true });
     expect(s.tools[0].description).toContain('Scope: read.');
     expect(s.tools.length).toBeLessThanOrEqual(3);
-    const ro = await ok(c, 'tools_search', { query: 'member', read_only: true });
+    const ro = await callOk(c, 'tools_search', { query: 'member', read_only: true });
     expect(ro.tools.map((t: any) => t.name)).toContain('access_members_list');
     expect(ro.tools.every((t: any) => t.flags.read_only)).toBe(true);
-    const load = (await ok(c, 'tools_search', { query: 'ip ranges load' })).tools.find((t: any) => t.name === 'accounts_ip_ranges_load');
+    const load = (await callOk(c, 'tools_search', { query: 'ip ranges load' })).tools.find((t: any) => t.name === 'accounts_ip_ranges_load');
     expect(load).toMatchObject({ scope: 'admin', allowed: false });
-    const d = await ok(c, 'tools_describe', { name: 'accounts_hot' });
+    const d = await callOk(c, 'tools_describe', { name: 'accounts_hot' });
     expect(d).toMatchObject({ name: 'accounts_hot', scope: 'read', area: 'accounts', allowed: true, refusal: null, flags: { read_only: true } });
     expect(Object.keys(d.input_schema.properties)).toEqual(expect.arrayContaining(['days', 'until', 'intent_threshold', 'min_sessions', 'limit']));
     expect(d.output_schema.properties.accounts.type).toBe('array');
-    const rm = await ok(c, 'tools_describe', { name: 'access_member_remove' });
+    const rm = await callOk(c, 'tools_describe', { name: 'access_member_remove' });
     expect(rm).toMatchObject({ allowed: false, flags: { destructive: true } });
     expect(rm.refusal).toMatch(/scope|read-only/);
     expect(await errorOf(c, 'tools_describe', { name: 'nope_nope' })).toMatchObject({ code: 'not_found' });

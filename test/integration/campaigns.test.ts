@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { cleanup, cli, cliJson, createSite, post, startSvc, tempDir, type Svc } from '../helpers/svc.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { execute, query } from '../helpers/db.js';
+import { call, callOk, McpClients, mintToken } from '../helpers/mcp-client.js';
 import { validatePayload, type EventType } from '../../src/webhooks/catalogue.js';
 
 /**
@@ -16,32 +16,10 @@ let dataDir: string;
 let site: string;
 let rx: Awaited<ReturnType<typeof startReceiver>>;
 const tok = { write: '', propose: '', read: '', admin: '' };
-const clients: Client[] = [];
+const mcp = new McpClients(() => svc.url);
 const EMAIL = 'grace.hopper@example.com';
 const PHONE = '+1 555 0100 777';
 const NAME = 'Grace Hopper';
-
-function mint(args: string[]): string {
-  return cliJson<{ token: string }>(['token', 'mint', '--site', site, ...args, '--data', dataDir]).token;
-}
-
-async function connect(token: string): Promise<Client> {
-  const transport = new StreamableHTTPClientTransport(new URL(`${svc.url}/api/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
-  const client = new Client({ name: 'svc-campaigns-test', version: '1.0.0' });
-  await client.connect(transport);
-  clients.push(client);
-  return client;
-}
-
-async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
-  return client.callTool({ name, arguments: args });
-}
-
-async function ok(client: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
-  const r = await call(client, name, args);
-  if (r.isError) throw new Error(`${name} failed: ${JSON.stringify(r.structuredContent ?? r.content)}`);
-  return r.structuredContent;
-}
 
 const now = Date.now();
 function seedComponents() {
@@ -92,10 +70,10 @@ beforeAll(async () => {
   rx = await startReceiver();
   const added = cli(['webhooks', 'add', '--site', site, '--url', `${rx.url}/hooks`, '--events', 'all', '--secret', 'campaign-secret', '--allow-private-destinations', '--data', dataDir]);
   if (added.code !== 0) throw new Error(added.stderr);
-  tok.write = mint(['--scope', 'write']);
-  tok.propose = mint(['--scope', 'write', '--propose-only']);
-  tok.read = mint(['--scope', 'read']);
-  tok.admin = mint(['--scope', 'admin']);
+  tok.write = mintToken(dataDir, site, ['--scope', 'write']);
+  tok.propose = mintToken(dataDir, site, ['--scope', 'write', '--propose-only']);
+  tok.read = mintToken(dataDir, site, ['--scope', 'read']);
+  tok.admin = mintToken(dataDir, site, ['--scope', 'admin']);
   seedComponents();
   svc = await startSvc({ dataDir, args: ['--allow-private-destinations'], env: { SVC_WEBHOOK_POLL_MS: '50' } });
   // A known visitor with personal data the campaign events must never carry.
@@ -103,7 +81,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const c of clients) await c.close().catch(() => undefined);
+  await mcp.closeAll();
   await svc.stop();
   await rx.close();
   cleanup(dataDir);
@@ -111,7 +89,7 @@ afterAll(async () => {
 
 describe('campaigns through MCP', () => {
   it('lists the nine tools with their flags', async () => {
-    const w = await connect(tok.write);
+    const w = await mcp.connect(tok.write);
     const tools = (await w.listTools()).tools.filter((t) => t.name.startsWith('campaigns_'));
     expect(tools.map((t) => t.name).sort()).toEqual([
       'campaigns_add_component',
@@ -134,13 +112,13 @@ describe('campaigns through MCP', () => {
   });
 
   it('creates, launches (after a rolled-back attempt), pauses and closes a campaign, emitting its events', async () => {
-    const w = await connect(tok.write);
-    const seg = await ok(w, 'segments_create', { name: 'Sale shoppers', rule: { trait: 'plan', op: 'eq', value: 'gold' } });
+    const w = await mcp.connect(tok.write);
+    const seg = await callOk(w, 'segments_create', { name: 'Sale shoppers', rule: { trait: 'plan', op: 'eq', value: 'gold' } });
     // A triggered message, made with the pipeline area's tools (its live endpoint needs the admin scope).
-    await ok(await connect(tok.admin), 'triggers_endpoint_set', { url: `${rx.url}/messages` });
-    const trg = await ok(w, 'triggers_create', { name: 'Sale welcome', on_kind: 'event', event_type: 'sale_signup', message_id: 'tpl_sale' });
+    await callOk(await mcp.connect(tok.admin), 'triggers_endpoint_set', { url: `${rx.url}/messages` });
+    const trg = await callOk(w, 'triggers_create', { name: 'Sale welcome', on_kind: 'event', event_type: 'sale_signup', message_id: 'tpl_sale' });
     expect(trg.enabled).toBe(false);
-    const c = await ok(w, 'campaigns_create', { name: 'Summer sale', description: 'Hero banner and layout test' });
+    const c = await callOk(w, 'campaigns_create', { name: 'Summer sale', description: 'Hero banner and layout test' });
     expect(c).toMatchObject({ status: 'draft', components: [], first_launched_at: null, outcome: null });
     for (const [kind, ref_id] of [
       ['segment', seg.id],
@@ -150,7 +128,7 @@ describe('campaigns through MCP', () => {
       ['variant', 'var_draft'],
       ['trigger', trg.id],
     ]) {
-      await ok(w, 'campaigns_add_component', { id: c.id, kind, ref_id });
+      await callOk(w, 'campaigns_add_component', { id: c.id, kind, ref_id });
     }
     const missing = await call(w, 'campaigns_add_component', { id: c.id, kind: 'placement', ref_id: 'plc_nope' });
     expect(missing.structuredContent.error).toMatchObject({ code: 'not_found' });
@@ -166,25 +144,25 @@ describe('campaigns through MCP', () => {
     );
     expect([variantStatus('var_sale'), placementEnabled('plc_sale'), experimentStatus('exp_layout'), triggerEnabled(trg.id)]).toEqual(['approved', 0, 'draft', 0]);
     expect(await heroFor()).toMatchObject({ reason: 'default', variant_id: null });
-    const afterFail = await ok(w, 'campaigns_get', { id: c.id });
+    const afterFail = await callOk(w, 'campaigns_get', { id: c.id });
     expect(afterFail.status).toBe('draft');
     expect(afterFail.runs).toHaveLength(1);
     expect(afterFail.runs[0]).toMatchObject({ action: 'launch', result: 'rolled_back', id: failed.structuredContent.error.details.run_id });
 
     // Made optional, the draft's failure is recorded but the launch goes ahead.
-    const opt = await ok(w, 'campaigns_add_component', { id: c.id, kind: 'variant', ref_id: 'var_draft', required: false });
+    const opt = await callOk(w, 'campaigns_add_component', { id: c.id, kind: 'variant', ref_id: 'var_draft', required: false });
     expect(opt).toMatchObject({ added: false, component: { required: false } });
 
     // A propose-only token may not launch (it publishes) or close; it may not change anything either way.
-    const p = await connect(tok.propose);
+    const p = await mcp.connect(tok.propose);
     const refused = await call(p, 'campaigns_launch', { id: c.id });
     expect(refused.structuredContent.error).toMatchObject({ code: 'insufficient_scope', details: { reason: 'propose_only' } });
     expect((await call(p, 'campaigns_close', { id: c.id })).structuredContent.error.details.reason).toBe('propose_only');
     expect(variantStatus('var_sale')).toBe('approved');
-    const r = await connect(tok.read);
+    const r = await mcp.connect(tok.read);
     expect((await call(r, 'campaigns_create', { name: 'nope' })).structuredContent.error.code).toBe('insufficient_scope');
 
-    const launched = await ok(w, 'campaigns_launch', { id: c.id });
+    const launched = await callOk(w, 'campaigns_launch', { id: c.id });
     expect(launched.campaign.status).toBe('live');
     expect(launched.run.result).toBe('applied');
     expect(launched.run.steps.map((s: any) => [s.kind, s.ref_id, s.step, s.outcome])).toEqual([
@@ -207,8 +185,8 @@ describe('campaigns through MCP', () => {
     expect(live.reason === 'experiment_arm' ? live.experiment_id : live.variant_id).toBe(live.reason === 'experiment_arm' ? 'exp_layout' : 'var_sale');
     expect(['experiment_arm', 'placement']).toContain(live.reason);
     // The other areas' own tools see the result.
-    expect((await ok(w, 'triggers_get', { id: trg.id })).enabled).toBe(true);
-    expect((await ok(w, 'experiments_get', { id: 'exp_layout' })).status).toBe('running');
+    expect((await callOk(w, 'triggers_get', { id: trg.id })).enabled).toBe(true);
+    expect((await callOk(w, 'experiments_get', { id: 'exp_layout' })).status).toBe('running');
     const editLive = await call(w, 'campaigns_remove_component', { id: c.id, kind: 'variant', ref_id: 'var_draft' });
     expect(editLive.structuredContent.error.code).toBe('conflict');
 
@@ -220,7 +198,7 @@ describe('campaigns through MCP', () => {
     expect((await post(`${svc.url}/api/events`, { site_id: site, session_id: 'cs-2', visitor_id: 'cv-2', type: 'pageview', url: 'https://shop.example/' })).status).toBeLessThan(300);
     expect((await post(`${svc.url}/api/convert`, { site_id: site, session_id: 'cs-1', revenue: 49.9, line_items: [{ sku: 'S1', qty: 1, price: 49.9 }] })).status).toBeLessThan(300);
 
-    const paused = await ok(w, 'campaigns_pause', { id: c.id });
+    const paused = await callOk(w, 'campaigns_pause', { id: c.id });
     expect(paused.campaign.status).toBe('paused');
     expect(paused.run.steps.map((s: any) => [s.kind, s.step, s.outcome])).toEqual([
       ['trigger', 'disable', 'succeeded'],
@@ -233,7 +211,7 @@ describe('campaigns through MCP', () => {
     expect([placementEnabled('plc_sale'), experimentStatus('exp_layout'), variantStatus('var_sale'), triggerEnabled(trg.id)]).toEqual([0, 'paused', 'published', 0]);
     expect(await heroFor()).toMatchObject({ reason: 'default', variant_id: null });
 
-    const closed = await ok(w, 'campaigns_close', { id: c.id });
+    const closed = await callOk(w, 'campaigns_close', { id: c.id });
     expect(closed.campaign).toMatchObject({ status: 'closed', live_since: null });
     expect(closed.outcome).toEqual({
       days_live: 0,
@@ -260,10 +238,10 @@ describe('campaigns through MCP', () => {
     expect([variantStatus('var_sale'), experimentStatus('exp_layout')]).toEqual(['disabled', 'ended']);
     expect((await call(w, 'campaigns_launch', { id: c.id })).structuredContent.error.code).toBe('conflict');
 
-    const list = await ok(w, 'campaigns_list', { status: 'closed' });
+    const list = await callOk(w, 'campaigns_list', { status: 'closed' });
     expect(list.campaigns).toEqual([expect.objectContaining({ id: c.id, name: 'Summer sale', components: 6, status: 'closed' })]);
-    expect((await ok(w, 'campaigns_list', { status: 'live' })).campaigns).toEqual([]);
-    const got = await ok(r, 'campaigns_get', { id: c.id });
+    expect((await callOk(w, 'campaigns_list', { status: 'live' })).campaigns).toEqual([]);
+    const got = await callOk(r, 'campaigns_get', { id: c.id });
     expect(got.runs.map((x: any) => [x.action, x.result])).toEqual([
       ['close', 'applied'],
       ['pause', 'applied'],
@@ -300,27 +278,27 @@ describe('campaigns through MCP', () => {
   it('keeps other sites out', async () => {
     const other = createSite(dataDir, 'Other');
     const theirs = cliJson<{ token: string }>(['token', 'mint', '--site', other, '--scope', 'write', '--data', dataDir]).token;
-    const o = await connect(theirs);
-    const mine = (await ok(await connect(tok.read), 'campaigns_list', {})).campaigns[0];
+    const o = await mcp.connect(theirs);
+    const mine = (await callOk(await mcp.connect(tok.read), 'campaigns_list', {})).campaigns[0];
     expect((await call(o, 'campaigns_get', { id: mine.id })).structuredContent.error.code).toBe('not_found');
-    const c = await ok(o, 'campaigns_create', { name: 'Theirs' });
+    const c = await callOk(o, 'campaigns_create', { name: 'Theirs' });
     const r = await call(o, 'campaigns_add_component', { id: c.id, kind: 'variant', ref_id: 'var_sale' });
     expect(r.structuredContent.error.code).toBe('not_found');
   });
 
   it('renames, pages the list newest first, and refuses changes to a closed campaign', async () => {
-    const w = await connect(tok.write);
+    const w = await mcp.connect(tok.write);
     const made: string[] = [];
-    for (const name of ['A', 'B', 'C']) made.push((await ok(w, 'campaigns_create', { name: `Page ${name}` })).id);
-    const renamed = await ok(w, 'campaigns_update', { id: made[0], name: 'Page A2', description: 'x' });
+    for (const name of ['A', 'B', 'C']) made.push((await callOk(w, 'campaigns_create', { name: `Page ${name}` })).id);
+    const renamed = await callOk(w, 'campaigns_update', { id: made[0], name: 'Page A2', description: 'x' });
     expect(renamed).toMatchObject({ name: 'Page A2', description: 'x', status: 'draft' });
-    expect((await ok(w, 'campaigns_update', { id: made[0], description: null })).description).toBeNull();
-    const first = await ok(w, 'campaigns_list', { status: 'draft', limit: 2 });
+    expect((await callOk(w, 'campaigns_update', { id: made[0], description: null })).description).toBeNull();
+    const first = await callOk(w, 'campaigns_list', { status: 'draft', limit: 2 });
     expect(first.campaigns.map((x: any) => x.id)).toEqual([made[2], made[1]]);
-    const second = await ok(w, 'campaigns_list', { status: 'draft', limit: 2, before: first.next_before });
+    const second = await callOk(w, 'campaigns_list', { status: 'draft', limit: 2, before: first.next_before });
     expect(second.campaigns.map((x: any) => x.id)).toEqual([made[0]]);
     expect(second.next_before).toBeNull();
-    await ok(w, 'campaigns_close', { id: made[0] });
+    await callOk(w, 'campaigns_close', { id: made[0] });
     expect((await call(w, 'campaigns_update', { id: made[0], name: 'late' })).structuredContent.error.code).toBe('conflict');
     expect((await call(w, 'campaigns_add_component', { id: made[0], kind: 'variant', ref_id: 'var_sale' })).structuredContent.error.code).toBe('conflict');
     expect((await call(w, 'campaigns_launch', { id: made[1] })).structuredContent.error).toMatchObject({ code: 'validation_failed' });

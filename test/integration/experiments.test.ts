@@ -5,10 +5,11 @@
  * variants and exposures (which the decision writes) are set up directly in the store.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { cleanup, cli, cliJson, createSite, post, startSvc, tempDir, type Svc } from '../helpers/svc.js';
+import type { Client } from '@modelcontextprotocol/client';
+import { cleanup, cli, createSite, post, startSvc, tempDir, type Svc } from '../helpers/svc.js';
 import { execute, query } from '../helpers/db.js';
 import { startReceiver } from '../helpers/receiver.js';
+import { call, callOk, McpClients, mintToken } from '../helpers/mcp-client.js';
 import { assignArm } from '../../src/domain/experiments/assign.js';
 import { validatePayload } from '../../src/webhooks/catalogue.js';
 
@@ -17,30 +18,8 @@ let dataDir: string;
 let site: string;
 let otherSite: string;
 let rx: Awaited<ReturnType<typeof startReceiver>>;
-const clients: Client[] = [];
+const mcp = new McpClients(() => svc.url);
 const c = {} as Record<'write' | 'propose' | 'readOnly' | 'writeRO' | 'other', Client>;
-
-function mint(siteId: string, args: string[]): string {
-  return cliJson<{ token: string }>(['token', 'mint', '--site', siteId, ...args, '--data', dataDir]).token;
-}
-
-async function connect(token: string): Promise<Client> {
-  const transport = new StreamableHTTPClientTransport(new URL(`${svc.url}/api/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
-  const client = new Client({ name: 'svc-experiments-test', version: '1.0.0' }, { versionNegotiation: { mode: 'legacy' } });
-  await client.connect(transport);
-  clients.push(client);
-  return client;
-}
-
-async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
-  return client.callTool({ name, arguments: args });
-}
-
-async function ok(client: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
-  const r = await call(client, name, args);
-  if (r.isError) throw new Error(`${name} failed: ${JSON.stringify(r.structuredContent ?? r.content)}`);
-  return r.structuredContent;
-}
 
 async function refused(client: Client, name: string, args: Record<string, unknown>, code: string): Promise<any> {
   const r = await call(client, name, args);
@@ -71,7 +50,7 @@ async function waitFor<T>(what: string, fn: () => T | undefined | Promise<T | un
 
 /** Ends a throw-away test on its own zone by its scheduled end, and waits until the worker has ended it. */
 async function sentinelEnded(): Promise<void> {
-  const t = await ok(c.write, 'experiments_create', {
+  const t = await callOk(c.write, 'experiments_create', {
     name: 'Sentinel',
     zone_id: 'zone_sentinel',
     arms: [
@@ -82,8 +61,8 @@ async function sentinelEnded(): Promise<void> {
     guardrail_metrics: [],
     scheduled_end: new Date(Date.now() + 1000).toISOString(),
   });
-  await ok(c.write, 'experiments_start', { id: t.id });
-  await waitFor('sentinel end', async () => ((await ok(c.readOnly, 'experiments_get', { id: t.id })).status === 'ended' ? true : undefined));
+  await callOk(c.write, 'experiments_start', { id: t.id });
+  await waitFor('sentinel end', async () => ((await callOk(c.readOnly, 'experiments_get', { id: t.id })).status === 'ended' ? true : undefined));
 }
 
 /**
@@ -160,15 +139,15 @@ beforeAll(async () => {
   });
   rx = await startReceiver();
   expect(cli(['webhooks', 'add', '--site', site, '--url', `${rx.url}/hook`, '--events', 'all', '--data', dataDir, '--allow-private-destinations', '--json']).code).toBe(0);
-  c.write = await connect(mint(site, ['--scope', 'write']));
-  c.propose = await connect(mint(site, ['--scope', 'write', '--propose-only']));
-  c.readOnly = await connect(mint(site, ['--scope', 'read', '--read-only']));
-  c.writeRO = await connect(mint(site, ['--scope', 'write', '--read-only']));
-  c.other = await connect(mint(otherSite, ['--scope', 'write']));
+  c.write = await mcp.connect(mintToken(dataDir, site, ['--scope', 'write']));
+  c.propose = await mcp.connect(mintToken(dataDir, site, ['--scope', 'write', '--propose-only']));
+  c.readOnly = await mcp.connect(mintToken(dataDir, site, ['--scope', 'read', '--read-only']));
+  c.writeRO = await mcp.connect(mintToken(dataDir, site, ['--scope', 'write', '--read-only']));
+  c.other = await mcp.connect(mintToken(dataDir, otherSite, ['--scope', 'write']));
 });
 
 afterAll(async () => {
-  for (const cl of clients) await cl.close().catch(() => undefined);
+  await mcp.closeAll();
   await svc?.stop();
   await rx?.close();
   cleanup(dataDir);
@@ -223,7 +202,7 @@ describe('layout tests through MCP', () => {
     expect(count('experiments')).toBe(0);
     expect(count('experiment_arms')).toBe(0);
 
-    exp = await ok(c.write, 'experiments_create', args);
+    exp = await callOk(c.write, 'experiments_create', args);
     expect(exp).toMatchObject({ status: 'draft', seed: exp.id, zone_id: 'zone_hero', primary_metric: 'conversion', stop_early: false, guardrail_metrics: ['lcp', 'inp', 'cls'] });
     expect(exp.id).toMatch(/^exp_/);
     expect(exp.arms.map((a: any) => [a.label, a.control, a.variant_id, a.weight])).toEqual([
@@ -231,14 +210,14 @@ describe('layout tests through MCP', () => {
       ['Short hero', false, 'var_b', 50],
     ]);
     expect(exp.created_by).toMatch(/^token:/);
-    const renamed = await ok(c.write, 'experiments_update', { id: exp.id, name: 'Pricing hero' });
+    const renamed = await callOk(c.write, 'experiments_update', { id: exp.id, name: 'Pricing hero' });
     expect(renamed.name).toBe('Pricing hero');
     await refused(c.other, 'experiments_get', { id: exp.id }, 'not_found');
     // A draft variant may be planned into a test, but the test starts only once it is approved.
-    const unapproved = await ok(c.write, 'experiments_create', { ...args, name: 'Unapproved', arms: [args.arms[0], { label: 'Draft', variant_id: 'var_draft', weight: 1 }] });
+    const unapproved = await callOk(c.write, 'experiments_create', { ...args, name: 'Unapproved', arms: [args.arms[0], { label: 'Draft', variant_id: 'var_draft', weight: 1 }] });
     await refused(c.write, 'experiments_start', { id: unapproved.id }, 'conflict');
-    expect((await ok(c.readOnly, 'experiments_get', { id: unapproved.id })).status).toBe('draft');
-    expect((await ok(c.readOnly, 'experiments_list', { status: 'draft' })).experiments.map((e: any) => e.id)).toEqual([unapproved.id, exp.id]);
+    expect((await callOk(c.readOnly, 'experiments_get', { id: unapproved.id })).status).toBe('draft');
+    expect((await callOk(c.readOnly, 'experiments_list', { status: 'draft' })).experiments.map((e: any) => e.id)).toEqual([unapproved.id, exp.id]);
   });
 
   let control: string;
@@ -247,7 +226,7 @@ describe('layout tests through MCP', () => {
 
   it('starts, measures exposed visitors and their conversions after exposure, and checks the sample ratio', async () => {
     await refused(c.write, 'experiments_pause', { id: exp.id }, 'conflict');
-    const started = await ok(c.write, 'experiments_start', { id: exp.id });
+    const started = await callOk(c.write, 'experiments_start', { id: exp.id });
     expect(started.status).toBe('running');
     expect(started.started_at).not.toBeNull();
     await refused(c.write, 'experiments_start', { id: exp.id }, 'conflict');
@@ -287,7 +266,7 @@ describe('layout tests through MCP', () => {
       exposedAt - 5000,
     );
 
-    const r = await ok(c.readOnly, 'experiments_results', { id: exp.id });
+    const r = await callOk(c.readOnly, 'experiments_results', { id: exp.id });
     expect(r.method).toContain('confidence sequence');
     expect(r.arms.map((a: any) => a.arm_id)).toEqual([control, variant]);
     for (const a of r.arms) {
@@ -312,33 +291,33 @@ describe('layout tests through MCP', () => {
   });
 
   it("answers a visitor's arm: the earlier exposure's, or the hash", async () => {
-    const exposed = await ok(c.readOnly, 'experiments_assignment_for_visitor', { id: exp.id, visitor_id: 'hv-3' });
+    const exposed = await callOk(c.readOnly, 'experiments_assignment_for_visitor', { id: exp.id, visitor_id: 'hv-3' });
     expect(exposed).toMatchObject({ source: 'exposure', from_earlier_exposure: true });
     expect(exposed.first_exposed_at).not.toBeNull();
-    const fresh = await ok(c.readOnly, 'experiments_assignment_for_visitor', { id: exp.id, visitor_id: 'never-seen' });
+    const fresh = await callOk(c.readOnly, 'experiments_assignment_for_visitor', { id: exp.id, visitor_id: 'never-seen' });
     const arms = exp.arms.map((a: any) => ({ id: a.id, weight: a.weight }));
     expect(fresh).toMatchObject({ source: 'hash', from_earlier_exposure: false, arm_id: assignArm(exp.seed, 'never-seen', arms)!.id, first_exposed_at: null });
   });
 
   it('lets a running test change weights but not its definition; visitors keep their arm', async () => {
-    const before = await ok(c.readOnly, 'experiments_assignment_for_visitor', { id: exp.id, visitor_id: 'hv-3' });
-    const updated = await ok(c.write, 'experiments_update', { id: exp.id, weights: [{ arm_id: control, weight: 0 }] });
+    const before = await callOk(c.readOnly, 'experiments_assignment_for_visitor', { id: exp.id, visitor_id: 'hv-3' });
+    const updated = await callOk(c.write, 'experiments_update', { id: exp.id, weights: [{ arm_id: control, weight: 0 }] });
     expect(updated.arms.map((a: any) => a.weight)).toEqual([0, 50]);
-    const after = await ok(c.readOnly, 'experiments_assignment_for_visitor', { id: exp.id, visitor_id: 'hv-3' });
+    const after = await callOk(c.readOnly, 'experiments_assignment_for_visitor', { id: exp.id, visitor_id: 'hv-3' });
     expect(after.arm_id).toBe(before.arm_id);
-    expect((await ok(c.readOnly, 'experiments_assignment_for_visitor', { id: exp.id, visitor_id: 'brand-new' })).arm_id).toBe(variant);
-    await ok(c.write, 'experiments_update', { id: exp.id, weights: [{ arm_id: control, weight: 50 }] });
+    expect((await callOk(c.readOnly, 'experiments_assignment_for_visitor', { id: exp.id, visitor_id: 'brand-new' })).arm_id).toBe(variant);
+    await callOk(c.write, 'experiments_update', { id: exp.id, weights: [{ arm_id: control, weight: 50 }] });
     const err = await refused(c.write, 'experiments_update', { id: exp.id, name: 'Renamed' }, 'conflict');
     expect(err.details.fields).toEqual(['name']);
   });
 
   it('pauses, resumes, ends by hand with experiment.ended, and ships with experiment.shipped', async () => {
     await refused(c.readOnly, 'experiments_pause', { id: exp.id }, 'insufficient_scope');
-    expect((await ok(c.write, 'experiments_pause', { id: exp.id })).status).toBe('paused');
+    expect((await callOk(c.write, 'experiments_pause', { id: exp.id })).status).toBe('paused');
     await refused(c.write, 'experiments_pause', { id: exp.id }, 'conflict');
     await refused(c.write, 'experiments_ship', { id: exp.id, arm_id: variant }, 'conflict');
-    expect((await ok(c.write, 'experiments_resume', { id: exp.id })).status).toBe('running');
-    const ended = await ok(c.write, 'experiments_end', { id: exp.id });
+    expect((await callOk(c.write, 'experiments_resume', { id: exp.id })).status).toBe('running');
+    const ended = await callOk(c.write, 'experiments_end', { id: exp.id });
     expect(ended).toMatchObject({ status: 'ended', end_reason: 'manual', winning_arm_id: null });
     expect(ended.ended_by).toMatch(/^token:/);
     await refused(c.write, 'experiments_end', { id: exp.id }, 'conflict');
@@ -362,7 +341,7 @@ describe('layout tests through MCP', () => {
     await refused(c.readOnly, 'experiments_ship', { id: exp.id, arm_id: variant }, 'insufficient_scope');
     await refused(c.write, 'experiments_ship', { id: exp.id, arm_id: 'arm_nope' }, 'not_found');
     expect(query<{ status: string }>(dataDir, "SELECT status FROM variants WHERE id = 'var_b'")[0]!.status).toBe('approved');
-    const shipped = await ok(c.write, 'experiments_ship', { id: exp.id, arm_id: variant });
+    const shipped = await callOk(c.write, 'experiments_ship', { id: exp.id, arm_id: variant });
     expect(shipped).toMatchObject({ status: 'shipped', shipped_arm_id: variant });
     const v = query<{ status: string; published_by: string }>(dataDir, "SELECT status, published_by FROM variants WHERE id = 'var_b'")[0]!;
     expect(v.status).toBe('published');
@@ -373,11 +352,11 @@ describe('layout tests through MCP', () => {
       return got.length > 0 ? got : undefined;
     });
     expect(ship).toMatchObject({ arm_id: variant, arm_label: 'Short hero', shipped_by: 'user' });
-    expect((await ok(c.readOnly, 'experiments_assignment_for_visitor', { id: exp.id, visitor_id: 'anyone' })).source).toBe('shipped');
+    expect((await callOk(c.readOnly, 'experiments_assignment_for_visitor', { id: exp.id, visitor_id: 'anyone' })).source).toBe('shipped');
   });
 
   it('ends a test on its scheduled end (worker)', async () => {
-    const t = await ok(c.write, 'experiments_create', {
+    const t = await callOk(c.write, 'experiments_create', {
       name: 'Side test',
       zone_id: 'zone_side',
       arms: [
@@ -389,9 +368,9 @@ describe('layout tests through MCP', () => {
       guardrail_metrics: [],
       scheduled_end: new Date(Date.now() + 1500).toISOString(),
     });
-    await ok(c.write, 'experiments_start', { id: t.id });
+    await callOk(c.write, 'experiments_start', { id: t.id });
     const ended = await waitFor('scheduled end', async () => {
-      const g = await ok(c.readOnly, 'experiments_get', { id: t.id });
+      const g = await callOk(c.readOnly, 'experiments_get', { id: t.id });
       return g.status === 'ended' ? g : undefined;
     });
     expect(ended).toMatchObject({ end_reason: 'scheduled_end', ended_by: 'worker' });
@@ -401,7 +380,7 @@ describe('layout tests through MCP', () => {
   });
 
   it('ends a stop_early test on an extra-strong significant result (worker)', async () => {
-    const t = await ok(c.write, 'experiments_create', {
+    const t = await callOk(c.write, 'experiments_create', {
       name: 'Side test, early stop',
       zone_id: 'zone_side',
       arms: [
@@ -412,7 +391,7 @@ describe('layout tests through MCP', () => {
       guardrail_metrics: [],
       stop_early: true,
     });
-    await ok(c.write, 'experiments_start', { id: t.id });
+    await callOk(c.write, 'experiments_start', { id: t.id });
     const [control, variant] = [t.arms[0].id, t.arms[1].id];
     const day = 86_400_000;
     const now = Date.now();
@@ -442,10 +421,10 @@ describe('layout tests through MCP', () => {
     }
     // Under 3 days of running the worker leaves it running, however strong the signal.
     await afterAFullPass();
-    expect((await ok(c.readOnly, 'experiments_get', { id: t.id })).status).toBe('running');
+    expect((await callOk(c.readOnly, 'experiments_get', { id: t.id })).status).toBe('running');
     execute(dataDir, 'UPDATE experiments SET started_at = ? WHERE id = ?', now - 4 * day, t.id);
     const ended = await waitFor('early stop', async () => {
-      const g = await ok(c.readOnly, 'experiments_get', { id: t.id });
+      const g = await callOk(c.readOnly, 'experiments_get', { id: t.id });
       return g.status === 'ended' ? g : undefined;
     });
     expect(ended).toMatchObject({ end_reason: 'significance', ended_by: 'worker', winning_arm_id: variant });
@@ -472,7 +451,7 @@ describe('Core Web Vitals guardrail', () => {
   });
 
   it('pauses a running test whose variant arm has a worse LCP p75 and emits experiment.guardrail_paused', async () => {
-    const t = await ok(c.write, 'experiments_create', {
+    const t = await callOk(c.write, 'experiments_create', {
       name: 'CTA test',
       zone_id: 'zone_cta',
       arms: [
@@ -481,7 +460,7 @@ describe('Core Web Vitals guardrail', () => {
       ],
       primary_metric: 'conversion',
     });
-    await ok(c.write, 'experiments_start', { id: t.id });
+    await callOk(c.write, 'experiments_start', { id: t.id });
     const [control, variant] = [t.arms[0].id, t.arms[1].id];
     const rows: Exposure[] = [];
     for (let i = 0; i < 100; i++) {
@@ -498,7 +477,7 @@ describe('Core Web Vitals guardrail', () => {
       expect((await vitals(`gv-${i}`, 'https://shop.example/pricing', 2900 + i * 2)).status).toBe(201);
     }
     // 99 page views per arm: under the minimum sample, nothing happens.
-    const under = await ok(c.readOnly, 'experiments_guardrail_status', { id: t.id });
+    const under = await callOk(c.readOnly, 'experiments_guardrail_status', { id: t.id });
     const lcp = under.metrics.find((m: any) => m.metric === 'lcp');
     expect(lcp).toMatchObject({ poor_threshold: 4000, relative_margin: 0.1, absolute_margin: 100, min_sample: 100 });
     expect(lcp.arms.map((a: any) => [a.n, a.verdict])).toEqual([
@@ -506,19 +485,19 @@ describe('Core Web Vitals guardrail', () => {
       [99, 'insufficient_data'],
     ]);
     await afterAFullPass();
-    expect((await ok(c.readOnly, 'experiments_get', { id: t.id })).status).toBe('running');
+    expect((await callOk(c.readOnly, 'experiments_get', { id: t.id })).status).toBe('running');
 
     expect((await vitals('gc-99', 'https://shop.example/pricing', 2098)).status).toBe(201);
     expect((await vitals('gv-99', 'https://shop.example/pricing', 3098)).status).toBe(201);
     const paused = await waitFor('guardrail pause', async () => {
-      const g = await ok(c.readOnly, 'experiments_get', { id: t.id });
+      const g = await callOk(c.readOnly, 'experiments_get', { id: t.id });
       return g.status === 'paused' ? g : undefined;
     });
     expect(paused.pause_reason).toBe(`guardrail:lcp:${variant}`);
     // Nearest-rank p75 of 1900, 1902, ..., 2098: the 75th value, 1900 + 74·2 = 2048; of the variant 2900 + 148 = 3048.
     const ev = await waitFor('experiment.guardrail_paused', () => received('experiment.guardrail_paused').find((p) => p.experiment_id === t.id));
     expect(ev).toMatchObject({ metric: 'lcp', arm_id: variant, arm_p75: 3048, control_p75: 2048 });
-    const status = await ok(c.readOnly, 'experiments_guardrail_status', { id: t.id });
+    const status = await callOk(c.readOnly, 'experiments_guardrail_status', { id: t.id });
     const m = status.metrics.find((x: any) => x.metric === 'lcp');
     expect(m.arms.map((a: any) => [a.arm_id, a.p75, a.n, a.verdict])).toEqual([
       [control, 2048, 100, null],
@@ -527,12 +506,12 @@ describe('Core Web Vitals guardrail', () => {
     expect(status.metrics.find((x: any) => x.metric === 'inp').arms[1].verdict).toBe('ok');
 
     // Resuming after a guardrail pause restarts the guardrail's window: the old vitals no longer count.
-    const resumed = await ok(c.write, 'experiments_resume', { id: t.id });
+    const resumed = await callOk(c.write, 'experiments_resume', { id: t.id });
     expect(resumed.status).toBe('running');
-    const fresh = await ok(c.readOnly, 'experiments_guardrail_status', { id: t.id });
+    const fresh = await callOk(c.readOnly, 'experiments_guardrail_status', { id: t.id });
     expect(fresh.metrics.find((x: any) => x.metric === 'lcp').arms.map((a: any) => a.n)).toEqual([0, 0]);
     await afterAFullPass();
-    expect((await ok(c.readOnly, 'experiments_get', { id: t.id })).status).toBe('running');
+    expect((await callOk(c.readOnly, 'experiments_get', { id: t.id })).status).toBe('running');
     expect(received('experiment.guardrail_paused').filter((p) => p.experiment_id === t.id)).toHaveLength(1);
   });
 });

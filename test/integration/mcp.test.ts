@@ -1,39 +1,15 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { cleanup, cli, cliJson, createSite, post, startSvc, stats, tempDir, type Svc } from '../helpers/svc.js';
 import { execute, query } from '../helpers/db.js';
+import { call, callOk, McpClients, mintToken } from '../helpers/mcp-client.js';
 
 let svc: Svc;
 let dataDir: string;
 let site: string;
 let otherSite: string;
 const tok = { admin: '', write: '', writeRO: '', read: '', readRO: '', other: '', areas: '', noDestroy: '' };
-const clients: Client[] = [];
-
-function mint(siteId: string, args: string[] = []): string {
-  return cliJson<{ token: string }>(['token', 'mint', '--site', siteId, ...args, '--data', dataDir]).token;
-}
-
-async function connect(token: string, carrier: 'header' | 'query' = 'header', mode: 'legacy' | 'auto' = 'legacy'): Promise<Client> {
-  const url = new URL(`${svc.url}/api/mcp`);
-  if (carrier === 'query') url.searchParams.set('api_key', token);
-  const transport = new StreamableHTTPClientTransport(url, carrier === 'header' ? { requestInit: { headers: { authorization: `Bearer ${token}` } } } : {});
-  const client = new Client({ name: 'svc-test', version: '1.0.0' }, { versionNegotiation: { mode } });
-  await client.connect(transport);
-  clients.push(client);
-  return client;
-}
-
-async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
-  return client.callTool({ name, arguments: args });
-}
-
-async function ok(client: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
-  const r = await call(client, name, args);
-  if (r.isError) throw new Error(`${name} failed: ${JSON.stringify(r.structuredContent ?? r.content)}`);
-  return r.structuredContent;
-}
+const mcp = new McpClients(() => svc.url);
 
 async function rawPost(url: string, headers: Record<string, string>, body: unknown) {
   const res = await fetch(url, {
@@ -72,14 +48,14 @@ beforeAll(async () => {
   dataDir = tempDir();
   site = createSite(dataDir);
   otherSite = createSite(dataDir, 'Other');
-  tok.admin = mint(site, ['--scope', 'admin', '--allow-credential-issuance', '--name', 'ops']);
-  tok.write = mint(site, ['--scope', 'write']);
-  tok.writeRO = mint(site, ['--scope', 'write', '--read-only']);
-  tok.read = mint(site, ['--scope', 'read']);
-  tok.readRO = mint(site, ['--scope', 'read', '--read-only']);
-  tok.other = mint(otherSite, ['--scope', 'admin']);
-  tok.areas = mint(site, ['--scope', 'admin', '--areas', 'profiles']);
-  tok.noDestroy = mint(site, ['--scope', 'admin', '--block-destructive', '--propose-only']);
+  tok.admin = mintToken(dataDir, site, ['--scope', 'admin', '--allow-credential-issuance', '--name', 'ops']);
+  tok.write = mintToken(dataDir, site, ['--scope', 'write']);
+  tok.writeRO = mintToken(dataDir, site, ['--scope', 'write', '--read-only']);
+  tok.read = mintToken(dataDir, site, ['--scope', 'read']);
+  tok.readRO = mintToken(dataDir, site, ['--scope', 'read', '--read-only']);
+  tok.other = mintToken(dataDir, otherSite, ['--scope', 'admin']);
+  tok.areas = mintToken(dataDir, site, ['--scope', 'admin', '--areas', 'profiles']);
+  tok.noDestroy = mintToken(dataDir, site, ['--scope', 'admin', '--block-destructive', '--propose-only']);
   svc = await startSvc({ dataDir, args: ['--allow-private-destinations'], env: { SVC_LOG_LEVEL: 'debug', SVC_WEBHOOK_POLL_MS: '50' } });
   const u = svc.url;
   await post(`${u}/api/events`, { site_id: site, session_id: 'mcp-s1', visitor_id: 'mcp-v1', type: 'pageview' });
@@ -100,7 +76,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const c of clients) await c.close().catch(() => undefined);
+  await mcp.closeAll();
   await svc.stop();
   cleanup(dataDir);
 });
@@ -144,7 +120,7 @@ describe('MCP tokens (svc token)', () => {
 
 describe('transport and authentication', () => {
   it('initializes and lists every tool with schemas, annotations and the scope it needs', async () => {
-    const c = await connect(tok.read);
+    const c = await mcp.connect(tok.read);
     expect(c.getServerVersion()?.name).toBe('svc');
     const { tools } = await c.listTools();
     const names = tools.map((t) => t.name);
@@ -167,10 +143,10 @@ describe('transport and authentication', () => {
   });
 
   it('accepts the token as Authorization: Bearer and as the api_key query parameter, in both protocol eras', async () => {
-    const viaQuery = await connect(tok.read, 'query');
-    expect((await ok(viaQuery, 'whoami')).scope).toBe('read');
-    const modern = await connect(tok.write, 'header', 'auto');
-    expect((await ok(modern, 'whoami')).scope).toBe('write');
+    const viaQuery = await mcp.connect(tok.read, { carrier: 'query' });
+    expect((await callOk(viaQuery, 'whoami')).scope).toBe('read');
+    const modern = await mcp.connect(tok.write, { mode: 'auto' });
+    expect((await callOk(modern, 'whoami')).scope).toBe('write');
   });
 
   it('answers 401 with a JSON-RPC error body and WWW-Authenticate for missing, malformed, unknown, revoked and expired tokens', async () => {
@@ -195,7 +171,7 @@ describe('transport and authentication', () => {
     }
     const q = await rawPost(`${url}?api_key=mcpt_${'B'.repeat(32)}`, {}, INIT);
     expect(q.status).toBe(401);
-    await expect(connect(`mcpt_${'C'.repeat(32)}`)).rejects.toThrow();
+    await expect(mcp.connect(`mcpt_${'C'.repeat(32)}`)).rejects.toThrow();
   });
 
   it('answers malformed JSON-RPC with a protocol error, never a 500', async () => {
@@ -234,39 +210,39 @@ describe('transport and authentication', () => {
 
 describe('tools over real data', () => {
   it('whoami names the site, scope, restrictions and the personal-data rule', async () => {
-    const c = await connect(tok.readRO);
-    expect(await ok(c, 'whoami')).toMatchObject({ site_id: site, site_name: 'Test shop', scope: 'read', restrictions: { read_only: true }, personal_data: false });
+    const c = await mcp.connect(tok.readRO);
+    expect(await callOk(c, 'whoami')).toMatchObject({ site_id: site, site_name: 'Test shop', scope: 'read', restrictions: { read_only: true }, personal_data: false });
   });
 
   it('profiles: get by any identifier, without personal data below admin; search by rule; timeline', async () => {
-    const r = await connect(tok.read);
-    const byEmail = await ok(r, 'profiles_get', { by: 'email', value: ' ADA.lovelace@example.com ' });
+    const r = await mcp.connect(tok.read);
+    const byEmail = await callOk(r, 'profiles_get', { by: 'email', value: ' ADA.lovelace@example.com ' });
     expect(byEmail.identity.external_ids).toEqual(['crm-ada']);
     expect(byEmail.identity.email).toBeUndefined();
     expect(JSON.stringify(byEmail)).not.toContain('Lovelace');
     expect(byEmail.activity).toMatchObject({ conversions: 1, revenue: 120.5, leads: 1, sessions: 1 });
-    const bySha = await ok(r, 'profiles_get', { by: 'email_sha256', value: sha('ada.lovelace@example.com') });
+    const bySha = await callOk(r, 'profiles_get', { by: 'email_sha256', value: sha('ada.lovelace@example.com') });
     expect(bySha.profile_id).toBe(byEmail.profile_id);
-    expect((await ok(r, 'profiles_get', { by: 'visitor_id', value: 'mcp-v1' })).profile_id).toBe(byEmail.profile_id);
+    expect((await callOk(r, 'profiles_get', { by: 'visitor_id', value: 'mcp-v1' })).profile_id).toBe(byEmail.profile_id);
     const missing = await call(r, 'profiles_get', { by: 'external_id', value: 'nobody' });
     expect(missing.isError).toBe(true);
     expect(missing.structuredContent.error.code).toBe('not_found');
 
-    const other = await connect(tok.other);
+    const other = await mcp.connect(tok.other);
     const foreign = await call(other, 'profiles_get', { by: 'profile_id', value: byEmail.profile_id });
     expect(foreign.structuredContent.error.code).toBe('not_found');
-    expect((await ok(other, 'profiles_search', { rule: { trait: 'plan', op: 'exists' } })).profile_ids).toEqual([]);
+    expect((await callOk(other, 'profiles_search', { rule: { trait: 'plan', op: 'exists' } })).profile_ids).toEqual([]);
 
-    const admin = await connect(tok.admin);
-    const full = await ok(admin, 'profiles_get', { by: 'external_id', value: 'crm-ada' });
+    const admin = await mcp.connect(tok.admin);
+    const full = await callOk(admin, 'profiles_get', { by: 'external_id', value: 'crm-ada' });
     expect(full.identity).toMatchObject({ email: 'ada.lovelace@example.com', name: 'Ada Lovelace' });
 
-    const found = await ok(r, 'profiles_search', { rule: { trait: 'plan', op: 'eq', value: 'gold' } });
+    const found = await callOk(r, 'profiles_search', { rule: { trait: 'plan', op: 'eq', value: 'gold' } });
     expect(found.profile_ids).toEqual([byEmail.profile_id]);
-    const both = await ok(r, 'profiles_search', { rule: { conversions: { metric: 'count', op: 'gte', value: 1 } }, limit: 1 });
+    const both = await callOk(r, 'profiles_search', { rule: { conversions: { metric: 'count', op: 'gte', value: 1 } }, limit: 1 });
     expect(both.profile_ids).toHaveLength(1);
     expect(both.next_after).not.toBeNull();
-    const page2 = await ok(r, 'profiles_search', { rule: { conversions: { metric: 'count', op: 'gte', value: 1 } }, limit: 1, after: both.next_after });
+    const page2 = await callOk(r, 'profiles_search', { rule: { conversions: { metric: 'count', op: 'gte', value: 1 } }, limit: 1, after: both.next_after });
     expect(page2.profile_ids).toHaveLength(1);
     expect(page2.next_after).toBeNull();
     const pii = await call(r, 'profiles_search', { rule: { trait: 'email', op: 'exists' } });
@@ -275,7 +251,7 @@ describe('tools over real data', () => {
     expect(badRule.structuredContent.error).toMatchObject({ code: 'validation_failed' });
     expect(badRule.structuredContent.error.details.field).toContain('rule');
 
-    const tl = await ok(r, 'profiles_timeline', { by: 'external_id', value: 'crm-ada' });
+    const tl = await callOk(r, 'profiles_timeline', { by: 'external_id', value: 'crm-ada' });
     const kinds = tl.items.map((i: any) => i.kind).sort();
     expect(kinds).toEqual(['conversion', 'event', 'event', 'lead', 'score']);
     expect(tl.items.find((i: any) => i.kind === 'conversion')).toMatchObject({ type: 'USD', value: 120.5 });
@@ -283,62 +259,62 @@ describe('tools over real data', () => {
   });
 
   it('segments: create, get, list, preview, members, update, delete', async () => {
-    const w = await connect(tok.write);
-    const seg = await ok(w, 'segments_create', { name: 'Gold', rule: { trait: 'plan', op: 'eq', value: 'gold' }, priority: 5 });
+    const w = await mcp.connect(tok.write);
+    const seg = await callOk(w, 'segments_create', { name: 'Gold', rule: { trait: 'plan', op: 'eq', value: 'gold' }, priority: 5 });
     expect(seg).toMatchObject({ name: 'Gold', priority: 5, members: 1 });
-    expect((await ok(w, 'segments_get', { id: seg.id })).rule).toEqual({ trait: 'plan', op: 'eq', value: 'gold' });
-    expect((await ok(w, 'segments_list')).segments.map((s: any) => s.id)).toContain(seg.id);
-    expect((await ok(w, 'segments_preview', { rule: { trait: 'plan', op: 'in', value: ['gold', 'silver'] } })).matches).toBe(2);
-    const ada = await ok(w, 'profiles_get', { by: 'external_id', value: 'crm-ada' });
-    expect((await ok(w, 'segments_members', { id: seg.id })).profile_ids).toEqual([ada.profile_id]);
-    expect((await ok(w, 'profiles_get', { by: 'external_id', value: 'crm-ada' })).segments.primary).toBe(seg.id);
+    expect((await callOk(w, 'segments_get', { id: seg.id })).rule).toEqual({ trait: 'plan', op: 'eq', value: 'gold' });
+    expect((await callOk(w, 'segments_list')).segments.map((s: any) => s.id)).toContain(seg.id);
+    expect((await callOk(w, 'segments_preview', { rule: { trait: 'plan', op: 'in', value: ['gold', 'silver'] } })).matches).toBe(2);
+    const ada = await callOk(w, 'profiles_get', { by: 'external_id', value: 'crm-ada' });
+    expect((await callOk(w, 'segments_members', { id: seg.id })).profile_ids).toEqual([ada.profile_id]);
+    expect((await callOk(w, 'profiles_get', { by: 'external_id', value: 'crm-ada' })).segments.primary).toBe(seg.id);
     const dup = await call(w, 'segments_create', { name: 'Gold', rule: { trait: 'plan', op: 'exists' } });
     expect(dup.structuredContent.error.code).toBe('conflict');
-    const upd = await ok(w, 'segments_update', { id: seg.id, rule: { trait: 'plan', op: 'exists' } });
+    const upd = await callOk(w, 'segments_update', { id: seg.id, rule: { trait: 'plan', op: 'exists' } });
     expect(upd.members).toBe(2);
     const del = await call(w, 'segments_delete', { id: seg.id });
     expect(del.structuredContent.error).toMatchObject({ code: 'insufficient_scope', details: { missing: 'scope:admin' } });
-    const a = await connect(tok.admin);
-    expect(await ok(a, 'segments_delete', { id: seg.id })).toEqual({ removed: seg.id, members: 2 });
+    const a = await mcp.connect(tok.admin);
+    expect(await callOk(a, 'segments_delete', { id: seg.id })).toEqual({ removed: seg.id, members: 2 });
     expect(query(dataDir, 'SELECT * FROM segments WHERE id = ?', seg.id)).toHaveLength(0);
-    const other = await connect(tok.other);
+    const other = await mcp.connect(tok.other);
     expect((await call(other, 'segments_get', { id: upd.id })).structuredContent.error.code).toBe('not_found');
   });
 
   it('leads, conversions, events and analytics', async () => {
-    const r = await connect(tok.read);
-    const { leads } = await ok(r, 'leads_list');
+    const r = await mcp.connect(tok.read);
+    const { leads } = await callOk(r, 'leads_list');
     expect(leads).toHaveLength(1);
     expect(leads[0]).toMatchObject({ status: 'new', has_email: true, has_name: true, has_phone: false, kind: 'lead_form' });
     expect(leads[0].email).toBeUndefined();
-    expect((await ok(r, 'leads_list', { status: 'won' })).leads).toHaveLength(0);
-    const w = await connect(tok.write);
-    expect(await ok(w, 'leads_set_status', { id: leads[0].id, status: 'qualified' })).toMatchObject({ id: leads[0].id, status: 'qualified' });
+    expect((await callOk(r, 'leads_list', { status: 'won' })).leads).toHaveLength(0);
+    const w = await mcp.connect(tok.write);
+    expect(await callOk(w, 'leads_set_status', { id: leads[0].id, status: 'qualified' })).toMatchObject({ id: leads[0].id, status: 'qualified' });
     expect(query<{ status: string }>(dataDir, 'SELECT status FROM leads WHERE id = ?', leads[0].id)[0]!.status).toBe('qualified');
     const badStatus = await call(w, 'leads_set_status', { id: leads[0].id, status: 'married' });
     expect(badStatus.structuredContent.error).toMatchObject({ code: 'validation_failed', details: { field: 'status' } });
-    const a = await connect(tok.admin);
-    expect((await ok(a, 'leads_get', { id: leads[0].id })).email).toBe('ada.lovelace@example.com');
+    const a = await mcp.connect(tok.admin);
+    expect((await callOk(a, 'leads_get', { id: leads[0].id })).email).toBe('ada.lovelace@example.com');
 
-    const conv = await ok(r, 'conversions_list');
+    const conv = await callOk(r, 'conversions_list');
     expect(conv.conversions.map((c: any) => c.revenue).sort()).toEqual([120.5, 30]);
     expect(conv.conversions.find((c: any) => c.revenue === 120.5).line_items).toEqual([{ sku: 'A1', qty: 1, price: 120.5 }]);
-    expect((await ok(r, 'conversions_list', { min_revenue: 100 })).conversions).toHaveLength(1);
-    const rev = await ok(r, 'conversions_revenue_by_day', { days: 7 });
+    expect((await callOk(r, 'conversions_list', { min_revenue: 100 })).conversions).toHaveLength(1);
+    const rev = await callOk(r, 'conversions_revenue_by_day', { days: 7 });
     expect(rev).toMatchObject({ total_conversions: 2, total_revenue: [{ currency: 'USD', revenue: 150.5 }] });
     expect(rev.days).toEqual([{ day: expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/), currency: 'USD', conversions: 2, revenue: 150.5 }]);
 
-    const ev = await ok(r, 'events_recent', { type: 'pageview' });
+    const ev = await callOk(r, 'events_recent', { type: 'pageview' });
     expect(ev.events).toHaveLength(2);
-    expect((await ok(r, 'events_types')).types.find((t: any) => t.type === 'add_to_cart').count).toBe(1);
+    expect((await callOk(r, 'events_types')).types.find((t: any) => t.type === 'add_to_cart').count).toBe(1);
 
-    const an = await ok(r, 'analytics_summary', { days: 1 });
+    const an = await callOk(r, 'analytics_summary', { days: 1 });
     expect(an).toMatchObject({ sessions: 2, visitors: 2, conversions: 2, converting_sessions: 2, conversion_rate: 1, revenue: 150.5, revenue_per_visitor: 75.25, currency: 'USD', revenue_other_currencies: [], leads: 1 });
     // A conversion recorded before the site's currency changed keeps its currency and is never added to the others.
     execute(dataDir, "INSERT INTO conversions (id, site_id, session_id, profile_id, revenue, currency, line_items, created_at) VALUES ('cnv_eur', ?, 'mcp-s1', 'prf_x', 99, 'EUR', '[]', ?)", site, Date.now());
     try {
-      expect(await ok(r, 'analytics_summary', { days: 1 })).toMatchObject({ conversions: 3, revenue: 150.5, revenue_per_visitor: 75.25, currency: 'USD', revenue_other_currencies: [{ currency: 'EUR', revenue: 99 }] });
-      const mixed = await ok(r, 'conversions_revenue_by_day', { days: 7 });
+      expect(await callOk(r, 'analytics_summary', { days: 1 })).toMatchObject({ conversions: 3, revenue: 150.5, revenue_per_visitor: 75.25, currency: 'USD', revenue_other_currencies: [{ currency: 'EUR', revenue: 99 }] });
+      const mixed = await callOk(r, 'conversions_revenue_by_day', { days: 7 });
       expect(mixed.total_revenue).toEqual([{ currency: 'EUR', revenue: 99 }, { currency: 'USD', revenue: 150.5 }]);
       expect(mixed.days.map((d: any) => [d.currency, d.conversions, d.revenue])).toEqual([['EUR', 1, 99], ['USD', 2, 150.5]]);
     } finally {
@@ -349,61 +325,61 @@ describe('tools over real data', () => {
   });
 
   it('webhooks: destinations, deliveries and replay', async () => {
-    const w = await connect(tok.write);
-    const d = await ok(w, 'webhooks_create', { url: 'http://127.0.0.1:9/hook', events: ['conversion'], secret: 'a-long-secret' });
+    const w = await mcp.connect(tok.write);
+    const d = await callOk(w, 'webhooks_create', { url: 'http://127.0.0.1:9/hook', events: ['conversion'], secret: 'a-long-secret' });
     expect(d).toMatchObject({ url: 'http://127.0.0.1:9/hook', events: ['conversion'], has_secret: true, enabled: true });
     expect(JSON.stringify(d)).not.toContain('a-long-secret');
-    expect((await ok(w, 'webhooks_list')).destinations.map((x: any) => x.id)).toContain(d.id);
-    expect(await ok(w, 'webhooks_update', { id: d.id, enabled: false, description: 'paused' })).toMatchObject({ enabled: false, description: 'paused' });
+    expect((await callOk(w, 'webhooks_list')).destinations.map((x: any) => x.id)).toContain(d.id);
+    expect(await callOk(w, 'webhooks_update', { id: d.id, enabled: false, description: 'paused' })).toMatchObject({ enabled: false, description: 'paused' });
     const badEvents = await call(w, 'webhooks_create', { url: 'http://127.0.0.1:9/x', events: ['nope'] });
     expect(badEvents.structuredContent.error).toMatchObject({ code: 'validation_failed', details: { field: 'events' } });
     const refusedUrl = await call(w, 'webhooks_create', { url: 'ftp://example.com/x', events: ['all'] });
     expect(refusedUrl.structuredContent.error.code).toBe('destination_refused');
-    expect((await ok(w, 'webhooks_deliveries', { destination_id: d.id })).deliveries).toEqual([]);
+    expect((await callOk(w, 'webhooks_deliveries', { destination_id: d.id })).deliveries).toEqual([]);
     execute(
       dataDir,
       "INSERT INTO deliveries (id, site_id, destination_id, outbox_id, event_type, payload, state, attempts, next_attempt_at, created_at, updated_at) VALUES ('dlv_failed_x', ?, ?, NULL, 'conversion', '{}', 'failed', 8, 0, 1, 1)",
       site,
       d.id,
     );
-    expect(await ok(w, 'webhooks_replay', { delivery_id: 'dlv_failed_x' })).toEqual({ delivery_id: 'dlv_failed_x', requeued: true });
+    expect(await callOk(w, 'webhooks_replay', { delivery_id: 'dlv_failed_x' })).toEqual({ delivery_id: 'dlv_failed_x', requeued: true });
     expect(query<{ state: string }>(dataDir, "SELECT state FROM deliveries WHERE id = 'dlv_failed_x'")[0]!.state).not.toBe('failed');
     const again = await call(w, 'webhooks_replay', { delivery_id: 'dlv_failed_x' });
     expect(['conflict']).toContain(again.structuredContent.error.code);
-    const a = await connect(tok.admin);
-    expect(await ok(a, 'webhooks_delete', { id: d.id })).toEqual({ removed: d.id });
+    const a = await mcp.connect(tok.admin);
+    expect(await callOk(a, 'webhooks_delete', { id: d.id })).toEqual({ removed: d.id });
     expect(query(dataDir, 'SELECT id FROM destinations WHERE id = ?', d.id)).toHaveLength(0);
   });
 
   it('access: link tokens never exceed their minter; tokens list and revoke', async () => {
-    const a = await connect(tok.admin);
-    const link = await ok(a, 'access_link_token_mint', { scope: 'read', name: 'share' });
+    const a = await mcp.connect(tok.admin);
+    const link = await callOk(a, 'access_link_token_mint', { scope: 'read', name: 'share' });
     expect(link.token).toMatch(/^mcpt_/);
     expect(link.restrictions).toMatchObject({ read_only: true, allow_credential_issuance: false });
     expect(link.connector_path).toBe(`/api/mcp?api_key=${link.token}`);
-    const viaLink = await connect(link.token, 'query');
-    expect(await ok(viaLink, 'whoami')).toMatchObject({ scope: 'read', restrictions: { read_only: true } });
-    const list = await ok(a, 'access_tokens_list');
+    const viaLink = await mcp.connect(link.token, { carrier: 'query' });
+    expect(await callOk(viaLink, 'whoami')).toMatchObject({ scope: 'read', restrictions: { read_only: true } });
+    const list = await callOk(a, 'access_tokens_list');
     expect(list.tokens.map((t: any) => t.id)).toContain(link.id);
     expect(JSON.stringify(list)).not.toContain(link.token);
-    expect(await ok(a, 'access_token_revoke', { token_id: link.id })).toEqual({ revoked: link.id, already_revoked: false });
+    expect(await callOk(a, 'access_token_revoke', { token_id: link.id })).toEqual({ revoked: link.id, already_revoked: false });
     const after = await rawPost(`${svc.url}/api/mcp?api_key=${link.token}`, {}, INIT);
     expect(after.status).toBe(401);
-    const invite = await ok(a, 'access_member_invite', { email: 'New.Person@Example.com', role: 'member' });
+    const invite = await callOk(a, 'access_member_invite', { email: 'New.Person@Example.com', role: 'member' });
     expect(invite).toMatchObject({ email: 'new.person@example.com', role: 'member', scope: 'read', restrictions: { read_only: true, allow_credential_issuance: false } });
     expect(query(dataDir, 'SELECT role, account_id FROM users WHERE id = ?', invite.user_id)).toEqual([
       { role: 'member', account_id: query<{ account_id: string }>(dataDir, "SELECT account_id FROM users WHERE role = 'owner'")[0]!.account_id },
     ]);
-    const invited = await connect(invite.token);
-    expect(await ok(invited, 'whoami')).toMatchObject({ token_id: invite.token_id, scope: 'read' });
+    const invited = await mcp.connect(invite.token);
+    expect(await callOk(invited, 'whoami')).toMatchObject({ token_id: invite.token_id, scope: 'read' });
     expect((await call(a, 'access_member_invite', { email: 'new.person@example.com' })).structuredContent.error).toMatchObject({ code: 'conflict', details: { field: 'email' } });
     expect((await call(a, 'access_member_invite', { email: 'not-an-email' })).structuredContent.error).toMatchObject({ code: 'validation_failed', details: { field: 'email' } });
     const memberMint = cli(['token', 'mint', '--site', site, '--scope', 'read', '--as', 'new.person@example.com', '--data', dataDir]);
     expect(memberMint.code).toBe(1);
-    const noIssuance = await connect(tok.areas);
+    const noIssuance = await mcp.connect(tok.areas);
     const refused = await call(noIssuance, 'access_link_token_mint', {});
     expect(refused.structuredContent.error).toMatchObject({ code: 'insufficient_scope', details: { reason: 'area' } });
-    const writeTok = await connect(tok.noDestroy);
+    const writeTok = await mcp.connect(tok.noDestroy);
     const r2 = await call(writeTok, 'access_link_token_mint', {});
     expect(r2.structuredContent.error.details.reason).toBe('credential_issuance');
   });
@@ -413,11 +389,11 @@ describe('tools over real data', () => {
     await post(`${u}/api/identify`, { site_id: site, session_id: 'mcp-m1', visitor_id: 'mcp-m1v', traits: { external_id: 'crm-m1', tier: 'a' } });
     await post(`${u}/api/events`, { site_id: site, session_id: 'mcp-m1', visitor_id: 'mcp-m1v', type: 'click' });
     await post(`${u}/api/identify`, { site_id: site, session_id: 'mcp-m2', visitor_id: 'mcp-m2v', traits: { external_id: 'crm-m2', plan: 'bronze' } });
-    const w = await connect(tok.write);
-    const p1 = (await ok(w, 'profiles_get', { by: 'external_id', value: 'crm-m1' })).profile_id;
-    const p2 = (await ok(w, 'profiles_get', { by: 'external_id', value: 'crm-m2' })).profile_id;
-    expect(await ok(w, 'profiles_merge', { from_profile_id: p1, into_profile_id: p2 })).toMatchObject({ merged: p1, into: p2 });
-    const merged = await ok(w, 'profiles_get', { by: 'external_id', value: 'crm-m1' });
+    const w = await mcp.connect(tok.write);
+    const p1 = (await callOk(w, 'profiles_get', { by: 'external_id', value: 'crm-m1' })).profile_id;
+    const p2 = (await callOk(w, 'profiles_get', { by: 'external_id', value: 'crm-m2' })).profile_id;
+    expect(await callOk(w, 'profiles_merge', { from_profile_id: p1, into_profile_id: p2 })).toMatchObject({ merged: p1, into: p2 });
+    const merged = await callOk(w, 'profiles_get', { by: 'external_id', value: 'crm-m1' });
     expect(merged.profile_id).toBe(p2);
     expect(merged.meta.merged_profile_ids).toEqual([p1]);
     expect(merged.identity.external_ids.sort()).toEqual(['crm-m1', 'crm-m2']);
@@ -425,11 +401,11 @@ describe('tools over real data', () => {
 
     const erase = await call(w, 'profiles_erase', { by: 'profile_id', value: p2 });
     expect(erase.structuredContent.error).toMatchObject({ code: 'insufficient_scope', details: { missing: 'scope:admin' } });
-    const blocked = await connect(tok.noDestroy);
+    const blocked = await mcp.connect(tok.noDestroy);
     expect((await call(blocked, 'profiles_erase', { by: 'profile_id', value: p2 })).structuredContent.error.details.reason).toBe('block_destructive');
 
-    const a = await connect(tok.admin);
-    const gone = await ok(a, 'profiles_erase', { by: 'external_id', value: 'crm-m2' });
+    const a = await mcp.connect(tok.admin);
+    const gone = await callOk(a, 'profiles_erase', { by: 'external_id', value: 'crm-m2' });
     expect(gone.profile_id).toBe(p2);
     expect(gone.removed).toMatchObject({ profiles: 2, sessions: 2, events: 1, identities: 4 });
     for (const [table, col] of [['profiles', 'id'], ['sessions', 'profile_id'], ['events', 'profile_id'], ['identities', 'profile_id']] as const) {
@@ -441,14 +417,14 @@ describe('tools over real data', () => {
       expect(query(dataDir, 'SELECT id FROM outbox WHERE instr(payload, ?) > 0', needle), needle).toHaveLength(0);
     }
     expect((await call(a, 'profiles_get', { by: 'external_id', value: 'crm-m1' })).structuredContent.error.code).toBe('not_found');
-    expect((await ok(a, 'profiles_erase', { by: 'external_id', value: 'crm-ada' })).removed.leads).toBe(1);
+    expect((await callOk(a, 'profiles_erase', { by: 'external_id', value: 'crm-ada' })).removed.leads).toBe(1);
   });
 });
 
 describe('policy at the server', () => {
   it('refuses every data-changing tool to a read token and to a read-only write token, and nothing changes', async () => {
-    const r = await connect(tok.read);
-    const ro = await connect(tok.writeRO);
+    const r = await mcp.connect(tok.read);
+    const ro = await mcp.connect(tok.writeRO);
     const { tools } = await r.listTools();
     const mutating = tools.filter((t) => t.annotations?.readOnlyHint === false);
     expect(mutating.length).toBeGreaterThanOrEqual(12);
@@ -466,17 +442,17 @@ describe('policy at the server', () => {
   });
 
   it('decides before validating: refused even with invalid arguments; area-limited tokens see only their area', async () => {
-    const r = await connect(tok.read);
+    const r = await mcp.connect(tok.read);
     const res = await call(r, 'segments_create', { name: 12345, rule: 'garbage' });
     expect(res.structuredContent.error).toMatchObject({ code: 'insufficient_scope', details: { reason: 'scope', missing: 'scope:write' } });
-    const area = await connect(tok.areas);
+    const area = await mcp.connect(tok.areas);
     expect((await call(area, 'segments_list')).structuredContent.error).toMatchObject({ code: 'insufficient_scope', details: { missing: 'area:segments' } });
-    expect((await ok(area, 'profiles_search', { rule: { trait: 'plan', op: 'exists' } })).profile_ids.length).toBeGreaterThan(0);
+    expect((await callOk(area, 'profiles_search', { rule: { trait: 'plan', op: 'exists' } })).profile_ids.length).toBeGreaterThan(0);
   });
 
   it('writes one audit row per tools/call with token, tool, outcome and duration, never argument values', async () => {
     const marker = 'zz-unique-marker-4711';
-    const r = await connect(tok.readRO);
+    const r = await mcp.connect(tok.readRO);
     const before = query<{ n: number }>(dataDir, 'SELECT count(*) AS n FROM mcp_audit')[0]!.n;
     await call(r, 'events_recent', { type: marker });
     await call(r, 'segments_create', { name: marker, rule: { trait: marker, op: 'exists' } });
@@ -491,8 +467,8 @@ describe('policy at the server', () => {
     ]);
     for (const row of rows) expect(row.duration_ms).toBeGreaterThanOrEqual(0);
     expect(JSON.stringify(query(dataDir, 'SELECT * FROM mcp_audit'))).not.toContain(marker);
-    const a = await connect(tok.admin);
-    const { calls } = await ok(a, 'access_audit_list', { token_id: tokenId, limit: 3 });
+    const a = await mcp.connect(tok.admin);
+    const { calls } = await callOk(a, 'access_audit_list', { token_id: tokenId, limit: 3 });
     expect(calls.map((c: any) => [c.tool, c.outcome])).toEqual([
       ['analytics_summary', 'invalid'],
       ['segments_create', 'refused'],

@@ -1,9 +1,9 @@
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { cleanup, cli, cliJson, createSite, post, startSvc, tempDir, type Svc } from '../helpers/svc.js';
+import { cleanup, cli, createSite, post, startSvc, tempDir, type Svc } from '../helpers/svc.js';
 import { startReceiver, type Received } from '../helpers/receiver.js';
 import { execute, query } from '../helpers/db.js';
+import { call, callOk, McpClients, mintToken } from '../helpers/mcp-client.js';
 import { validatePayload } from '../../src/webhooks/catalogue.js';
 
 const PRIVATE = ['--allow-private-destinations'];
@@ -21,32 +21,10 @@ let svc: Svc;
 let dataDir: string;
 let site: string;
 const tok = { admin: '', write: '', read: '' };
-const clients: Client[] = [];
+const mcp = new McpClients(() => svc.url);
 let msgRx: Awaited<ReturnType<typeof startReceiver>>;
 let testRx: Awaited<ReturnType<typeof startReceiver>>;
 let allRx: Awaited<ReturnType<typeof startReceiver>>;
-
-function mint(args: string[]): string {
-  return cliJson<{ token: string }>(['token', 'mint', '--site', site, ...args, '--data', dataDir]).token;
-}
-
-async function connect(token: string): Promise<Client> {
-  const transport = new StreamableHTTPClientTransport(new URL(`${svc.url}/api/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
-  const client = new Client({ name: 'pipeline-test', version: '1.0.0' });
-  await client.connect(transport);
-  clients.push(client);
-  return client;
-}
-
-async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
-  return client.callTool({ name, arguments: args });
-}
-
-async function ok(client: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
-  const r = await call(client, name, args);
-  if (r.isError) throw new Error(`${name} failed: ${JSON.stringify(r.structuredContent ?? r.content)}`);
-  return r.structuredContent;
-}
 
 const events = (type: string) => allRx.received.filter((r) => r.headers['x-svc-event'] === type);
 
@@ -59,14 +37,14 @@ beforeAll(async () => {
   allRx = await startReceiver();
   const add = cli(['webhooks', 'add', '--site', site, '--url', `${allRx.url}/all`, '--events', 'all', '--data', dataDir, ...PRIVATE, '--json']);
   if (add.code !== 0) throw new Error(add.stderr);
-  tok.admin = mint(['--scope', 'admin', '--allow-credential-issuance']);
-  tok.write = mint(['--scope', 'write']);
-  tok.read = mint(['--scope', 'read']);
+  tok.admin = mintToken(dataDir, site, ['--scope', 'admin', '--allow-credential-issuance']);
+  tok.write = mintToken(dataDir, site, ['--scope', 'write']);
+  tok.read = mintToken(dataDir, site, ['--scope', 'read']);
   svc = await startSvc({ dataDir, args: PRIVATE, env: FAST });
 });
 
 afterAll(async () => {
-  for (const c of clients) await c.close().catch(() => undefined);
+  await mcp.closeAll();
   await svc?.stop();
   await msgRx?.close();
   await testRx?.close();
@@ -91,38 +69,38 @@ describe('leads pipeline', () => {
     await cap('c', { session_id: 'sc', phone: '+1 555 0100', appointment_slot: inDays(-3) });
     await cap('d', { session_id: 'sd' });
 
-    const r = await connect(tok.read);
-    const w = await connect(tok.write);
-    expect((await ok(r, 'leads_list', { status: 'new' })).leads.map((l: any) => l.id).sort()).toEqual([leads.a, leads.b, leads.c].sort());
-    expect((await ok(r, 'leads_list', { status: 'unworkable' })).leads.map((l: any) => l.id)).toEqual([leads.d]);
+    const r = await mcp.connect(tok.read);
+    const w = await mcp.connect(tok.write);
+    expect((await callOk(r, 'leads_list', { status: 'new' })).leads.map((l: any) => l.id).sort()).toEqual([leads.a, leads.b, leads.c].sort());
+    expect((await callOk(r, 'leads_list', { status: 'unworkable' })).leads.map((l: any) => l.id)).toEqual([leads.d]);
     const bad = await call(w, 'leads_set_status', { id: leads.d, status: 'working' });
     expect(bad.structuredContent.error).toMatchObject({ code: 'conflict', details: { field: 'status' } });
     expect((await call(w, 'leads_set_status', { id: leads.a, status: 'contacted' })).structuredContent.error.code).toBe('validation_failed');
 
-    const owned = await ok(w, 'leads_assign_owner', { id: leads.a, owner: 'owner@localhost' });
+    const owned = await callOk(w, 'leads_assign_owner', { id: leads.a, owner: 'owner@localhost' });
     expect(owned.owner_id).toMatch(/^usr_/);
     expect((await call(w, 'leads_assign_owner', { id: leads.a, owner: 'nobody@example.com' })).structuredContent.error.code).toBe('not_found');
-    expect((await ok(r, 'leads_list', { owner_id: owned.owner_id })).leads.map((l: any) => l.id)).toEqual([leads.a]);
-    expect((await ok(r, 'leads_list', { unowned: true })).leads).toHaveLength(3);
+    expect((await callOk(r, 'leads_list', { owner_id: owned.owner_id })).leads.map((l: any) => l.id)).toEqual([leads.a]);
+    expect((await callOk(r, 'leads_list', { unowned: true })).leads).toHaveLength(3);
 
-    const note = await ok(w, 'leads_add_note', { id: leads.a, body: 'Asked for pricing.' });
+    const note = await callOk(w, 'leads_add_note', { id: leads.a, body: 'Asked for pricing.' });
     expect(note).toMatchObject({ lead_id: leads.a, body: 'Asked for pricing.', author: expect.stringMatching(/^token:/) });
-    expect((await ok(r, 'leads_notes', { id: leads.a })).notes.map((n: any) => n.id)).toEqual([note.id]);
+    expect((await callOk(r, 'leads_notes', { id: leads.a })).notes.map((n: any) => n.id)).toEqual([note.id]);
 
-    const task = await ok(w, 'leads_task_create', { id: leads.b, title: 'Send offer', due_at: '2026-12-01T09:00:00Z' });
+    const task = await callOk(w, 'leads_task_create', { id: leads.b, title: 'Send offer', due_at: '2026-12-01T09:00:00Z' });
     expect(task).toMatchObject({ state: 'open', due_local: '2026-12-01T10:00:00+01:00' });
-    expect((await ok(r, 'leads_list', { has_open_task: true })).leads.map((l: any) => l.id)).toEqual([leads.b]);
-    expect((await ok(r, 'leads_list', { due_before: '2026-12-01T09:00:01Z' })).leads.map((l: any) => l.id)).toEqual([leads.b]);
-    expect((await ok(r, 'leads_list', { due_before: '2026-12-01T09:00:00Z' })).leads).toHaveLength(0);
-    expect((await ok(w, 'leads_task_complete', { task_id: task.id })).state).toBe('done');
-    expect((await ok(w, 'leads_task_complete', { task_id: task.id })).done_at).not.toBeNull();
-    expect((await ok(r, 'leads_list', { has_open_task: true })).leads).toHaveLength(0);
+    expect((await callOk(r, 'leads_list', { has_open_task: true })).leads.map((l: any) => l.id)).toEqual([leads.b]);
+    expect((await callOk(r, 'leads_list', { due_before: '2026-12-01T09:00:01Z' })).leads.map((l: any) => l.id)).toEqual([leads.b]);
+    expect((await callOk(r, 'leads_list', { due_before: '2026-12-01T09:00:00Z' })).leads).toHaveLength(0);
+    expect((await callOk(w, 'leads_task_complete', { task_id: task.id })).state).toBe('done');
+    expect((await callOk(w, 'leads_task_complete', { task_id: task.id })).done_at).not.toBeNull();
+    expect((await callOk(r, 'leads_list', { has_open_task: true })).leads).toHaveLength(0);
 
-    const upcoming = await ok(r, 'leads_appointments');
+    const upcoming = await callOk(r, 'leads_appointments');
     expect(upcoming.timezone).toBe('Europe/Berlin');
     expect(upcoming.appointments.map((x: any) => x.lead_id)).toEqual([leads.b, leads.a]);
     expect(upcoming.appointments[0].local).toMatch(/\+0[12]:00$/);
-    const all = await ok(r, 'leads_appointments', { include_past: true });
+    const all = await callOk(r, 'leads_appointments', { include_past: true });
     expect(all.appointments.map((x: any) => [x.lead_id, x.upcoming])).toEqual([
       [leads.b, true],
       [leads.a, true],
@@ -131,9 +109,9 @@ describe('leads pipeline', () => {
   });
 
   it('maps calls into the pipeline: status, callback task, transcript kept on the lead only', async () => {
-    const w = await connect(tok.write);
+    const w = await mcp.connect(tok.write);
     const before = events('call.completed').length;
-    const rec = await ok(w, 'calls_record', {
+    const rec = await callOk(w, 'calls_record', {
       call: {
         call_id: 'tel-1001',
         lead_id: leads.a,
@@ -152,14 +130,14 @@ describe('leads pipeline', () => {
       duration_seconds: 184,
     });
     expect(rec.transcript).toBeUndefined();
-    const tasks = await ok(w, 'leads_tasks_list', { lead_id: leads.a, state: 'open' });
+    const tasks = await callOk(w, 'leads_tasks_list', { lead_id: leads.a, state: 'open' });
     expect(tasks.tasks).toEqual([expect.objectContaining({ id: rec.task_id, call_id: 'tel-1001', due_at: '2026-03-31T13:00:00.000Z' })]);
     expect((await call(w, 'calls_record', { call: { call_id: 'tel-1001', lead_id: leads.a, started_at: '2026-03-27T10:00:00Z', outcome: 'voicemail' } })).structuredContent.error.code).toBe(
       'conflict',
     );
     expect((await call(w, 'calls_get', { call_id: 'tel-1001', include_transcript: true })).structuredContent.error.code).toBe('insufficient_scope');
-    const a = await connect(tok.admin);
-    expect((await ok(a, 'calls_get', { call_id: 'tel-1001', include_transcript: true })).transcript).toContain(TRANSCRIPT_MARK);
+    const a = await mcp.connect(tok.admin);
+    expect((await callOk(a, 'calls_get', { call_id: 'tel-1001', include_transcript: true })).transcript).toContain(TRANSCRIPT_MARK);
 
     // An import with one bad row stores nothing and names the row.
     const profileC = query<{ profile_id: string }>(dataDir, 'SELECT profile_id FROM leads WHERE id = ?', leads.c)[0]!.profile_id;
@@ -177,7 +155,7 @@ describe('leads pipeline', () => {
     expect(query(dataDir, "SELECT id FROM lead_calls WHERE id LIKE 'tel-2%'")).toHaveLength(0);
     expect(query<{ status: string }>(dataDir, 'SELECT status FROM leads WHERE id = ?', leads.b)[0]!.status).toBe('new');
 
-    const imported = await ok(w, 'calls_import', { csv: `${header}\n${rows.join('\n')}\n` });
+    const imported = await callOk(w, 'calls_import', { csv: `${header}\n${rows.join('\n')}\n` });
     expect(imported).toMatchObject({ imported: 2, skipped: ['tel-1001'], moved: 2, callbacks: 0 });
     expect(query<{ id: string; status: string }>(dataDir, 'SELECT id, status FROM leads WHERE id IN (?, ?) ORDER BY id', leads.b, leads.c)).toEqual(
       [
@@ -185,7 +163,7 @@ describe('leads pipeline', () => {
         { id: leads.c, status: 'unworkable' },
       ].sort((x, y) => x.id.localeCompare(y.id)),
     );
-    const json = await ok(w, 'calls_import', {
+    const json = await callOk(w, 'calls_import', {
       rows: [
         { call_id: 'tel-3001', lead_id: leads.b, started_at: '2026-03-28T09:00:00+01:00', outcome: 'interested', notes: 'ring me next Monday 10am' },
         { call_id: 'tel-3002', lead_id: leads.d, started_at: '2026-03-28T09:30:00+01:00', outcome: 'connected' },
@@ -209,32 +187,32 @@ describe('triggered messages', () => {
   const trg = { event: '', segment: '', score: '', quiet: '' };
 
   it('needs an endpoint; the admin sets it', async () => {
-    const w = await connect(tok.write);
-    const t = await ok(w, 'triggers_create', { name: 'Demo follow-up', on_kind: 'event', event_type: 'demo_viewed', message_id: 'tpl_demo', message_values: { cta: 'Book a call' }, include_email: true });
+    const w = await mcp.connect(tok.write);
+    const t = await callOk(w, 'triggers_create', { name: 'Demo follow-up', on_kind: 'event', event_type: 'demo_viewed', message_id: 'tpl_demo', message_values: { cta: 'Book a call' }, include_email: true });
     trg.event = t.id;
     expect(t).toMatchObject({ enabled: false, cap: { count: 1, window_hours: 24 }, quiet_hours: null, include_email: true });
     expect((await call(w, 'triggers_enable', { id: t.id })).structuredContent.error.code).toBe('conflict');
     expect((await call(w, 'triggers_endpoint_set', { url: `${msgRx.url}/live` })).structuredContent.error.code).toBe('insufficient_scope');
-    const a = await connect(tok.admin);
+    const a = await mcp.connect(tok.admin);
     const bad = await call(a, 'triggers_create', { name: 'x', on_kind: 'segment_entered', message_id: 'm' });
     expect(bad.structuredContent.error).toMatchObject({ code: 'validation_failed', details: { field: 'segment_id' } });
     const half = await call(a, 'triggers_create', { name: 'x', on_kind: 'score', min_score: 5, message_id: 'm', quiet_start: '22:00' });
     expect(half.structuredContent.error).toMatchObject({ code: 'validation_failed', details: { field: 'quiet_start' } });
-    const ep = await ok(a, 'triggers_endpoint_set', { url: `${msgRx.url}/live`, secret: SECRET, test_url: `${testRx.url}/test` });
+    const ep = await callOk(a, 'triggers_endpoint_set', { url: `${msgRx.url}/live`, secret: SECRET, test_url: `${testRx.url}/test` });
     expect(ep).toMatchObject({ url: `${msgRx.url}/live`, has_secret: true, test_url: `${testRx.url}/test` });
-    expect((await ok(w, 'triggers_enable', { id: t.id })).enabled).toBe(true);
+    expect((await callOk(w, 'triggers_enable', { id: t.id })).enabled).toBe(true);
   });
 
   it('fires on segment entry, events and scores, capped, signed, and emits trigger.fired with ids only', async () => {
-    const w = await connect(tok.write);
-    const seg = await ok(w, 'segments_create', { name: 'Gold', rule: { trait: 'plan', op: 'eq', value: 'gold' } });
-    trg.segment = (await ok(w, 'triggers_create', { name: 'Welcome gold', on_kind: 'segment_entered', segment_id: seg.id, message_id: 'tpl_gold' })).id;
-    trg.score = (await ok(w, 'triggers_create', { name: 'Hot', on_kind: 'score', min_score: 80, message_id: 'tpl_hot', cap_count: 5 })).id;
+    const w = await mcp.connect(tok.write);
+    const seg = await callOk(w, 'segments_create', { name: 'Gold', rule: { trait: 'plan', op: 'eq', value: 'gold' } });
+    trg.segment = (await callOk(w, 'triggers_create', { name: 'Welcome gold', on_kind: 'segment_entered', segment_id: seg.id, message_id: 'tpl_gold' })).id;
+    trg.score = (await callOk(w, 'triggers_create', { name: 'Hot', on_kind: 'score', min_score: 80, message_id: 'tpl_hot', cap_count: 5 })).id;
     // Quiet hours around the current Berlin time: the fire is deferred, not dropped.
     const h = Number(new Intl.DateTimeFormat('en-GB', { timeZone: 'Europe/Berlin', hour: '2-digit', hourCycle: 'h23' }).format(new Date()));
     const hh = (n: number) => `${String((n + 24) % 24).padStart(2, '0')}:00`;
-    trg.quiet = (await ok(w, 'triggers_create', { name: 'Quiet', on_kind: 'event', event_type: 'quiet_test', message_id: 'tpl_q', quiet_start: hh(h - 1), quiet_end: hh(h + 2) })).id;
-    for (const id of [trg.segment, trg.score, trg.quiet]) await ok(w, 'triggers_enable', { id });
+    trg.quiet = (await callOk(w, 'triggers_create', { name: 'Quiet', on_kind: 'event', event_type: 'quiet_test', message_id: 'tpl_q', quiet_start: hh(h - 1), quiet_end: hh(h + 2) })).id;
+    for (const id of [trg.segment, trg.score, trg.quiet]) await callOk(w, 'triggers_enable', { id });
 
     const idr = await post(`${svc.url}/api/identify`, { site_id: site, session_id: 'tp1', visitor_id: 'vp1', traits: { email: EMAIL, plan: 'gold', name: NAME, phone: PHONE } });
     expect(idr.status).toBeLessThan(300);
@@ -274,23 +252,23 @@ describe('triggered messages', () => {
     }
     expect(fired.map((f) => JSON.parse(f.body).fire_id).sort()).toEqual(msgs.map((m) => JSON.parse(m.body).fire_id).sort());
 
-    const r = await connect(tok.read);
-    const t = await ok(r, 'triggers_get', { id: trg.event });
+    const r = await mcp.connect(tok.read);
+    const t = await callOk(r, 'triggers_get', { id: trg.event });
     expect(t.capped_count).toBe(2);
-    const quiet = (await ok(r, 'triggers_fires', { trigger_id: trg.quiet })).fires;
+    const quiet = (await callOk(r, 'triggers_fires', { trigger_id: trg.quiet })).fires;
     expect(quiet).toEqual([expect.objectContaining({ state: 'pending', deferred: true, attempts: 0 })]);
     expect(Date.parse(quiet[0].due_at)).toBeGreaterThan(Date.now());
     expect(quiet[0].due_local).toMatch(/T\d\d:00:00\+0[12]:00$/);
-    const delivered = (await ok(r, 'triggers_fires', { state: 'delivered' })).fires;
+    const delivered = (await callOk(r, 'triggers_fires', { state: 'delivered' })).fires;
     expect(delivered).toHaveLength(3);
-    const disabled = await ok(w, 'triggers_disable', { id: trg.quiet });
+    const disabled = await callOk(w, 'triggers_disable', { id: trg.quiet });
     expect(disabled).toMatchObject({ cancelled_fires: 1, trigger: { enabled: false } });
-    expect((await ok(r, 'triggers_fires', { trigger_id: trg.quiet })).fires[0].state).toBe('cancelled');
+    expect((await callOk(r, 'triggers_fires', { trigger_id: trg.quiet })).fires[0].state).toBe('cancelled');
   });
 
   it('test fires go to the test endpoint without trigger.fired; live fires by hand need credential issuance and retry with a stable fire id', async () => {
-    const w = await connect(tok.write);
-    const test = await ok(w, 'triggers_test_fire', { id: trg.event, profile: { by: 'profile_id', value: profileId } });
+    const w = await mcp.connect(tok.write);
+    const test = await callOk(w, 'triggers_test_fire', { id: trg.event, profile: { by: 'profile_id', value: profileId } });
     expect(test).toMatchObject({ ok: true, status: 200, fire: { mode: 'test', state: 'delivered', reason: 'test' } });
     expect(testRx.received).toHaveLength(1);
     const tb = JSON.parse(testRx.received[0]!.body);
@@ -301,8 +279,8 @@ describe('triggered messages', () => {
     expect(refused.structuredContent.error.details.reason).toBe('credential_issuance');
 
     msgRx.setBehaviour((_r, n) => (n === 4 ? { status: 503, body: 'busy' } : { status: 200, body: 'ok' }));
-    const a = await connect(tok.admin);
-    const fire = await ok(a, 'triggers_fire', { id: trg.event, profile: { by: 'email', value: EMAIL } });
+    const a = await mcp.connect(tok.admin);
+    const fire = await callOk(a, 'triggers_fire', { id: trg.event, profile: { by: 'email', value: EMAIL } });
     expect(fire).toMatchObject({ reason: 'manual', state: 'pending', mode: 'live' });
     const got = await msgRx.waitFor(5);
     expect(got.slice(3).map((x) => x.headers['x-svc-delivery'])).toEqual([fire.id, fire.id]);
@@ -313,7 +291,7 @@ describe('triggered messages', () => {
     expect(firedIds).toContain(fire.id);
     expect(firedIds).not.toContain(test.fire.id);
     expect(fired).toHaveLength(4);
-    const after = (await ok(a, 'triggers_fires', { trigger_id: trg.event, state: 'delivered' })).fires.find((f: any) => f.id === fire.id);
+    const after = (await callOk(a, 'triggers_fires', { trigger_id: trg.event, state: 'delivered' })).fires.find((f: any) => f.id === fire.id);
     expect(after).toMatchObject({ attempts: 2, last_status: 200 });
     const health = query<{ ok: number; status: number; kind: string; destination_id: string }>(
       dataDir,
@@ -353,11 +331,11 @@ describe('triggered messages', () => {
   });
 
   it('erasing a person removes their calls (transcripts), notes, tasks and fires', async () => {
-    const a = await connect(tok.admin);
+    const a = await mcp.connect(tok.admin);
     const leadA = query<{ id: string; profile_id: string }>(dataDir, "SELECT id, profile_id FROM leads WHERE email = ?", EMAIL)[0]!;
     expect(query(dataDir, 'SELECT id FROM lead_calls WHERE lead_id = ?', leadA.id).length).toBeGreaterThan(0);
     expect(query(dataDir, 'SELECT id FROM trigger_fires WHERE profile_id = ?', leadA.profile_id).length).toBeGreaterThan(0);
-    await ok(a, 'profiles_erase', { by: 'profile_id', value: leadA.profile_id });
+    await callOk(a, 'profiles_erase', { by: 'profile_id', value: leadA.profile_id });
     for (const [table, col, v] of [
       ['lead_calls', 'lead_id', leadA.id],
       ['lead_notes', 'lead_id', leadA.id],

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { REPORT_LINK_PURPOSE, signReportLink } from '../../src/domain/access/report-link.js';
 import { SecretBox } from '../../src/store/secret-box.js';
-import { cleanup, cliJson, createSite, post, startSvc, tempDir, type Svc } from '../helpers/svc.js';
+import { cleanup, createSite, post, startSvc, tempDir, type Svc } from '../helpers/svc.js';
 import { query } from '../helpers/db.js';
+import { call, callOk, McpClients, mintTokenRecord } from '../helpers/mcp-client.js';
 
 /**
  * Signed report links end to end: minted with access_report_link_mint through the MCP endpoint (SDK
@@ -18,29 +18,7 @@ let svc: Svc;
 let dataDir: string;
 let site: string;
 const tok = { issuer: { token: '', id: '' }, plainAdmin: '', read: '', narrow: '' };
-const clients: Client[] = [];
-
-function mint(args: string[]): { token: string; id: string } {
-  return cliJson<{ token: string; id: string }>(['token', 'mint', '--site', site, ...args, '--data', dataDir, '--json']);
-}
-
-async function connect(token: string): Promise<Client> {
-  const transport = new StreamableHTTPClientTransport(new URL(`${svc.url}/api/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
-  const client = new Client({ name: 'svc-report-links-test', version: '1.0.0' });
-  await client.connect(transport);
-  clients.push(client);
-  return client;
-}
-
-async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
-  return client.callTool({ name, arguments: args });
-}
-
-async function ok(client: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
-  const r = await call(client, name, args);
-  if (r.isError) throw new Error(`${name} failed: ${JSON.stringify(r.structuredContent ?? r.content)}`);
-  return r.structuredContent;
-}
+const mcp = new McpClients(() => svc.url);
 
 async function open(path: string): Promise<{ status: number; body: any; headers: Headers }> {
   const res = await fetch(`${svc.url}${path}`);
@@ -50,10 +28,10 @@ async function open(path: string): Promise<{ status: number; body: any; headers:
 beforeAll(async () => {
   dataDir = tempDir();
   site = createSite(dataDir);
-  tok.issuer = mint(['--scope', 'admin', '--allow-credential-issuance']);
-  tok.plainAdmin = mint(['--scope', 'admin']).token;
-  tok.read = mint(['--scope', 'read']).token;
-  tok.narrow = mint(['--scope', 'admin', '--allow-credential-issuance', '--areas', 'access,accounts']).token;
+  tok.issuer = mintTokenRecord(dataDir, site, ['--scope', 'admin', '--allow-credential-issuance']);
+  tok.plainAdmin = mintTokenRecord(dataDir, site, ['--scope', 'admin']).token;
+  tok.read = mintTokenRecord(dataDir, site, ['--scope', 'read']).token;
+  tok.narrow = mintTokenRecord(dataDir, site, ['--scope', 'admin', '--allow-credential-issuance', '--areas', 'access,accounts']).token;
   svc = await startSvc({ dataDir });
   await post(`${svc.url}/api/events`, { site_id: site, session_id: 'r1', visitor_id: 'vr1', type: 'pageview', url: '/pricing' });
   await post(`${svc.url}/api/identify`, { site_id: site, session_id: 'r1', visitor_id: 'vr1', traits: { email: EMAIL, name: NAME, phone: PHONE } });
@@ -61,7 +39,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const c of clients) await c.close().catch(() => undefined);
+  await mcp.closeAll();
   await svc?.stop();
   cleanup(dataDir);
 });
@@ -70,9 +48,9 @@ describe('signed report links', () => {
   let link = '';
 
   it('mints a link into a read tool and opens it without a token, as that tool answers a read token', async () => {
-    const issuer = await connect(tok.issuer.token);
+    const issuer = await mcp.connect(tok.issuer.token);
     const before = Date.now();
-    const m = await ok(issuer, 'access_report_link_mint', { tool: 'accounts_signals', arguments: { account: 'acme.com', days: 7 }, expires_in_minutes: 30 });
+    const m = await callOk(issuer, 'access_report_link_mint', { tool: 'accounts_signals', arguments: { account: 'acme.com', days: 7 }, expires_in_minutes: 30 });
     link = m.link;
     expect(m).toMatchObject({ tool: 'accounts_signals', path: `/api/mcp/report?link=${m.link}` });
     expect(m.link).toMatch(/^rpl1\./);
@@ -86,7 +64,7 @@ describe('signed report links', () => {
     expect(r.body.report).toMatchObject({ id: m.id, tool: 'accounts_signals', arguments: { account: 'acme.com', days: 7 }, site_id: site, expires_at: m.expires_at });
     expect(r.body.result.domain).toBe('acme.com');
     expect(r.body.result.current).toMatchObject({ sessions: 1, known_visitors: 1, page_views: 2 });
-    const direct = await ok(await connect(tok.read), 'accounts_signals', { account: 'acme.com', days: 7 });
+    const direct = await callOk(await mcp.connect(tok.read), 'accounts_signals', { account: 'acme.com', days: 7 });
     expect(r.body.result.current).toEqual(direct.current);
     const text = JSON.stringify(r.body).toLowerCase();
     for (const pii of [EMAIL, NAME, PHONE, 'jane']) expect(text).not.toContain(pii.toLowerCase());
@@ -96,10 +74,10 @@ describe('signed report links', () => {
   });
 
   it('shows a profile without personal values: the report has the read scope whatever the minter had', async () => {
-    const issuer = await connect(tok.issuer.token);
+    const issuer = await mcp.connect(tok.issuer.token);
     const args = { by: 'visitor_id', value: 'vr1' };
-    expect(JSON.stringify(await ok(issuer, 'profiles_get', args))).toContain(EMAIL);
-    const m = await ok(issuer, 'access_report_link_mint', { tool: 'profiles_get', arguments: args });
+    expect(JSON.stringify(await callOk(issuer, 'profiles_get', args))).toContain(EMAIL);
+    const m = await callOk(issuer, 'access_report_link_mint', { tool: 'profiles_get', arguments: args });
     const r = await open(m.path);
     expect(r.status).toBe(200);
     expect(r.body.result.profile_id).toMatch(/^prf_/);
@@ -108,11 +86,11 @@ describe('signed report links', () => {
   });
 
   it('refuses to mint without credential issuance, for a write tool, an unknown tool, bad arguments or an area the token lacks', async () => {
-    const read = await call(await connect(tok.read), 'access_report_link_mint', { tool: 'accounts_list' });
+    const read = await call(await mcp.connect(tok.read), 'access_report_link_mint', { tool: 'accounts_list' });
     expect(read.structuredContent.error).toMatchObject({ code: 'insufficient_scope', details: { reason: 'scope' } });
-    const plain = await call(await connect(tok.plainAdmin), 'access_report_link_mint', { tool: 'accounts_list' });
+    const plain = await call(await mcp.connect(tok.plainAdmin), 'access_report_link_mint', { tool: 'accounts_list' });
     expect(plain.structuredContent.error).toMatchObject({ code: 'insufficient_scope', details: { reason: 'credential_issuance' } });
-    const issuer = await connect(tok.issuer.token);
+    const issuer = await mcp.connect(tok.issuer.token);
     expect((await call(issuer, 'access_report_link_mint', { tool: 'accounts_upsert', arguments: { website: 'acme.com' } })).structuredContent.error).toMatchObject({
       code: 'validation_failed',
       details: { field: 'tool' },
@@ -126,7 +104,7 @@ describe('signed report links', () => {
       code: 'validation_failed',
       details: { field: 'expires_in_minutes' },
     });
-    const narrow = await call(await connect(tok.narrow), 'access_report_link_mint', { tool: 'analytics_lift' });
+    const narrow = await call(await mcp.connect(tok.narrow), 'access_report_link_mint', { tool: 'analytics_lift' });
     expect(narrow.structuredContent.error).toMatchObject({ code: 'insufficient_scope', details: { reason: 'area' } });
   });
 
@@ -156,10 +134,10 @@ describe('signed report links', () => {
   });
 
   it('stops working when the minting token is revoked', async () => {
-    const own = mint(['--scope', 'admin', '--allow-credential-issuance']);
-    const m = await ok(await connect(own.token), 'access_report_link_mint', { tool: 'accounts_list' });
+    const own = mintTokenRecord(dataDir, site, ['--scope', 'admin', '--allow-credential-issuance']);
+    const m = await callOk(await mcp.connect(own.token), 'access_report_link_mint', { tool: 'accounts_list' });
     expect((await open(m.path)).status).toBe(200);
-    await ok(await connect(tok.issuer.token), 'access_token_revoke', { token_id: own.id });
+    await callOk(await mcp.connect(tok.issuer.token), 'access_token_revoke', { token_id: own.id });
     const r = await open(m.path);
     expect([r.status, r.body.error.code, r.body.error.details.reason]).toEqual([401, 'unauthorized', 'minter']);
   });

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { cleanup, cli, cliJson, createSite, startSvc, tempDir, type Svc } from '../helpers/svc.js';
+import type { Client } from '@modelcontextprotocol/client';
+import { cleanup, cli, createSite, startSvc, tempDir, type Svc } from '../helpers/svc.js';
 import { execute, query } from '../helpers/db.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { validatePayload } from '../../src/webhooks/catalogue.js';
 import { isoWeekAt } from '../../src/domain/stall/week.js';
 import { FUNNEL_STEPS, seedStatements, stallSeed } from '../helpers/stall-seed.js';
+import { call, callOk, McpClients, mintTokenRecord } from '../helpers/mcp-client.js';
 
 // A Wednesday afternoon of 2026-W42 in Berlin, well in the past: the pass looks at that week and the 4 before.
 // (The weekly worker of the running svc looks at the last completed week before today, where there is no data.)
@@ -18,33 +19,11 @@ let dataDir: string;
 let site: string;
 let rx: Awaited<ReturnType<typeof startReceiver>>;
 const tok = { write: { token: '', id: '' }, proposeOnly: { token: '', id: '' }, read: { token: '', id: '' } };
-const clients: Client[] = [];
+const mcp = new McpClients(() => svc.url);
 let writer: Client;
 let proposer: Client;
 let reader: Client;
 let funnelId = '';
-
-function mint(args: string[]): { token: string; id: string } {
-  return cliJson<{ token: string; id: string }>(['token', 'mint', '--site', site, ...args, '--data', dataDir, '--json']);
-}
-
-async function connect(token: string): Promise<Client> {
-  const transport = new StreamableHTTPClientTransport(new URL(`${svc.url}/api/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
-  const client = new Client({ name: 'svc-stall-test', version: '1.0.0' }, { versionNegotiation: { mode: 'legacy' } });
-  await client.connect(transport);
-  clients.push(client);
-  return client;
-}
-
-async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
-  return client.callTool({ name, arguments: args });
-}
-
-async function ok(client: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
-  const r = await call(client, name, args);
-  if (r.isError) throw new Error(`${name} failed: ${JSON.stringify(r.structuredContent ?? r.content)}`);
-  return r.structuredContent;
-}
 
 function errorCode(r: any): string {
   expect(r.isError).toBe(true);
@@ -60,20 +39,20 @@ beforeAll(async () => {
   execute(dataDir, 'UPDATE sites SET timezone = ? WHERE id = ?', TZ, site);
   const weeks = [4, 3, 2, 1, 0].map((back) => isoWeekAt(Date.parse(AS_OF), TZ, back).start);
   for (const s of seedStatements(stallSeed(site, weeks), 150)) execute(dataDir, s.sql, ...s.params);
-  tok.write = mint(['--scope', 'write']);
-  tok.proposeOnly = mint(['--scope', 'write', '--propose-only']);
-  tok.read = mint(['--scope', 'read']);
+  tok.write = mintTokenRecord(dataDir, site, ['--scope', 'write']);
+  tok.proposeOnly = mintTokenRecord(dataDir, site, ['--scope', 'write', '--propose-only']);
+  tok.read = mintTokenRecord(dataDir, site, ['--scope', 'read']);
   rx = await startReceiver();
   const add = cli(['webhooks', 'add', '--site', site, '--url', `${rx.url}/hooks`, '--events', 'all', '--data', dataDir, ...PRIVATE, '--secret', 'whsec_stall', '--json']);
   if (add.code !== 0) throw new Error(add.stderr);
   svc = await startSvc({ dataDir, args: PRIVATE, env: { SVC_WEBHOOK_RETRY_SCHEDULE: '100ms,100ms', SVC_WEBHOOK_POLL_MS: '50' } });
-  writer = await connect(tok.write.token);
-  proposer = await connect(tok.proposeOnly.token);
-  reader = await connect(tok.read.token);
+  writer = await mcp.connect(tok.write.token);
+  proposer = await mcp.connect(tok.proposeOnly.token);
+  reader = await mcp.connect(tok.read.token);
 });
 
 afterAll(async () => {
-  for (const c of clients) await c.close().catch(() => undefined);
+  await mcp.closeAll();
   await svc?.stop();
   await rx?.close();
   cleanup(dataDir);
@@ -81,15 +60,15 @@ afterAll(async () => {
 
 describe('funnels through MCP', () => {
   it('creates, reads and refuses bad funnels', async () => {
-    const f = await ok(writer, 'funnels_create', { name: 'Shop', steps: FUNNEL_STEPS });
+    const f = await callOk(writer, 'funnels_create', { name: 'Shop', steps: FUNNEL_STEPS });
     funnelId = f.id;
     expect(f.steps.map((s: any) => [s.position, s.key, s.kind])).toEqual([
       [1, 'product', 'page'],
       [2, 'add_to_cart', 'event'],
       [3, 'checkout', 'page'],
     ]);
-    expect((await ok(reader, 'funnels_get', { id: funnelId })).name).toBe('Shop');
-    expect((await ok(reader, 'funnels_list')).funnels).toHaveLength(1);
+    expect((await callOk(reader, 'funnels_get', { id: funnelId })).name).toBe('Shop');
+    expect((await callOk(reader, 'funnels_list')).funnels).toHaveLength(1);
     expect(errorCode(await call(writer, 'funnels_create', { name: 'Short', steps: [FUNNEL_STEPS[0]] }))).toBe('validation_failed');
     expect(errorCode(await call(writer, 'funnels_create', { name: 'Shop', steps: FUNNEL_STEPS }))).toBe('conflict');
     expect(errorCode(await call(writer, 'funnels_create', { name: 'Bad', steps: [{ kind: 'page', match: 'exact', pattern: 'no-slash' }, FUNNEL_STEPS[1]] }))).toBe(
@@ -102,14 +81,14 @@ describe('funnels through MCP', () => {
   it('reports per step sessions, overall and step-to-step rates, for all sessions and a cohort', async () => {
     const week = isoWeekAt(Date.parse(AS_OF), TZ);
     const window = { funnel_id: funnelId, from: new Date(week.start).toISOString(), to: new Date(week.end).toISOString() };
-    const all = await ok(reader, 'analytics_funnel', window);
+    const all = await callOk(reader, 'analytics_funnel', window);
     expect(all.sessions_scanned).toBe(120);
     expect(all.steps.map((s: any) => s.sessions)).toEqual([120, 48, 24]);
     expect(all.steps.map((s: any) => s.overall_rate)).toEqual([1, 0.4, 0.2]);
     expect(all.steps.map((s: any) => s.step_rate)).toEqual([1, 0.4, 0.5]);
-    const hi = await ok(reader, 'analytics_funnel', { ...window, cohort: 'high_intent' });
+    const hi = await callOk(reader, 'analytics_funnel', { ...window, cohort: 'high_intent' });
     expect(hi.steps.map((s: any) => s.sessions)).toEqual([60, 12, 6]);
-    const news = await ok(reader, 'analytics_funnel', { ...window, cohort: 'segment:seg_s_news' });
+    const news = await callOk(reader, 'analytics_funnel', { ...window, cohort: 'segment:seg_s_news' });
     expect(news.steps.map((s: any) => s.sessions)).toEqual([60, 36, 18]);
     expect(errorCode(await call(reader, 'analytics_funnel', { ...window, cohort: 'segment:seg_nope' }))).toBe('validation_failed');
   });
@@ -124,7 +103,7 @@ describe('the weekly stall pass through MCP', () => {
   });
 
   it('finds where high-intent visitors and a segment stall this week, files each once, and emits stall.found', async () => {
-    const r = await ok(writer, 'stall_run', { as_of: AS_OF });
+    const r = await callOk(writer, 'stall_run', { as_of: AS_OF });
     expect(r.iso_week).toBe('2026-W42');
     expect(r.week_start).toBe('2026-10-11T22:00:00.000Z'); // Monday 00:00 in Berlin (CEST)
     expect(r.sessions_scanned).toBe(600);
@@ -164,21 +143,21 @@ describe('the weekly stall pass through MCP', () => {
   });
 
   it('files nothing new when run again', async () => {
-    const again = await ok(writer, 'stall_run', { as_of: AS_OF });
+    const again = await callOk(writer, 'stall_run', { as_of: AS_OF });
     expect(again.significant).toBe(2);
     expect(again.filed).toEqual([]);
-    expect((await ok(reader, 'stall_findings', { iso_week: '2026-W42' })).findings).toHaveLength(2);
+    expect((await callOk(reader, 'stall_findings', { iso_week: '2026-W42' })).findings).toHaveLength(2);
     expect(count("SELECT count(*) AS n FROM outbox WHERE event_type = 'stall.found'")).toBe(2);
     expect(count('SELECT count(*) AS n FROM inbox_items')).toBe(2);
     expect(count('SELECT count(*) AS n FROM experiment_proposals')).toBe(2);
   });
 
   it('lists the inbox and shows an item with its finding and proposal', async () => {
-    const list = await ok(reader, 'inbox_list');
+    const list = await callOk(reader, 'inbox_list');
     expect(list.items).toHaveLength(2);
     expect(list.items.every((i: any) => i.status === 'pending')).toBe(true);
     const hi = filed.find((f: any) => f.cohort_key === 'high_intent');
-    const got = await ok(reader, 'inbox_get', { id: hi.inbox_item_id });
+    const got = await callOk(reader, 'inbox_get', { id: hi.inbox_item_id });
     expect(got.finding.id).toBe(hi.id);
     expect(got.proposal).toMatchObject({ page_match_type: 'glob', page_pattern: '/products/*', primary_metric: 'conversion' });
     expect(got.item.proposed_action).toContain('High-intent visitors');
@@ -191,7 +170,7 @@ describe('the weekly stall pass through MCP', () => {
     expect(count('SELECT count(*) AS n FROM experiments')).toBe(0);
     expect(query<{ status: string }>(dataDir, 'SELECT status FROM inbox_items WHERE id = ?', hi.inbox_item_id)[0]!.status).toBe('pending');
 
-    const r = await ok(writer, 'inbox_approve', { id: hi.inbox_item_id });
+    const r = await callOk(writer, 'inbox_approve', { id: hi.inbox_item_id });
     expect(r.item).toMatchObject({ status: 'approved', decided_by: `token:${tok.write.id}`, experiment_id: r.experiment_id });
     const [exp] = query<any>(dataDir, 'SELECT * FROM experiments WHERE id = ?', r.experiment_id);
     expect(exp).toMatchObject({ site_id: site, status: 'draft', created_by: `token:${tok.write.id}`, page_id: r.page_id, primary_metric: 'conversion' });
@@ -206,18 +185,18 @@ describe('the weekly stall pass through MCP', () => {
     const other = filed.find((f: any) => f.cohort_key !== 'high_intent');
     expect(errorCode(await call(writer, 'inbox_dismiss', { id: other.inbox_item_id }))).toBe('validation_failed');
     expect(errorCode(await call(writer, 'inbox_dismiss', { id: other.inbox_item_id, reason: '   ' }))).toBe('validation_failed');
-    const r = await ok(writer, 'inbox_dismiss', { id: other.inbox_item_id, reason: 'Known: the cart was down on Tuesday.' });
+    const r = await callOk(writer, 'inbox_dismiss', { id: other.inbox_item_id, reason: 'Known: the cart was down on Tuesday.' });
     expect(r.item).toMatchObject({ status: 'dismissed', dismiss_reason: 'Known: the cart was down on Tuesday.', decided_by: `token:${tok.write.id}`, experiment_id: null });
-    expect((await ok(reader, 'inbox_list')).items).toHaveLength(0);
-    expect((await ok(reader, 'inbox_list', { status: 'all' })).items).toHaveLength(2);
+    expect((await callOk(reader, 'inbox_list')).items).toHaveLength(0);
+    expect((await callOk(reader, 'inbox_list', { status: 'all' })).items).toHaveLength(2);
   });
 
   it('updates and deletes a funnel', async () => {
-    const u = await ok(writer, 'funnels_update', { id: funnelId, name: 'Shop v2' });
+    const u = await callOk(writer, 'funnels_update', { id: funnelId, name: 'Shop v2' });
     expect(u.name).toBe('Shop v2');
     expect(errorCode(await call(writer, 'funnels_update', { id: funnelId }))).toBe('validation_failed');
-    expect((await ok(writer, 'funnels_delete', { id: funnelId })).removed).toBe(funnelId);
+    expect((await callOk(writer, 'funnels_delete', { id: funnelId })).removed).toBe(funnelId);
     expect(errorCode(await call(reader, 'funnels_get', { id: funnelId }))).toBe('not_found');
-    expect((await ok(reader, 'stall_findings')).findings).toHaveLength(2);
+    expect((await callOk(reader, 'stall_findings')).findings).toHaveLength(2);
   });
 });
