@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openConfiguredStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
 import { AppError } from '../../src/http/errors.js';
 import { validatePayload } from '../../src/webhooks/catalogue.js';
@@ -14,8 +13,8 @@ import {
 import { campaignRunners, type ComponentStepRunner, type RunnerRegistry } from '../../src/domain/campaigns/runners.js';
 import { failed, succeeded, type StepRecord } from '../../src/domain/campaigns/model.js';
 import type { CampaignComponentKind } from '../../src/store/campaigns.js';
-import { PG_BASE_URL, databaseUrlFor } from '../helpers/backend.js';
 import { cleanup, tempDir } from '../helpers/svc.js';
+import { openTestStore } from '../helpers/store.js';
 
 /**
  * The campaign launch, pause and close rules over a real store (SQLite, and PostgreSQL in the pg project):
@@ -112,13 +111,7 @@ async function launchError(id: string, reg: RunnerRegistry = runners): Promise<A
 
 beforeAll(async () => {
   dataDir = tempDir();
-  store = await openConfiguredStore({
-    dataDir,
-    synchronous: 'normal',
-    databaseUrl: PG_BASE_URL === undefined ? undefined : databaseUrlFor(dataDir),
-    databasePoolSize: 4,
-    databaseStatementTimeoutMs: 30_000,
-  });
+  store = await openTestStore(dataDir);
   site = (await store.write((tx) => tx.sites.create({ name: 'Campaign shop', currency: 'EUR' }))).id;
 });
 

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openConfiguredStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
 import { cleanup, tempDir } from '../helpers/svc.js';
-import { backendEnv } from '../helpers/backend.js';
+import { openTestStore } from '../helpers/store.js';
 
 /** The job-row protocol of generation jobs and crawls, on whichever store the project runs (SQLite, PostgreSQL). */
 let store: Store;
@@ -11,13 +10,7 @@ const SITE = 'site_jobs';
 
 beforeAll(async () => {
   dir = tempDir();
-  store = await openConfiguredStore({
-    dataDir: dir,
-    synchronous: 'normal',
-    databaseUrl: backendEnv(dir).SVC_DATABASE_URL,
-    databasePoolSize: 4,
-    databaseStatementTimeoutMs: 30_000,
-  });
+  store = await openTestStore(dir);
   await store.write(async (tx) => {
     await tx.sql.run(
       "INSERT INTO pages (id, site_id, name, match_type, pattern, source, created_at, updated_at) VALUES ('page_j', ?, 'J', 'exact', '/j', 'manual', 1, 1)",

@@ -4,11 +4,10 @@
  * events), p75 of the vitals, and which exposures a web_vitals event counts for.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openConfiguredStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
 import { recordWebVitals } from '../../src/domain/experiments/service.js';
-import { databaseUrlFor, PG_BASE_URL } from '../helpers/backend.js';
 import { cleanup, tempDir } from '../helpers/svc.js';
+import { openTestStore } from '../helpers/store.js';
 
 let dataDir: string;
 let store: Store;
@@ -41,13 +40,7 @@ async function conversion(id: string, profile: string, revenue: number | null, a
 
 beforeAll(async () => {
   dataDir = tempDir();
-  store = await openConfiguredStore({
-    dataDir,
-    synchronous: 'normal',
-    databaseUrl: PG_BASE_URL === undefined ? undefined : databaseUrlFor(dataDir),
-    databasePoolSize: 2,
-    databaseStatementTimeoutMs: 0,
-  });
+  store = await openTestStore(dataDir, { poolSize: 2, statementTimeoutMs: 0 });
   await store.write(async (tx) => {
     for (const [id, status] of [
       ['exp_a', 'running'],

@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
-import { openConfiguredStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
 import type { Repos } from '../../src/store/repos.js';
 import { AppError } from '../../src/http/errors.js';
-import { databaseUrlFor, PG_BASE_URL } from '../helpers/backend.js';
+import { PG_BASE_URL } from '../helpers/backend.js';
 import { tempDir } from '../helpers/svc.js';
+import { openTestStore } from '../helpers/store.js';
 
 /**
  * Group commit on both stores (the pg vitest project runs this file on
@@ -19,13 +19,7 @@ const stores: Store[] = [];
 async function open(): Promise<Store> {
   const dir = tempDir('svc-group-');
   dirs.push(dir);
-  const store = await openConfiguredStore({
-    dataDir: dir,
-    synchronous: 'normal',
-    databaseUrl: PG_BASE_URL !== undefined ? databaseUrlFor(dir) : undefined,
-    databasePoolSize: 10,
-    databaseStatementTimeoutMs: 30_000,
-  });
+  const store = await openTestStore(dir, { poolSize: 10 });
   stores.push(store);
   return store;
 }

@@ -1,10 +1,9 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openConfiguredStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
 import { INSTANCE_ID, isDeadLocalHolder, releaseDeadLocalLeases } from '../../src/workers/lane-lease.js';
 import { cleanup, tempDir } from '../helpers/svc.js';
-import { backendEnv } from '../helpers/backend.js';
+import { openTestStore } from '../helpers/store.js';
 
 /** Lane leases of processes that died on this host, on whichever store the project runs (SQLite, PostgreSQL). */
 let store: Store;
@@ -12,13 +11,7 @@ let dir: string;
 
 beforeAll(async () => {
   dir = tempDir();
-  store = await openConfiguredStore({
-    dataDir: dir,
-    synchronous: 'normal',
-    databaseUrl: backendEnv(dir).SVC_DATABASE_URL,
-    databasePoolSize: 4,
-    databaseStatementTimeoutMs: 30_000,
-  });
+  store = await openTestStore(dir);
 });
 
 afterAll(async () => {

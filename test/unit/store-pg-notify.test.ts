@@ -1,10 +1,10 @@
 import { rmSync } from 'node:fs';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { openConfiguredStore } from '../../src/store/open.js';
 import { WORK_CHANNEL } from '../../src/store/pg/store.js';
-import { databaseUrlFor, PG_BASE_URL } from '../helpers/backend.js';
+import { PG_BASE_URL } from '../helpers/backend.js';
 import { tempDir } from '../helpers/svc.js';
+import { openTestStore } from '../helpers/store.js';
 
 /**
  * Work notifications on PostgreSQL: a process that commits work wakes the
@@ -18,13 +18,7 @@ describe.skipIf(PG_BASE_URL === undefined)('PostgreSQL work notifications', () =
     await listener.connect();
     try {
       // One connection: every statement of the store, its NOTIFY included, comes from this backend.
-      const store = await openConfiguredStore({
-        dataDir: dir,
-        synchronous: 'normal',
-        databaseUrl: databaseUrlFor(dir),
-        databasePoolSize: 1,
-        databaseStatementTimeoutMs: 30_000,
-      });
+      const store = await openTestStore(dir, { poolSize: 1 });
       const pid = Number((await store.sql.get<{ pid: number }>('SELECT pg_backend_pid() AS pid'))!.pid);
       // Other test files notify on the same channel: only this store's backend counts.
       const heard = new Promise<void>((resolve) => listener.on('notification', (n) => n.processId === pid && n.channel === WORK_CHANNEL && resolve()));

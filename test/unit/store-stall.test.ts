@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openConfiguredStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
 import { createFunnel, funnelReport, resolveCohort } from '../../src/domain/funnels/service.js';
 import { runStallPass } from '../../src/domain/stall/pass.js';
@@ -7,9 +6,9 @@ import { isoWeekAt } from '../../src/domain/stall/week.js';
 import { StallWorker } from '../../src/workers/stall.js';
 import pino from 'pino';
 import { validatePayload } from '../../src/webhooks/catalogue.js';
-import { databaseUrlFor, PG_BASE_URL } from '../helpers/backend.js';
 import { cleanup, tempDir } from '../helpers/svc.js';
 import { FUNNEL_STEPS, seedStatements, stallSeed } from '../helpers/stall-seed.js';
+import { openTestStore } from '../helpers/store.js';
 
 let dir: string;
 let store: Store;
@@ -21,13 +20,7 @@ const TZ = 'Europe/Berlin';
 
 beforeAll(async () => {
   dir = tempDir('svc-stall-');
-  store = await openConfiguredStore({
-    dataDir: dir,
-    synchronous: 'normal',
-    databaseUrl: PG_BASE_URL !== undefined ? databaseUrlFor(dir) : undefined,
-    databasePoolSize: 4,
-    databaseStatementTimeoutMs: 60_000,
-  });
+  store = await openTestStore(dir, { statementTimeoutMs: 60_000 });
   const site = await store.sites.create({ name: 'Stall shop' });
   siteId = site.id;
   await store.write((tx) => tx.sites.update(siteId, { timezone: TZ }));

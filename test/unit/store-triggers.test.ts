@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openConfiguredStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/store.js';
 import type { TriggerRow } from '../../src/store/triggers.js';
 import { createFire } from '../../src/domain/triggers/service.js';
-import { PG_BASE_URL, databaseUrlFor } from '../helpers/backend.js';
 import { cleanup, tempDir } from '../helpers/svc.js';
+import { openTestStore } from '../helpers/store.js';
 
 /**
  * The frequency cap and quiet hours of a trigger over a real store (SQLite, and PostgreSQL in the pg
@@ -19,13 +18,7 @@ const t = (s: string) => Date.parse(s);
 
 beforeAll(async () => {
   dataDir = tempDir();
-  store = await openConfiguredStore({
-    dataDir,
-    synchronous: 'normal',
-    databaseUrl: PG_BASE_URL === undefined ? undefined : databaseUrlFor(dataDir),
-    databasePoolSize: 2,
-    databaseStatementTimeoutMs: 30_000,
-  });
+  store = await openTestStore(dataDir, { poolSize: 2 });
 });
 
 afterAll(async () => {
