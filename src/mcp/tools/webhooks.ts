@@ -1,6 +1,14 @@
 import { z } from 'zod';
 import { AppError } from '../../http/errors.js';
-import { parseEventList, publicDestinationSchema, publicDestinationView, validateDestinationUrl } from '../../webhooks/destinations.js';
+import {
+  destinationDescriptionSchema,
+  destinationSecretSchema,
+  destinationUrlSchema,
+  parseEventList,
+  publicDestinationSchema,
+  publicDestinationView,
+  validateDestinationUrl,
+} from '../../webhooks/destinations.js';
 import type { DestinationRow } from '../../store/webhooks.js';
 import { defineTool, type ToolContext } from '../tool.js';
 import { iso, limitInput } from './shared.js';
@@ -18,7 +26,7 @@ async function own(ctx: ToolContext, id: string): Promise<DestinationRow> {
 
 const destinationId = z.string().min(1).max(128).describe('Destination id (dst_...).');
 const events = z.array(z.string().min(1).max(64)).min(1).max(50).describe('Event types to deliver, or ["all"].');
-const secret = z.string().min(8).max(256).describe('Signing secret (at least 8 characters); never shown back.');
+const secret = destinationSecretSchema.describe('Signing secret (at least 8 characters); never shown back.');
 
 export const webhooksList = defineTool({
   name: 'webhooks_list',
@@ -40,10 +48,10 @@ export const webhooksCreate = defineTool({
   scope: 'write',
   flags: { changesData: true, openWorld: true },
   input: z.object({
-    url: z.string().min(1).max(2048).describe('Publicly routable http(s) URL.'),
+    url: destinationUrlSchema,
     events,
     secret: secret.optional(),
-    description: z.string().max(500).optional(),
+    description: destinationDescriptionSchema.optional(),
   }),
   output: destinationSchema,
   handler: async (ctx, input) => {
@@ -72,11 +80,11 @@ export const webhooksUpdate = defineTool({
   flags: { changesData: true, idempotent: true, openWorld: true },
   input: z.object({
     id: destinationId,
-    url: z.string().min(1).max(2048).optional(),
+    url: destinationUrlSchema.optional(),
     events: events.optional(),
     secret: secret.nullable().optional().describe('New signing secret; null signs with the site_id again (not recommended).'),
     enabled: z.boolean().optional(),
-    description: z.string().max(500).nullable().optional(),
+    description: destinationDescriptionSchema.nullable().optional(),
   }),
   output: destinationSchema,
   handler: async (ctx, input) => {
