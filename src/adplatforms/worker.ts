@@ -85,9 +85,7 @@ export class AdFanout {
       if (this.store.shared.enqueued.adJobs !== this.lastEnqueued) this.wake();
     });
     // Another instance wrote jobs (PostgreSQL NOTIFY): this one may hold their connection's lane.
-    this.store.onRemoteChange((topic) => {
-      if (topic === 'work' || topic === 'all') this.wake();
-    });
+    this.store.onRemoteWork(() => this.wake());
     this.wake();
   }
 

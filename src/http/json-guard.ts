@@ -107,7 +107,7 @@ export function checkJsonText(text: string, maxDepth = MAX_JSON_DEPTH): JsonProb
   return null;
 }
 
-/** Why a `\uXXXX` escape (followed by `rest` at `at`) cannot be stored, or null. */
+/** Why the `\uXXXX` escape of code unit `code` cannot be stored (a high surrogate needs a low one escaped at `at`), or null. */
 function badCodeUnit(code: number, text: string, at: number): string | null {
   if (code === 0) return 'strings must not contain U+0000';
   if (code >= 0xdc00 && code <= 0xdfff) return 'strings must not contain an unpaired surrogate';

@@ -171,7 +171,7 @@ class Compiler {
         const agg =
           c.conversions.metric === 'count'
             ? 'count(*)'
-            : 'coalesce(sum(CASE WHEN c.currency = (SELECT st.currency FROM sites st WHERE st.id = c.site_id) THEN c.revenue END), 0)';
+            : 'coalesce(sum(CASE WHEN c.currency = (SELECT st.currency FROM sites st WHERE st.id = p.site_id) THEN c.revenue END), 0)';
         const sql = `(SELECT ${agg} FROM conversions c WHERE c.profile_id = p.id${this.since(c, 'c.created_at')})`;
         return `(${sql} ${SQL_OP[c.conversions.op]} ${this.p(c.conversions.value)})`;
       }

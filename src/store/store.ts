@@ -52,6 +52,16 @@ export class Store extends Repos {
     this.remoteListeners.push(fn);
   }
 
+  /**
+   * Calls `fn` when another instance wrote work for the workers (outbox rows, jobs, deliveries, trigger
+   * fires), or when such news may have been missed. PostgreSQL only, like onRemoteChange.
+   */
+  onRemoteWork(fn: () => void): void {
+    this.onRemoteChange((topic) => {
+      if (topic === 'work' || topic === 'all') fn();
+    });
+  }
+
   /** Called by the PostgreSQL listener. */
   remoteChange(topic: RemoteTopic): void {
     for (const fn of this.remoteListeners) fn(topic);

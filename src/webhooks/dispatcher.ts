@@ -93,9 +93,7 @@ export class WebhookDispatcher {
       if (this.store.shared.enqueued.outbox !== this.lastEnqueued) this.wake();
     });
     // Another instance wrote outbox rows or deliveries (PostgreSQL NOTIFY): this one may hold their lane.
-    this.store.onRemoteChange((topic) => {
-      if (topic === 'work' || topic === 'all') this.wake();
-    });
+    this.store.onRemoteWork(() => this.wake());
     this.wake();
   }
 

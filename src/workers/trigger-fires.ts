@@ -60,9 +60,7 @@ export class TriggerFireWorker {
       if (this.store.shared.enqueued.fires !== this.lastEnqueued) this.wake();
     });
     // Another instance queued fires (PostgreSQL NOTIFY): this one may hold the triggers lease.
-    this.store.onRemoteChange((topic) => {
-      if (topic === 'work' || topic === 'all') this.wake();
-    });
+    this.store.onRemoteWork(() => this.wake());
     this.wake();
   }
 
