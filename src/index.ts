@@ -5,12 +5,6 @@
  * public API.
  */
 export { sign, verifySignature } from './webhooks/signing.js';
-export {
-  STANDARD_TOLERANCE_SECONDS,
-  toStandardSecret,
-  verifyStandardSignature,
-  type StandardFailure,
-  type StandardVerification,
-} from './webhooks/standard.js';
+export { toStandardSecret, verifyStandardSignature, type StandardFailure, type StandardVerification } from './webhooks/standard.js';
 export { verifyWebhook, type WebhookHeaders, type WebhookScheme, type WebhookVerification } from './webhooks/verify.js';
 export { CATALOGUE, EVENT_TYPES, validatePayload, type EventType } from './webhooks/catalogue.js';
