@@ -4,16 +4,11 @@ import { AppError } from '../http/errors.js';
 import type { Repos } from '../store/repos.js';
 import type { DeliveryRow } from '../store/webhooks.js';
 import { samplePayload, isEventType, EVENT_TYPES, type EventType } from '../webhooks/catalogue.js';
-import {
-  destinationDescriptionSchema,
-  destinationSecretSchema,
-  destinationUrlSchema,
-  destinationView,
-  parseEventList,
-  signingKey,
-  validateDestinationUrl,
-} from '../webhooks/destinations.js';
+import { destinationDescriptionSchema, destinationSecretSchema, destinationUrlSchema, destinationView, signingKeys } from '../webhooks/destinations.js';
 import { webhookPolicy } from '../webhooks/policy.js';
+import { parseDelays } from '../webhooks/schedule.js';
+import { signingModeSchema, type SigningMode } from '../webhooks/signer.js';
+import { createDestination, MAX_GRACE_SECONDS, rotateSecret, updateDestination } from '../domain/webhooks/destinations.js';
 import { newId } from '../store/ids.js';
 import { configFrom, print, table, usageError, withData, withStore } from './common.js';
 
@@ -47,6 +42,29 @@ function checkFields(opts: { url?: string; secret?: string; description?: string
   }
 }
 
+function signingMode(value: string | undefined): SigningMode | undefined {
+  if (value === undefined) return undefined;
+  const r = signingModeSchema.safeParse(value);
+  if (!r.success) throw usageError(`--signing-mode must be svc or standard, not ${JSON.stringify(value)}`);
+  return r.data;
+}
+
+/** A grace period such as 24h, 90m or 0, in whole seconds. */
+function graceSeconds(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  let ms: number[];
+  try {
+    ms = value.trim() === '0' ? [0] : parseDelays(value);
+  } catch {
+    ms = [];
+  }
+  const seconds = ms.length === 1 ? ms[0]! / 1000 : NaN;
+  if (!Number.isInteger(seconds) || seconds < 0 || seconds > MAX_GRACE_SECONDS) {
+    throw usageError(`--grace must be a duration of whole seconds from 0 to 7d (24h, 90m, 30s, 0), not ${JSON.stringify(value)}`);
+  }
+  return seconds;
+}
+
 function checkEvent(value: string | undefined): void {
   if (value !== undefined && !isEventType(value)) throw usageError(`--event: unknown event type ${JSON.stringify(value)}; known: ${EVENT_TYPES.join(', ')}`);
 }
@@ -70,29 +88,23 @@ export function registerWebhooks(program: Command): void {
       .requiredOption('--url <url>', 'publicly routable http(s) URL')
       .option('--secret <secret>', 'signing secret (strongly recommended)')
       .requiredOption('--events <list>', 'comma-separated event types, or all')
+      .option('--signing-mode <mode>', 'svc (X-SVC-Signature only, the default) or standard (adds the Standard Webhooks headers; needs a whsec_ secret)')
       .option('--description <text>', 'free text')
       .option('--allow-private-destinations', 'allow private/loopback URLs (development and tests only)')
       .option('--json', 'print JSON'),
-  ).action(async (opts: Common & { site: string; url: string; secret?: string; events: string; description?: string }) => {
-    const events = parseEventList(opts.events);
+  ).action(async (opts: Common & { site: string; url: string; secret?: string; events: string; signingMode?: string; description?: string }) => {
     checkFields(opts);
-    const url = await validateDestinationUrl(opts.url, allowPrivate(opts));
-    const row = await withStore(opts, (s) => {
-      const secretEnc = opts.secret ? s.secrets.seal(opts.secret) : null;
-      return s.write(async (tx) => {
-        if (!(await tx.sites.get(opts.site))) throw new AppError('not_found', `no site ${opts.site}`);
-        return tx.webhooks.createDestination({
-          siteId: opts.site,
-          url,
-          secretEnc,
-          events,
-          description: opts.description,
-        });
-      });
-    });
+    const mode = signingMode(opts.signingMode);
+    const row = await withStore(opts, (s) =>
+      createDestination(
+        s,
+        { siteId: opts.site, url: opts.url, events: opts.events, secret: opts.secret, description: opts.description, signingMode: mode },
+        { allowPrivate: allowPrivate(opts) },
+      ),
+    );
     if (!opts.secret) {
       process.stderr.write(
-        'svc: warning: no --secret set; deliveries are signed with the public site_id, which anyone who has seen the install snippet can reproduce. Set a secret with `svc webhooks update ID --secret ...`.\n',
+        'svc: warning: no --secret set; deliveries are signed with the public site_id, which anyone who has seen the install snippet can reproduce. Give it one with `svc webhooks rotate-secret ID`.\n',
       );
     }
     print(opts.json, { id: row.id, destination: destinationView(row) }, () => row.id);
@@ -100,8 +112,8 @@ export function registerWebhooks(program: Command): void {
 
   withData(wh.command('list').description('List destinations').option('--site <id>', 'only this site').option('--json', 'print JSON')).action(
     async (opts: Common & { site?: string }) => {
-      const rows = await withStore(opts, async (s) => (await s.webhooks.listDestinations({ siteId: opts.site })).map(destinationView));
-      print(opts.json, rows, () => table(rows as unknown as Record<string, unknown>[], ['id', 'site_id', 'url', 'events', 'has_secret', 'enabled', 'disabled_reason', 'created_at']));
+      const rows = await withStore(opts, async (s) => (await s.webhooks.listDestinations({ siteId: opts.site })).map((d) => destinationView(d)));
+      print(opts.json, rows, () => table(rows as unknown as Record<string, unknown>[], ['id', 'site_id', 'url', 'events', 'has_secret', 'signing_mode', 'previous_secret_expires_at', 'enabled', 'disabled_reason', 'created_at']));
     },
   );
 
@@ -111,8 +123,9 @@ export function registerWebhooks(program: Command): void {
       .description('Change a destination')
       .argument('<id>', 'destination id')
       .option('--url <url>', 'new URL')
-      .option('--secret <secret>', 'new signing secret')
-      .option('--remove-secret', 'sign with the site_id again (not recommended)')
+      .option('--secret <secret>', 'new signing secret, in effect at once (rotate-secret keeps the old one valid for a while)')
+      .option('--remove-secret', 'sign with the site_id again (not recommended; not for standard mode)')
+      .option('--signing-mode <mode>', 'svc or standard')
       .option('--events <list>', 'comma-separated event types, or all')
       .option('--enable', 'enable (also clears the failure streak)')
       .option('--disable', 'disable')
@@ -122,50 +135,61 @@ export function registerWebhooks(program: Command): void {
   ).action(
     async (
       id: string,
-      opts: Common & { url?: string; secret?: string; removeSecret?: boolean; events?: string; enable?: boolean; disable?: boolean; description?: string },
+      opts: Common & {
+        url?: string;
+        secret?: string;
+        removeSecret?: boolean;
+        signingMode?: string;
+        events?: string;
+        enable?: boolean;
+        disable?: boolean;
+        description?: string;
+      },
     ) => {
       if (opts.enable && opts.disable) throw usageError('--enable and --disable exclude each other');
       if (opts.secret !== undefined && opts.removeSecret) throw usageError('--secret and --remove-secret exclude each other');
       checkFields(opts);
-      const events = opts.events !== undefined ? parseEventList(opts.events) : undefined;
-      const url = opts.url !== undefined ? await validateDestinationUrl(opts.url, allowPrivate(opts)) : undefined;
-      const row = await withStore(opts, (s) => {
-        const enabled = opts.enable ? true : opts.disable ? false : undefined;
-        const secretEnc = opts.secret !== undefined ? s.secrets.seal(opts.secret) : undefined;
-        return s.write(async (tx) => {
-          await requireDestination(tx, id);
-          const updated = (await tx.webhooks.updateDestination(id, {
-            ...(url !== undefined ? { url } : {}),
-            ...(events !== undefined ? { events } : {}),
-            ...(secretEnc !== undefined ? { secretEnc } : {}),
-            ...(opts.removeSecret ? { secretEnc: null } : {}),
-            ...(enabled !== undefined ? { enabled } : {}),
-            ...(opts.description !== undefined ? { description: opts.description } : {}),
-          }))!;
-          if (enabled === true) {
-            await tx.webhooks.log({
-              site_id: updated.site_id,
-              integration: 'webhook',
-              destination_id: id,
-              delivery_id: null,
-              event_type: null,
-              kind: 'enabled',
-              attempt: null,
-              ok: true,
-              status: null,
-              latency_ms: null,
-              error_class: null,
-              message: 'enabled by an operator',
-              response_excerpt: null,
-              created_at: Date.now(),
-            });
-          }
-          return updated;
-        });
-      });
+      const mode = signingMode(opts.signingMode);
+      const row = await withStore(opts, (s) =>
+        updateDestination(
+          s,
+          { id, owner: {} },
+          {
+            url: opts.url,
+            events: opts.events,
+            secret: opts.removeSecret ? null : opts.secret,
+            signingMode: mode,
+            enabled: opts.enable ? true : opts.disable ? false : undefined,
+            description: opts.description,
+          },
+          { allowPrivate: allowPrivate(opts) },
+        ),
+      );
       print(opts.json, destinationView(row), () => `updated ${row.id}`);
     },
   );
+
+  withData(
+    wh
+      .command('rotate-secret')
+      .description('Give a destination a new secret, printed once; the old one keeps signing beside it for the grace period')
+      .argument('<id>', 'destination id')
+      .option('--secret <secret>', 'the new secret (default: whsec_ and 32 random bytes in base64)')
+      .option('--grace <duration>', 'how long the old secret keeps signing (24h default, 0 to 7d)', '24h')
+      .option('--json', 'print JSON'),
+  ).action(async (id: string, opts: Common & { secret?: string; grace: string }) => {
+    checkFields(opts);
+    const grace = graceSeconds(opts.grace);
+    const r = await withStore(opts, (s) => rotateSecret(s, { id, owner: {} }, { secret: opts.secret, gracePeriodSeconds: grace }));
+    print(opts.json, r, () => r.secret);
+    if (!opts.json) {
+      process.stderr.write(
+        r.previous_secret_expires_at
+          ? `svc: ${id} signs with the new secret; the old one keeps signing beside it until ${r.previous_secret_expires_at} (X-SVC-Signature by the old, X-SVC-Signature-Next by the new). This is the only time the new secret is shown.\n`
+          : `svc: ${id} signs with the new secret only, from now on. This is the only time it is shown.\n`,
+      );
+    }
+  });
 
   withData(wh.command('remove').description('Remove a destination (its log stays)').argument('<id>', 'destination id').option('--json', 'print JSON')).action(
     async (id: string, opts: Common) => {
@@ -274,7 +298,7 @@ export function registerWebhooks(program: Command): void {
               progress.tick(false, `${d.id} destination ${d.destination_id} no longer exists`);
               continue;
             }
-            const r = await sendSigned({ dispatcher: http, url: dest.url, body: d.payload, key: signingKey(s, dest), eventType: d.event_type, deliveryId: d.id });
+            const r = await sendSigned({ dispatcher: http, url: dest.url, body: d.payload, signing: signingKeys(s, dest), eventType: d.event_type, deliveryId: d.id });
             await s.write((tx) => recordAttempt(tx, dest, d, r, policy, 'replay'));
             const line = `${d.id} ${d.event_type} ${r.ok ? 'ok' : 'failed'} ${r.status ?? r.errorClass} ${r.latencyMs}ms`;
             progress.tick(r.ok, line);
@@ -309,7 +333,7 @@ export function registerWebhooks(program: Command): void {
       const body = JSON.stringify(samplePayload(type, dest.site_id));
       const deliveryId = newId('test');
       const http = createGuardedDispatcher({ allowPrivate: config.allowPrivateDestinations, connections: 1 });
-      const r = await sendSigned({ dispatcher: http, url: dest.url, body, key: signingKey(s, dest), eventType: type, deliveryId });
+      const r = await sendSigned({ dispatcher: http, url: dest.url, body, signing: signingKeys(s, dest), eventType: type, deliveryId });
       await http.close();
       await s.write((tx) =>
         tx.webhooks.log({

@@ -1,13 +1,15 @@
+import type { z } from 'zod';
 import { AppError } from '../http/errors.js';
 import type { Store } from '../store/store.js';
 import type { LookupKind } from '../store/profile-read.js';
 import { buildSnapshot } from '../domain/profiles/snapshot.js';
 import { normalizeEmail } from '../domain/identity/normalize.js';
-import { parseEventList, publicDestinationView, validateDestinationUrl } from '../webhooks/destinations.js';
+import { publicDestinationView } from '../webhooks/destinations.js';
+import { createDestination, rotateSecret, updateDestination } from '../domain/webhooks/destinations.js';
 import type { CallerKey } from './auth.js';
 import { requireScope } from './auth.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
-import { LOOKUP_KEYS, PAGE_LIMIT } from './schemas.js';
+import { LOOKUP_KEYS, PAGE_LIMIT, type webhookCreateSchema, type webhookRotateSchema, type webhookUpdateSchema } from './schemas.js';
 import { queryProfiles } from './query.js';
 
 export interface PulseDeps {
@@ -71,23 +73,15 @@ export const HANDLERS: Record<string, Handler> = {
   queryProfiles: (deps, { key, body }) => queryProfiles(deps.store, key, body as { rule: unknown; limit?: number; cursor?: string }),
 
   listWebhooks: async ({ store }, { key }) => ({
-    webhooks: (await store.webhooks.listDestinations({ siteId: key.siteId, apiKeyId: key.id })).map(publicDestinationView),
+    webhooks: (await store.webhooks.listDestinations({ siteId: key.siteId, apiKeyId: key.id })).map((d) => publicDestinationView(d)),
   }),
 
   createWebhook: async (deps, { key, body }) => {
-    const b = body as { url: string; events: string[]; secret?: string; description?: string };
-    const events = parseEventList(b.events);
-    const url = await validateDestinationUrl(b.url, deps.allowPrivateDestinations);
-    const secretEnc = b.secret ? deps.store.secrets.seal(b.secret) : null;
-    const row = await deps.store.write((tx) =>
-      tx.webhooks.createDestination({
-        siteId: key.siteId,
-        url,
-        secretEnc,
-        events,
-        description: b.description ?? null,
-        apiKeyId: key.id,
-      }),
+    const b = body as z.infer<typeof webhookCreateSchema>;
+    const row = await createDestination(
+      deps.store,
+      { siteId: key.siteId, url: b.url, events: b.events, secret: b.secret, signingMode: b.signing_mode, description: b.description, apiKeyId: key.id },
+      { allowPrivate: deps.allowPrivateDestinations },
     );
     return publicDestinationView(row);
   },
@@ -95,15 +89,19 @@ export const HANDLERS: Record<string, Handler> = {
   getWebhook: async (deps, { key, params }) => publicDestinationView(await ownWebhook(deps, key, params.webhookId)),
 
   updateWebhook: async (deps, { key, params, body }) => {
-    const d = await ownWebhook(deps, key, params.webhookId);
-    const b = body as { url?: string; events?: string[]; secret?: string | null; enabled?: boolean; description?: string | null };
-    const patch: Parameters<typeof deps.store.webhooks.updateDestination>[1] = {};
-    if (b.url !== undefined) patch.url = await validateDestinationUrl(b.url, deps.allowPrivateDestinations);
-    if (b.events !== undefined) patch.events = parseEventList(b.events);
-    if (b.secret !== undefined) patch.secretEnc = b.secret === null ? null : deps.store.secrets.seal(b.secret);
-    if (b.enabled !== undefined) patch.enabled = b.enabled;
-    if (b.description !== undefined) patch.description = b.description;
-    return publicDestinationView((await deps.store.write((tx) => tx.webhooks.updateDestination(d.id, patch)))!);
+    const b = body as z.infer<typeof webhookUpdateSchema>;
+    const row = await updateDestination(
+      deps.store,
+      { id: params.webhookId ?? '', owner: { siteId: key.siteId, apiKeyId: key.id } },
+      { url: b.url, events: b.events, secret: b.secret, signingMode: b.signing_mode, enabled: b.enabled, description: b.description },
+      { allowPrivate: deps.allowPrivateDestinations },
+    );
+    return publicDestinationView(row);
+  },
+
+  rotateWebhookSecret: async (deps, { key, params, body }) => {
+    const b = body as z.infer<typeof webhookRotateSchema>;
+    return rotateSecret(deps.store, { id: params.webhookId ?? '', owner: { siteId: key.siteId, apiKeyId: key.id } }, { secret: b.secret, gracePeriodSeconds: b.grace_period_seconds });
   },
 
   deleteWebhook: async (deps, { key, params }) => {

@@ -9,6 +9,7 @@ const ERROR_TEXT: Record<number, string> = {
   401: 'unauthorized: missing, malformed, unknown or revoked key',
   403: 'insufficient_scope: the key lacks the scope this needs',
   404: 'not_found: no profile, segment or subscription matches',
+  409: 'conflict: the request clashes with the current state (e.g. a rotation still in its grace period)',
   422: 'destination_refused: the URL is not publicly routable',
   429: 'rate_limited: over the per-key rate limit; see Retry-After',
 };

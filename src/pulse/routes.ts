@@ -8,8 +8,10 @@ import {
   membersQuerySchema,
   profileQuerySchema,
   profileSnapshotSchema,
+  secretRotationSchema,
   webhookCreateSchema,
   webhookListSchema,
+  webhookRotateSchema,
   webhookSchema,
   webhookUpdateSchema,
 } from './schemas.js';
@@ -145,6 +147,22 @@ export const ROUTES: readonly RouteSpec[] = [
     status: 200,
     response: webhookSchema,
     errors: [...common, 404, 422],
+    beta: true,
+  },
+  {
+    operationId: 'rotateWebhookSecret',
+    method: 'post',
+    path: '/webhooks/{webhookId}/rotate-secret',
+    summary: 'Rotate the secret of a webhook subscription',
+    description:
+      'Sets a new secret (generated unless given) and returns it this once. For grace_period_seconds (default 24 h) the old secret keeps signing every delivery beside the new one: X-SVC-Signature stays keyed by the old secret and X-SVC-Signature-Next carries the new; in standard mode webhook-signature holds both v1 values. The old secret is never shown. 409 while the previous rotation is still in its grace period (unless grace_period_seconds is 0).',
+    scope: 'webhooks:manage',
+    limit: PULSE_LIMITS.webhooks,
+    params: { webhookId: 'Subscription id (dst_...).' },
+    body: webhookRotateSchema,
+    status: 200,
+    response: secretRotationSchema,
+    errors: [...common, 404, 409],
     beta: true,
   },
   {

@@ -1,6 +1,10 @@
 import { z } from 'zod';
 import { profileSnapshotSchema } from '../domain/profiles/schema.js';
 import { destinationDescriptionSchema, destinationSecretSchema, destinationUrlSchema, publicDestinationSchema } from '../webhooks/destinations.js';
+import { signingModeSchema } from '../webhooks/signer.js';
+import { gracePeriodSecondsSchema, secretRotationSchema } from '../domain/webhooks/destinations.js';
+
+export { secretRotationSchema };
 
 export { profileSnapshotSchema };
 
@@ -61,6 +65,7 @@ export const webhookCreateSchema = z
     url: destinationUrlSchema,
     events: z.array(z.string()).min(1).max(50).describe('Event types, or ["all"].'),
     secret: destinationSecretSchema.optional(),
+    signing_mode: signingModeSchema.optional(),
     description: destinationDescriptionSchema.optional(),
   })
   .meta({ id: 'WebhookCreate' });
@@ -69,11 +74,24 @@ export const webhookUpdateSchema = z
   .strictObject({
     url: destinationUrlSchema.optional(),
     events: z.array(z.string()).min(1).max(50).optional(),
-    secret: destinationSecretSchema.nullable().optional().describe('A new secret, or null to remove it.'),
+    secret: destinationSecretSchema
+      .nullable()
+      .optional()
+      .describe('A new secret, in effect at once (rotate-secret keeps the old one valid for a grace period), or null to remove it (not in standard mode).'),
+    signing_mode: signingModeSchema.optional(),
     enabled: z.boolean().optional(),
     description: destinationDescriptionSchema.nullable().optional(),
   })
   .meta({ id: 'WebhookUpdate' });
+
+export const webhookRotateSchema = z
+  .strictObject({
+    secret: destinationSecretSchema
+      .optional()
+      .describe('The new secret (default: whsec_ and 32 random bytes in base64); whsec_<base64> in standard mode.'),
+    grace_period_seconds: gracePeriodSecondsSchema.optional(),
+  })
+  .meta({ id: 'WebhookSecretRotate' });
 
 export const webhookSchema = publicDestinationSchema
   .meta({ id: 'Webhook', description: 'A webhook subscription owned by the calling key. The secret is never returned.' });

@@ -12,6 +12,12 @@ export interface DestinationRow {
   disabled_reason: string | null;
   description: string | null;
   api_key_id: string | null;
+  /** svc: X-SVC-Signature only; standard: Standard Webhooks headers as well. */
+  signing_mode: 'svc' | 'standard';
+  /** The sealed key before the last rotation, valid until previous_secret_expires_at (ms). */
+  previous_secret_enc: string | null;
+  previous_secret_expires_at: number | null;
+  secret_rotated_at: number | null;
   consecutive_failures: number;
   first_failure_at: number | null;
   created_at: number;
@@ -65,8 +71,8 @@ export interface DeliveryFilter {
   limit?: number | undefined;
 }
 
-const INSERT_DESTINATION = `INSERT INTO destinations (id, site_id, url, secret_enc, events, enabled, description, api_key_id, created_at, updated_at)
-  VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?)`;
+const INSERT_DESTINATION = `INSERT INTO destinations (id, site_id, url, secret_enc, events, enabled, description, api_key_id, signing_mode, created_at, updated_at)
+  VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)`;
 const DESTINATION_BY_ID = 'SELECT * FROM destinations WHERE id = ?';
 const PENDING_OUTBOX =
   "SELECT id, site_id, event_type, payload, created_at FROM outbox WHERE id > (SELECT last_id FROM outbox_cursor WHERE name = 'webhooks') ORDER BY id LIMIT ?";
@@ -114,6 +120,7 @@ export class WebhooksRepo {
     events: string[];
     description?: string | null | undefined;
     apiKeyId?: string | null | undefined;
+    signingMode?: DestinationRow['signing_mode'] | undefined;
   }): Promise<DestinationRow> {
     const id = newId('dst');
     const createdAt = Date.now();
@@ -125,6 +132,7 @@ export class WebhooksRepo {
       JSON.stringify(d.events),
       d.description ?? null,
       d.apiKeyId ?? null,
+      d.signingMode ?? 'svc',
       createdAt,
       createdAt,
     ]);
@@ -150,7 +158,17 @@ export class WebhooksRepo {
   /** Writes: call inside a write operation. */
   async updateDestination(
     id: string,
-    patch: { url?: string; secretEnc?: string | null; events?: string[]; enabled?: boolean; description?: string | null },
+    patch: {
+      url?: string;
+      secretEnc?: string | null;
+      events?: string[];
+      enabled?: boolean;
+      description?: string | null;
+      signingMode?: DestinationRow['signing_mode'];
+      /** The key before a rotation and the end of its grace period (both null: no previous key). */
+      previous?: { secretEnc: string; expiresAt: number } | null;
+      secretRotatedAt?: number;
+    },
   ): Promise<DestinationRow | undefined> {
     const sets: string[] = [];
     const params: unknown[] = [];
@@ -161,6 +179,18 @@ export class WebhooksRepo {
     if (patch.secretEnc !== undefined) {
       sets.push('secret_enc = ?');
       params.push(patch.secretEnc);
+    }
+    if (patch.signingMode !== undefined) {
+      sets.push('signing_mode = ?');
+      params.push(patch.signingMode);
+    }
+    if (patch.previous !== undefined) {
+      sets.push('previous_secret_enc = ?', 'previous_secret_expires_at = ?');
+      params.push(patch.previous?.secretEnc ?? null, patch.previous?.expiresAt ?? null);
+    }
+    if (patch.secretRotatedAt !== undefined) {
+      sets.push('secret_rotated_at = ?');
+      params.push(patch.secretRotatedAt);
     }
     if (patch.events !== undefined) {
       sets.push('events = ?');
@@ -179,6 +209,18 @@ export class WebhooksRepo {
     params.push(Date.now(), id);
     await this.x.run(`UPDATE destinations SET ${sets.join(', ')} WHERE id = ?`, params);
     return this.destination(id);
+  }
+
+  /**
+   * Forgets the keys of rotations whose grace period has ended (they no longer sign anything).
+   * Writes: call inside a write operation.
+   */
+  async clearExpiredPreviousSecrets(now: number): Promise<number> {
+    const r = await this.x.run(
+      'UPDATE destinations SET previous_secret_enc = NULL, previous_secret_expires_at = NULL WHERE previous_secret_expires_at <= ?',
+      [now],
+    );
+    return r.changes;
   }
 
   /**

@@ -3,6 +3,7 @@ import { AppError } from '../http/errors.js';
 import type { Store } from '../store/store.js';
 import type { DestinationRow } from '../store/webhooks.js';
 import { EVENT_TYPES, isEventType } from './catalogue.js';
+import { signingModeSchema, type SigningKeys } from './signer.js';
 
 /** Field rules of a destination, shared by the CLI and the profile REST API. */
 export const destinationUrlSchema = z.string().min(1).max(2048).describe('Publicly routable http(s) URL.');
@@ -30,9 +31,28 @@ export function subscribes(d: DestinationRow, eventType: string): boolean {
   return events.includes('all') || events.includes(eventType);
 }
 
-/** The HMAC key of a destination: its secret, or the public site_id when it has none. */
-export function signingKey(store: Store, d: DestinationRow): string {
-  return d.secret_enc ? store.secrets.open(d.secret_enc) : d.site_id;
+/**
+ * The keys a destination signs with: its secret (or the public site_id when it
+ * has none), its signing mode, and the key before its last rotation with the
+ * end of that rotation's grace period.
+ */
+export function signingKeys(store: Store, d: DestinationRow): SigningKeys {
+  return {
+    mode: d.signing_mode,
+    current: d.secret_enc ? store.secrets.open(d.secret_enc) : d.site_id,
+    previous: d.previous_secret_enc ? store.secrets.open(d.previous_secret_enc) : null,
+    previousUntil: d.previous_secret_expires_at,
+  };
+}
+
+/** Whether two versions of a destination sign differently (secret, mode or rotation changed). */
+export function signingChanged(a: DestinationRow, b: DestinationRow): boolean {
+  return (
+    a.secret_enc !== b.secret_enc ||
+    a.signing_mode !== b.signing_mode ||
+    a.previous_secret_enc !== b.previous_secret_enc ||
+    a.previous_secret_expires_at !== b.previous_secret_expires_at
+  );
 }
 
 /** Refuses a destination URL that is not http(s) or not publicly routable (unless private ones are allowed). */
@@ -43,25 +63,18 @@ export async function validateDestinationUrl(url: string, allowPrivate: boolean)
   return check.url.toString();
 }
 
-export interface DestinationView {
-  id: string;
-  site_id: string;
-  url: string;
-  events: string[];
-  has_secret: boolean;
-  enabled: boolean;
-  disabled_reason: string | null;
-  description: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-/** A destination as API clients (REST and MCP) see it: no site_id, never the secret. */
+/** A destination as API clients (REST and MCP) see it: no site_id, never a secret. */
 export const publicDestinationSchema = z.object({
   id: z.string(),
   url: z.string(),
   events: z.array(z.string()),
   has_secret: z.boolean(),
+  signing_mode: signingModeSchema,
+  secret_rotated_at: z.string().nullable().describe('When the secret was last rotated.'),
+  previous_secret_expires_at: z
+    .string()
+    .nullable()
+    .describe('While a rotation is in its grace period: when the old secret stops signing deliveries. null otherwise.'),
   enabled: z.boolean(),
   disabled_reason: z.string().nullable(),
   description: z.string().nullable(),
@@ -69,19 +82,30 @@ export const publicDestinationSchema = z.object({
   updated_at: z.string(),
 });
 
-export function publicDestinationView(d: DestinationRow): z.infer<typeof publicDestinationSchema> {
-  const { site_id: _site, ...rest } = destinationView(d);
+/** A destination as shown to operators: the public view and its site. */
+export const destinationViewSchema = publicDestinationSchema.extend({ site_id: z.string() });
+
+export type DestinationView = z.infer<typeof destinationViewSchema>;
+
+export function publicDestinationView(d: DestinationRow, now = Date.now()): z.infer<typeof publicDestinationSchema> {
+  const { site_id: _site, ...rest } = destinationView(d, now);
   return rest;
 }
 
-/** A destination as shown to operators and API clients: the secret is never shown back. */
-export function destinationView(d: DestinationRow): DestinationView {
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** A destination as shown to operators and API clients: no secret is ever shown back. */
+export function destinationView(d: DestinationRow, now = Date.now()): DestinationView {
+  const graceEnds = d.previous_secret_enc !== null && d.previous_secret_expires_at !== null && d.previous_secret_expires_at > now ? d.previous_secret_expires_at : null;
   return {
     id: d.id,
     site_id: d.site_id,
     url: d.url,
     events: JSON.parse(d.events) as string[],
     has_secret: d.secret_enc !== null,
+    signing_mode: d.signing_mode,
+    secret_rotated_at: iso(d.secret_rotated_at),
+    previous_secret_expires_at: iso(graceEnds),
     enabled: d.enabled === 1,
     disabled_reason: d.disabled_reason,
     description: d.description,

@@ -7,7 +7,8 @@ import { createGuardedDispatcher } from './guard.js';
 import { ATTEMPT_TIMEOUT_MS, sendSigned, type AttemptResult } from './sender.js';
 import { INSTANCE_ID, LaneLease } from '../workers/lane-lease.js';
 import { nextAttemptAt, type RetryPolicy } from './schedule.js';
-import { subscribes, signingKey } from './destinations.js';
+import { subscribes, signingChanged, signingKeys } from './destinations.js';
+import type { SigningKeys } from './signer.js';
 
 export interface DispatcherOptions {
   allowPrivate: boolean;
@@ -26,7 +27,7 @@ export interface DispatcherOptions {
 
 interface Lane {
   dest: DestinationRow;
-  key: string;
+  signing: SigningKeys;
   events: ReadonlySet<string> | 'all';
   queue: DeliveryRow[];
   /** Ids buffered or in flight: not to be loaded again until their outcome is committed. */
@@ -264,16 +265,15 @@ export class WebhookDispatcher {
     for (const d of dests) {
       seen.add(d.id);
       const lane = this.lanes.get(d.id);
-      const key = signingKey(this.store, d);
       const events = subscribedSet(d);
       if (lane) {
+        if (signingChanged(lane.dest, d)) lane.signing = signingKeys(this.store, d);
         lane.dest = d;
-        lane.key = key;
         lane.events = events;
       } else {
         this.lanes.set(d.id, {
           dest: d,
-          key,
+          signing: signingKeys(this.store, d),
           events,
           queue: [],
           known: new Set(),
@@ -356,7 +356,7 @@ export class WebhookDispatcher {
         lane.dest = dest ?? { ...lane.dest, enabled: 0 };
         return false;
       }
-      if (dest.secret_enc !== lane.dest.secret_enc) lane.key = signingKey(this.store, dest);
+      if (signingChanged(dest, lane.dest)) lane.signing = signingKeys(this.store, dest);
       if (dest.events !== lane.dest.events) lane.events = subscribedSet(dest);
       lane.dest = dest;
       const rows = await this.store.webhooks.due(lane.dest.id, Date.now(), limit);
@@ -399,7 +399,7 @@ export class WebhookDispatcher {
       dispatcher: this.http,
       url: lane.dest.url,
       body: d.payload,
-      key: lane.key,
+      signing: lane.signing,
       eventType: d.event_type,
       deliveryId: d.id,
     });

@@ -1,6 +1,6 @@
 import { request, type Dispatcher } from 'undici';
 import { VERSION } from '../version.js';
-import { sign } from './signing.js';
+import { signatureHeaders, svcKeys, type SigningKeys } from './signer.js';
 import { DESTINATION_REFUSED } from './guard.js';
 
 /** Total time of one attempt: connect, headers and body. */
@@ -19,20 +19,26 @@ export interface AttemptResult {
 export const USER_AGENT = `svc-webhooks/${VERSION} (+https://github.com/svc)`;
 
 /**
- * One signed delivery attempt: POST of the exact body bytes with
- * X-SVC-Signature (hex HMAC-SHA256 keyed by `key`), X-SVC-Event and
- * X-SVC-Delivery (stable across retries). Only a 2xx is a success; redirects
- * are not followed. Never throws.
+ * One signed delivery attempt: POST of the exact body bytes with the headers
+ * of `signatureHeaders` (X-SVC-Signature, X-SVC-Event, X-SVC-Delivery stable
+ * across retries; X-SVC-Signature-Next during a rotation; the Standard Webhooks
+ * headers in standard mode), signed at `now` (default the clock). `key` is
+ * short for svc-mode keys that were never rotated. Only a 2xx is a success;
+ * redirects are not followed. Never throws.
  */
-export async function sendSigned(opts: {
-  dispatcher: Dispatcher;
-  url: string;
-  body: string;
-  key: string;
-  eventType: string;
-  deliveryId: string;
-  timeoutMs?: number;
-}): Promise<AttemptResult> {
+export async function sendSigned(
+  opts: {
+    dispatcher: Dispatcher;
+    url: string;
+    body: string;
+    eventType: string;
+    deliveryId: string;
+    timeoutMs?: number;
+    now?: number;
+  } & ({ key: string } | { signing: SigningKeys }),
+): Promise<AttemptResult> {
+  const keys = 'signing' in opts ? opts.signing : svcKeys(opts.key);
+  const signed = signatureHeaders(keys, opts, opts.now ?? Date.now());
   const started = performance.now();
   const signal = AbortSignal.timeout(opts.timeoutMs ?? ATTEMPT_TIMEOUT_MS);
   const latency = () => Math.round(performance.now() - started);
@@ -46,9 +52,7 @@ export async function sendSigned(opts: {
       headers: {
         'content-type': 'application/json',
         'user-agent': USER_AGENT,
-        'x-svc-signature': sign(opts.body, opts.key),
-        'x-svc-event': opts.eventType,
-        'x-svc-delivery': opts.deliveryId,
+        ...signed,
       },
       body: opts.body,
     });

@@ -20,7 +20,8 @@ const TABLES: readonly Table[] = ['outbox', 'deliveries', 'adJobs', 'healthLog']
  * Keeps the work tables from growing without bound: every `intervalMs` it
  * deletes, in chunks of short write operations, the outbox rows fanned out,
  * the webhook deliveries and ad-platform jobs delivered, and the health-log
- * rows older than the retention. With several instances on one database the
+ * rows older than the retention; and it forgets the old webhook secrets of
+ * rotations whose grace period has ended. With several instances on one database the
  * pass runs in whichever instance holds the `janitor` lease.
  */
 export class Janitor extends PeriodicWorker<Record<Table, number>> {
@@ -50,6 +51,9 @@ export class Janitor extends PeriodicWorker<Record<Table, number>> {
         if (renewed !== true) await renewed;
       }
     }
+    // Keys of rotations whose grace period has ended sign nothing any more: forget them.
+    if (this.stopped || !this.lease.usable()) return done;
+    await this.store.write((tx) => tx.webhooks.clearExpiredPreviousSecrets(Date.now()));
     this.counters.passes++;
     const total = done.outbox + done.deliveries + done.adJobs + done.healthLog;
     this.counters.deleted += total;

@@ -311,7 +311,13 @@ describe('openapi.json', () => {
       '/api/pulse/v1/webhooks',
       '/api/pulse/v1/webhooks/{webhookId}',
       '/api/pulse/v1/webhooks/{webhookId}/deliveries',
+      '/api/pulse/v1/webhooks/{webhookId}/rotate-secret',
     ]);
+    // New request fields come from the zod schemas the document is generated from.
+    expect(doc.components.schemas.WebhookCreate.properties.signing_mode.enum).toEqual(['svc', 'standard']);
+    expect(doc.components.schemas.WebhookUpdate.properties.signing_mode.enum).toEqual(['svc', 'standard']);
+    expect(doc.components.schemas.WebhookSecretRotate.properties.grace_period_seconds).toMatchObject({ type: 'integer', minimum: 0, maximum: 604800 });
+    expect(doc.paths['/api/pulse/v1/webhooks/{webhookId}/rotate-secret'].post.responses['409']).toBeDefined();
     expect(doc.paths['/api/pulse/v1/profiles/query'].post['x-beta']).toBe(true);
     for (const code of ['400', '401', '403', '404', '429']) expect(doc.paths['/api/pulse/v1/profile'].get.responses[code]).toBeDefined();
     expect(doc.components.schemas.ProfileSnapshot.properties.identity).toBeDefined();

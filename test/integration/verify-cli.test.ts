@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -85,6 +86,81 @@ describe('svc verify', () => {
       expect(r.stdout).toBe('');
       expect(r.stderr).toMatch(c.err);
       expect(r.stderr.trimEnd().split('\n'), c.args.join(' ')).toHaveLength(1); // one line, no usage hint or stack
+    }
+  });
+});
+
+describe('svc verify --standard', () => {
+  let dir: string;
+  let file: string;
+  const std = `whsec_${Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')}`;
+  const json = '{"event":"conversion","site_id":"site_a","note":"caf\u00e9"}\n';
+  const wh = new Webhook(std);
+  const id = 'dlv_std_1';
+  const at = (offsetSeconds: number) => Math.floor(Date.now() / 1000) + offsetSeconds;
+  const signed = (ts: number) => wh.sign(id, new Date(ts * 1000), json);
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'svc-verify-std-'));
+    file = join(dir, 'body.json');
+    writeFileSync(file, json);
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  const verify = (args: string[], input?: Buffer) => svc(['verify', '--standard', ...args], input);
+
+  it('exits 0 for what the official library signs, from --file or stdin, with SVC_WEBHOOK_SECRET and --json', () => {
+    const ts = at(0);
+    expect(verify(['--secret', std, '--id', id, '--timestamp', String(ts), '--signature', signed(ts), '--file', file])).toEqual({ code: 0, stdout: 'signature valid\n', stderr: '' });
+    expect(verify(['--secret', std, '--id', id, '--timestamp', String(ts), '--signature', signed(ts)], Buffer.from(json)).code).toBe(0);
+    const r = svc(['verify', '--standard', '--id', id, '--timestamp', String(ts), '--signature', `v1a,AAAA ${signed(ts)}`, '--file', file, '--json'], undefined, { SVC_WEBHOOK_SECRET: std });
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ valid: true });
+  });
+
+  it('accepts a timestamp up to 5 minutes off and exits 1 past that, saying why', () => {
+    for (const off of [-290, 290]) {
+      expect(verify(['--secret', std, '--id', id, '--timestamp', String(at(off)), '--signature', signed(at(off)), '--file', file]).code).toBe(0);
+    }
+    for (const off of [-600, 600]) {
+      const r = verify(['--secret', std, '--id', id, '--timestamp', String(at(off)), '--signature', signed(at(off)), '--file', file]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toBe('svc: timestamp is more than 5 minutes away from now (replayed or delayed delivery, or a wrong clock)\n');
+    }
+    const stale = verify(['--secret', std, '--id', id, '--timestamp', String(at(-600)), '--signature', signed(at(-600)), '--file', file, '--json']);
+    expect(JSON.parse(stale.stdout)).toEqual({ valid: false, reason: 'timestamp_out_of_tolerance' });
+  });
+
+  it('exits 1 when the body, id, secret or signature differ', () => {
+    const ts = at(0);
+    const other = `whsec_${Buffer.from('fedcba9876543210fedcba9876543210').toString('base64')}`;
+    for (const r of [
+      verify(['--secret', std, '--id', id, '--timestamp', String(ts), '--signature', signed(ts)], Buffer.from(`${json} `)),
+      verify(['--secret', std, '--id', 'dlv_other', '--timestamp', String(ts), '--signature', signed(ts), '--file', file]),
+      verify(['--secret', other, '--id', id, '--timestamp', String(ts), '--signature', signed(ts), '--file', file]),
+      verify(['--secret', std, '--id', id, '--timestamp', String(ts), '--signature', new Webhook(other).sign(id, new Date(ts * 1000), json), '--file', file]),
+    ]) {
+      expect(r).toEqual({ code: 1, stdout: '', stderr: 'svc: signature does not match\n' });
+    }
+  });
+
+  it('exits 2 on usage errors, in one line', () => {
+    const ts = String(at(0));
+    const sig = signed(at(0));
+    const cases = [
+      { args: ['verify', '--standard', '--secret', std, '--timestamp', ts, '--signature', sig, '--file', file], err: /--standard needs --id/ },
+      { args: ['verify', '--standard', '--secret', std, '--id', id, '--signature', sig, '--file', file], err: /--standard needs --timestamp/ },
+      { args: ['verify', '--standard', '--secret', std, '--id', id, '--timestamp', '2026-11-25T12:00:00Z', '--signature', sig, '--file', file], err: /Unix time in whole seconds/ },
+      { args: ['verify', '--standard', '--secret', std, '--id', id, '--timestamp', ts, '--signature', 'deadbeef', '--file', file], err: /space-separated v1,<base64> values/ },
+      { args: ['verify', '--standard', '--secret', std, '--id', id, '--timestamp', ts, '--signature', 'v2,AAAA', '--file', file], err: /space-separated v1,<base64> values/ },
+      { args: ['verify', '--secret', secret, '--id', id, '--signature', signature, '--file', file], err: /--id and --timestamp go with --standard/ },
+    ];
+    for (const c of cases) {
+      const r = svc(c.args);
+      expect(r.code, c.args.join(' ')).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(c.err);
+      expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
     }
   });
 });

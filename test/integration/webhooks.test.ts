@@ -343,6 +343,7 @@ describe('operator CLI: destinations', () => {
     expect(id).toMatch(/^dst_/);
     expect(destination).toEqual({
       id, site_id: site, url: 'http://127.0.0.1:9/in', events: ['pageview', 'lead.captured'], has_secret: true, enabled: true,
+      signing_mode: 'svc', secret_rotated_at: null, previous_secret_expires_at: null,
       disabled_reason: null, description: 'CRM', created_at: expect.any(String), updated_at: expect.any(String),
     });
     expect(Date.parse(destination.created_at as string)).toBeGreaterThanOrEqual(before - 1000);

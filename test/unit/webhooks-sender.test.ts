@@ -62,6 +62,29 @@ describe('sendSigned against a real receiver on loopback', () => {
     expect(USER_AGENT).toContain(VERSION);
   });
 
+  it('svc mode sends byte for byte the headers it sent before signing modes existed, given a key or svc keys', async () => {
+    const raw: string[][] = [];
+    handler = (req, _body, res) => {
+      raw.push(req.rawHeaders);
+      res.writeHead(204).end();
+    };
+    const body = '{"a":1}';
+    await send(body);
+    await sendSigned({ dispatcher, url: `${base}/in`, body, signing: { mode: 'svc', current: 'whsec_unit', previous: null, previousUntil: null }, eventType: 'conversion', deliveryId: 'dlv_unit_1' });
+    // Recorded from the sender as it was before this change (host, connection and content-length come from undici).
+    const before = [
+      'host', base.slice('http://'.length),
+      'connection', 'keep-alive',
+      'content-type', 'application/json',
+      'user-agent', `svc-webhooks/${VERSION} (+https://github.com/svc)`,
+      'x-svc-signature', createHmac('sha256', 'whsec_unit').update(body).digest('hex'),
+      'x-svc-event', 'conversion',
+      'x-svc-delivery', 'dlv_unit_1',
+      'content-length', '7',
+    ];
+    expect(raw).toEqual([before, before]);
+  });
+
   it('keeps only a bounded excerpt of a large answer, and a non-2xx is a failed attempt', async () => {
     handler = (_req, _body, res) => res.writeHead(500).end('E'.repeat(100_000));
     const r = await send('{}');

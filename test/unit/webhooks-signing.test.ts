@@ -86,6 +86,6 @@ describe('verifySignature', () => {
   it('is exported by name from the package entry point', () => {
     expect(library.verifySignature).toBe(verifySignature);
     expect(library.sign).toBe(sign);
-    expect(Object.keys(library).sort()).toEqual(['CATALOGUE', 'EVENT_TYPES', 'sign', 'validatePayload', 'verifySignature']);
+    expect(Object.keys(library).sort()).toEqual(['CATALOGUE', 'EVENT_TYPES', 'sign', 'toStandardSecret', 'validatePayload', 'verifySignature', 'verifyStandardSignature', 'verifyWebhook']);
   });
 });

@@ -1,14 +1,8 @@
 import { z } from 'zod';
 import { AppError } from '../../http/errors.js';
-import {
-  destinationDescriptionSchema,
-  destinationSecretSchema,
-  destinationUrlSchema,
-  parseEventList,
-  publicDestinationSchema,
-  publicDestinationView,
-  validateDestinationUrl,
-} from '../../webhooks/destinations.js';
+import { destinationDescriptionSchema, destinationSecretSchema, destinationUrlSchema, publicDestinationSchema, publicDestinationView } from '../../webhooks/destinations.js';
+import { signingModeSchema } from '../../webhooks/signer.js';
+import { createDestination, gracePeriodSecondsSchema, rotateSecret, secretRotationSchema, updateDestination } from '../../domain/webhooks/destinations.js';
 import type { DestinationRow } from '../../store/webhooks.js';
 import { defineTool, type ToolContext } from '../tool.js';
 import { iso, limitInput } from './shared.js';
@@ -16,7 +10,7 @@ import { iso, limitInput } from './shared.js';
 const area = 'webhooks';
 
 const destinationSchema = publicDestinationSchema;
-const view = publicDestinationView;
+const view = (d: DestinationRow) => publicDestinationView(d);
 
 async function own(ctx: ToolContext, id: string): Promise<DestinationRow> {
   const d = await ctx.store.webhooks.destination(id);
@@ -43,7 +37,8 @@ export const webhooksList = defineTool({
 export const webhooksCreate = defineTool({
   name: 'webhooks_create',
   title: 'Add a webhook destination',
-  description: 'Adds a destination for signed webhook deliveries. The URL must be publicly routable; set a secret, or deliveries are signed with the public site_id.',
+  description:
+    'Adds a destination for signed webhook deliveries. The URL must be publicly routable; set a secret, or deliveries are signed with the public site_id. signing_mode standard adds the Standard Webhooks headers and needs a whsec_ secret.',
   area,
   scope: 'write',
   flags: { changesData: true, openWorld: true },
@@ -51,30 +46,25 @@ export const webhooksCreate = defineTool({
     url: destinationUrlSchema,
     events,
     secret: secret.optional(),
+    signing_mode: signingModeSchema.optional(),
     description: destinationDescriptionSchema.optional(),
   }),
   output: destinationSchema,
-  handler: async (ctx, input) => {
-    const list = parseEventList(input.events);
-    const url = await validateDestinationUrl(input.url, ctx.allowPrivateDestinations);
-    const secretEnc = input.secret ? ctx.store.secrets.seal(input.secret) : null;
-    const row = await ctx.store.write((tx) =>
-      tx.webhooks.createDestination({
-        siteId: ctx.grant.siteId,
-        url,
-        secretEnc,
-        events: list,
-        description: input.description ?? null,
-      }),
-    );
-    return view(row);
-  },
+  handler: async (ctx, input) =>
+    view(
+      await createDestination(
+        ctx.store,
+        { siteId: ctx.grant.siteId, url: input.url, events: input.events, secret: input.secret, signingMode: input.signing_mode, description: input.description },
+        { allowPrivate: ctx.allowPrivateDestinations },
+      ),
+    ),
 });
 
 export const webhooksUpdate = defineTool({
   name: 'webhooks_update',
   title: 'Change a webhook destination',
-  description: 'Changes URL, events, secret, description or enabled; enabling also clears the failure streak.',
+  description:
+    'Changes URL, events, secret, signing mode, description or enabled; enabling also clears the failure streak. A secret set here replaces the old one at once; webhooks_rotate_secret keeps the old one valid for a grace period.',
   area,
   scope: 'write',
   flags: { changesData: true, idempotent: true, openWorld: true },
@@ -82,21 +72,46 @@ export const webhooksUpdate = defineTool({
     id: destinationId,
     url: destinationUrlSchema.optional(),
     events: events.optional(),
-    secret: secret.nullable().optional().describe('New signing secret; null signs with the site_id again (not recommended).'),
+    secret: secret.nullable().optional().describe('New signing secret; null signs with the site_id again (not recommended; refused in standard mode).'),
+    signing_mode: signingModeSchema.optional(),
     enabled: z.boolean().optional(),
     description: destinationDescriptionSchema.nullable().optional(),
   }),
   output: destinationSchema,
-  handler: async (ctx, input) => {
-    const d = await own(ctx, input.id);
-    const patch: Parameters<typeof ctx.store.webhooks.updateDestination>[1] = {};
-    if (input.url !== undefined) patch.url = await validateDestinationUrl(input.url, ctx.allowPrivateDestinations);
-    if (input.events !== undefined) patch.events = parseEventList(input.events);
-    if (input.secret !== undefined) patch.secretEnc = input.secret === null ? null : ctx.store.secrets.seal(input.secret);
-    if (input.enabled !== undefined) patch.enabled = input.enabled;
-    if (input.description !== undefined) patch.description = input.description;
-    return view((await ctx.store.write((tx) => tx.webhooks.updateDestination(d.id, patch)))!);
-  },
+  handler: async (ctx, input) =>
+    view(
+      await updateDestination(
+        ctx.store,
+        { id: input.id, owner: { siteId: ctx.grant.siteId } },
+        {
+          url: input.url,
+          events: input.events,
+          secret: input.secret,
+          signingMode: input.signing_mode,
+          enabled: input.enabled,
+          description: input.description,
+        },
+        { allowPrivate: ctx.allowPrivateDestinations },
+      ),
+    ),
+});
+
+export const webhooksRotateSecret = defineTool({
+  name: 'webhooks_rotate_secret',
+  title: 'Rotate a webhook secret',
+  description:
+    'Gives a destination a new signing secret (generated unless given) and returns it this once. The old secret keeps signing every delivery beside the new one for the grace period (default 24 h), so receivers that know either accept them; it is never shown again.',
+  area,
+  scope: 'admin',
+  flags: { changesData: true, issuesCredentials: true },
+  input: z.object({
+    id: destinationId,
+    secret: secret.optional().describe('The new secret (default: whsec_ and 32 random bytes in base64); whsec_<base64> in standard mode.'),
+    grace_period_seconds: gracePeriodSecondsSchema.optional(),
+  }),
+  output: secretRotationSchema,
+  handler: (ctx, input) =>
+    rotateSecret(ctx.store, { id: input.id, owner: { siteId: ctx.grant.siteId } }, { secret: input.secret, gracePeriodSeconds: input.grace_period_seconds }),
 });
 
 export const webhooksDelete = defineTool({

@@ -946,4 +946,17 @@ CREATE TABLE campaign_runs (
 CREATE UNIQUE INDEX campaign_runs_campaign ON campaign_runs (campaign_id, seq);
 `,
   },
+  {
+    version: 10,
+    name: 'webhooks: per-destination signing mode (svc or Standard Webhooks) and secret rotation with a grace period',
+    sql: `
+-- signing_mode: svc sends X-SVC-Signature only; standard adds webhook-id, webhook-timestamp and webhook-signature.
+-- previous_secret_enc: the sealed key before the last rotation (the site_id when there was no secret), which
+-- still signs deliveries until previous_secret_expires_at (ms); the janitor clears both once that has passed.
+ALTER TABLE destinations ADD COLUMN signing_mode TEXT NOT NULL DEFAULT 'svc' CHECK (signing_mode IN ('svc','standard'));
+ALTER TABLE destinations ADD COLUMN previous_secret_enc TEXT;
+ALTER TABLE destinations ADD COLUMN previous_secret_expires_at BIGINT;
+ALTER TABLE destinations ADD COLUMN secret_rotated_at BIGINT;
+`,
+  },
 ];
