@@ -1,6 +1,12 @@
 import { readFileSync } from 'node:fs';
 
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { name: string; version: string; license: string };
+
+/** The npm package name (scoped: the bare `svc` on the registry is someone else's). The command it installs is `svc`. */
+export const PACKAGE_NAME: string = pkg.name;
+
 /** The package version, read once from package.json. */
-export const VERSION: string = (
-  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
-).version;
+export const VERSION: string = pkg.version;
+
+/** The package's SPDX license identifier; openapi.json states the same. */
+export const LICENSE: string = pkg.license;

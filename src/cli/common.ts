@@ -4,7 +4,7 @@ import { loadConfig, type Config } from '../config.js';
 import { AppError } from '../http/errors.js';
 import type { Store } from '../store/store.js';
 import { openConfiguredStore } from '../store/open.js';
-import { validationError } from '../http/zod-error.js';
+import { configError } from './config-error.js';
 
 /** Adds `--data DIR` and `--database-url URL` to a command. */
 export function withData(cmd: Command): Command {
@@ -23,7 +23,7 @@ export function configFrom(flags: Partial<Record<keyof Config, unknown>>): Confi
   try {
     return loadConfig(flags);
   } catch (err) {
-    if (err instanceof ZodError) throw validationError(err);
+    if (err instanceof ZodError) throw configError(err, flags);
     throw err;
   }
 }

@@ -60,7 +60,10 @@ export async function main(argv: string[]): Promise<number> {
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (err) {
     if (err instanceof CommanderError) {
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
+      // --help, --version and `svc help` succeed; a group named without its subcommand (`svc`, `svc webhooks`)
+      // prints its help on stderr and is a usage error like any other.
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return 0;
+      if (err.code === 'commander.help') return err.exitCode === 0 ? 0 : 2;
       return 2;
     }
     if (err instanceof AppError) {

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Command } from 'commander';
-import { VERSION } from '../version.js';
+import { PACKAGE_NAME, VERSION } from '../version.js';
 import { print, storeConfig, usageError, withData } from './common.js';
 
 interface RunOpts {
@@ -84,7 +84,7 @@ export function registerPlugin(program: Command): void {
     .option('--token <token>', 'the MCP token (default SVC_MCP_TOKEN; else a variable reference where the client expands one)')
     .option('--data <dir>', 'stdio without --url: the data directory (default SVC_DATA_DIR or ./.svc, made absolute)')
     .option('--database-url <url>', 'stdio without --url: PostgreSQL instead of the data directory')
-    .option('--local', 'a stdio entry that runs this installation (node and its bin/svc.js, absolute paths) instead of npx -y svc@<version>, e.g. from a clone (implies --stdio)')
+    .option('--local', `a stdio entry that runs this installation (node and its bin/svc.js, absolute paths) instead of npx -y ${PACKAGE_NAME}@<version>, e.g. from a clone (implies --stdio)`)
     .action(async (opts: { client: string; stdio?: boolean; url?: string; token?: string; data?: string; databaseUrl?: string; local?: boolean }) => {
       const [{ MCP_CLIENTS, mcpConfigEntry }, { PACKAGE_ROOT }] = await Promise.all([import('../plugin/mcp-config.js'), import('../plugin/skills.js')]);
       const client = MCP_CLIENTS.find((c) => c === opts.client);
@@ -96,7 +96,7 @@ export function registerPlugin(program: Command): void {
         token: opts.token ?? (process.env.SVC_MCP_TOKEN || undefined),
         data: opts.data,
         databaseUrl: opts.databaseUrl,
-        version: VERSION,
+        package: `${PACKAGE_NAME}@${VERSION}`,
         local: opts.local ? { node: process.execPath, bin: path.join(PACKAGE_ROOT, 'bin', 'svc.js') } : undefined,
       });
       process.stdout.write(`${JSON.stringify(entry, null, 2)}\n`);

@@ -12,6 +12,7 @@ export const ERROR_CODES = {
   insufficient_scope: 403,
   not_found: 404,
   method_not_allowed: 405,
+  not_acceptable: 406,
   identity_conflict: 409,
   conflict: 409,
   payload_too_large: 413,

@@ -14,10 +14,10 @@ export interface McpConfigOptions {
   /** Local stdio mode: the data directory, or a PostgreSQL URL. */
   data?: string;
   databaseUrl?: string;
-  /** The package version `npx -y svc@<version>` pins. */
-  version: string;
+  /** The package spec `npx -y` fetches and runs: `@svc-hq/svc@<version>` (the package's own name and version). */
+  package: string;
   /**
-   * Run this installation (`<node> <bin/svc.js>`) instead of `npx -y svc@<version>`:
+   * Run this installation (`<node> <bin/svc.js>`) instead of `npx -y <package>`:
    * for a clone or a global install, where the pinned version is not on the registry.
    */
   local?: { node: string; bin: string };
@@ -58,7 +58,7 @@ export function mcpConfigEntry(o: McpConfigOptions): { mcpServers: Record<string
     const headers = { Authorization: `Bearer ${token}` };
     return { mcpServers: { svc: o.client === 'cursor' ? { url, headers } : { type: 'http', url, headers } } };
   }
-  const args = o.local ? [o.local.bin, 'plugin', 'run'] : ['-y', `svc@${o.version}`, 'plugin', 'run'];
+  const args = o.local ? [o.local.bin, 'plugin', 'run'] : ['-y', o.package, 'plugin', 'run'];
   if (o.url !== undefined) args.push('--url', base(o.url));
   else if (o.databaseUrl !== undefined) args.push('--database-url', o.databaseUrl);
   else args.push('--data', path.resolve(o.data ?? process.env.SVC_DATA_DIR ?? './.svc'));

@@ -201,16 +201,18 @@ function readJson(file: string, problems: string[], label: string): Record<strin
   }
 }
 
-/** The version `npx -y svc@<version> plugin run` pins: the package's own. */
-export function packageVersion(root: string): string {
-  return (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string }).version;
+/** What `npx -y <spec> plugin run` fetches: the package's own name and version (`@svc-hq/svc@0.1.0`). */
+export function packageSpec(root: string): string {
+  const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { name?: unknown; version?: unknown };
+  if (typeof pkg.name !== 'string' || typeof pkg.version !== 'string') throw new Error('package.json has no name or version');
+  return `${pkg.name}@${pkg.version}`;
 }
 
 /** The expected server entries of plugin/.mcp.json. */
-export function pluginMcpServers(version: string): Record<string, unknown> {
+export function pluginMcpServers(spec: string): Record<string, unknown> {
   return {
     svc: { type: 'http', url: '${SVC_URL}/api/mcp', headers: { Authorization: 'Bearer ${SVC_MCP_TOKEN}' } },
-    'svc-local': { type: 'stdio', command: 'npx', args: ['-y', `svc@${version}`, 'plugin', 'run'] },
+    'svc-local': { type: 'stdio', command: 'npx', args: ['-y', spec, 'plugin', 'run'] },
   };
 }
 
@@ -234,14 +236,14 @@ function checkMcpConfig(root: string, problems: string[]): void {
   const raw = readJson(path.join(root, label), problems, label);
   if (!raw) return;
   const servers = (raw.mcpServers ?? raw) as Record<string, unknown>;
-  let version: string;
+  let spec: string;
   try {
-    version = packageVersion(root);
+    spec = packageSpec(root);
   } catch {
-    problems.push('package.json: missing or unreadable (the stdio server entry pins its version)');
+    problems.push('package.json: missing or unreadable (the stdio server entry pins its name and version)');
     return;
   }
-  const want = pluginMcpServers(version);
+  const want = pluginMcpServers(spec);
   for (const [name, entry] of Object.entries(want)) {
     if (JSON.stringify(servers[name]) !== JSON.stringify(entry)) {
       problems.push(`${label}: server ${name} must be ${JSON.stringify(entry)}; found ${JSON.stringify(servers[name] ?? null)}`);

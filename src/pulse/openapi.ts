@@ -1,118 +1,131 @@
-import { z } from 'zod';
-import { VERSION } from '../version.js';
+import { LICENSE, PACKAGE_NAME, VERSION } from '../version.js';
 import { errorSchema } from './schemas.js';
-import { ROUTES } from './routes.js';
+import { ROUTES, type RouteSpec } from './routes.js';
 import { RULE_DOC_SCHEMAS } from '../domain/segments/rules.js';
+import { componentSchemas, idOf, queryParameters, ref, type JsonSchema } from './openapi-schemas.js';
+import { WEBHOOK_HEADER_PARAMETERS, WEBHOOK_PAYLOAD_SCHEMAS, webhookOperations } from './openapi-webhooks.js';
 
 const ERROR_TEXT: Record<number, string> = {
-  400: 'bad_request: missing, conflicting or invalid input',
+  400: 'bad_request: missing, conflicting or invalid input; details.field names it',
   401: 'unauthorized: missing, malformed, unknown or revoked key',
   403: 'insufficient_scope: the key lacks the scope this needs',
-  404: 'not_found: no profile, segment or subscription matches',
+  404: 'not_found: no profile, segment or subscription matches (or it belongs to another site or key)',
+  406: 'not_acceptable: the Accept header excludes application/json',
   409: 'conflict: the request clashes with the current state (e.g. a rotation still in its grace period)',
+  413: 'payload_too_large: the JSON body is over 64 KiB; nothing was stored',
   422: 'destination_refused: the URL is not publicly routable',
   429: 'rate_limited: over the per-key rate limit; see Retry-After',
+  503: 'service_unavailable: the store is unreachable; nothing was stored, retry after Retry-After',
 };
 
-const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
+const header = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
-function idOf(schema: z.ZodType): string {
-  const id = (schema.meta() as { id?: string } | undefined)?.id;
-  if (!id) throw new Error('every schema in openapi.json needs .meta({ id })');
-  return id;
+const HEADERS: Record<string, JsonSchema> = {
+  RetryAfter: { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } },
+  RateLimitLimit: { description: 'Requests the key may make in a burst on this route.', schema: { type: 'integer' } },
+  RateLimitRemaining: { description: 'Requests left in the current burst.', schema: { type: 'integer' } },
+  RateLimitReset: { description: 'Seconds until the bucket is full again.', schema: { type: 'integer' } },
+  RateLimitPolicy: { description: 'The policy: burst, window, sustained rate and its name.', schema: { type: 'string' } },
+  WwwAuthenticate: { description: 'Bearer challenge (RFC 6750).', schema: { type: 'string' } },
+};
+
+const rateHeaders = {
+  'RateLimit-Limit': header('RateLimitLimit'),
+  'RateLimit-Remaining': header('RateLimitRemaining'),
+  'RateLimit-Reset': header('RateLimitReset'),
+  'RateLimit-Policy': header('RateLimitPolicy'),
+};
+
+function errorResponse(code: number): JsonSchema {
+  const headers =
+    code === 429
+      ? { 'Retry-After': header('RetryAfter'), ...rateHeaders }
+      : code === 503
+        ? { 'Retry-After': header('RetryAfter') }
+        : code === 401
+          ? { 'WWW-Authenticate': header('WwwAuthenticate') }
+          : undefined;
+  return {
+    description: ERROR_TEXT[code] ?? 'error',
+    ...(headers ? { headers } : {}),
+    content: { 'application/json': { schema: ref('Error') } },
+  };
+}
+
+function successResponse(r: RouteSpec): JsonSchema {
+  if (!r.response) return { description: 'Done; no body.', headers: rateHeaders };
+  const description = (r.response.meta() as { description?: string } | undefined)?.description ?? r.summary;
+  return { description, headers: rateHeaders, content: { 'application/json': { schema: ref(idOf(r.response)) } } };
+}
+
+function operation(r: RouteSpec): JsonSchema {
+  const parameters: unknown[] = [];
+  for (const [name, description] of Object.entries(r.params ?? {})) {
+    parameters.push({ name, in: 'path', required: true, description, schema: { type: 'string', minLength: 1, maxLength: 128 } });
+  }
+  if (r.query) parameters.push(...queryParameters(r.query));
+  // Every route may also answer 503 (store unreachable); routes with a body 413 (over 64 KiB).
+  const codes = [...new Set([...r.errors, ...(r.body ? [413] : []), 503])].sort((a, b) => a - b);
+  return {
+    operationId: r.operationId,
+    summary: r.beta ? `${r.summary} (beta)` : r.summary,
+    description: `${r.description}\n\nScope: ${r.scope}. Rate limit per key: ${r.limit.rate} requests per ${r.limit.windowMs / 1000} s, burst ${r.limit.burst}.`,
+    tags: [r.path.startsWith('/webhooks') ? 'webhooks' : r.path.startsWith('/profiles') ? 'query' : 'profiles'],
+    ...(r.beta ? { 'x-beta': true } : {}),
+    security: [{ apiKey: [r.scope] }],
+    ...(parameters.length ? { parameters } : {}),
+    ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: ref(idOf(r.body)) } } } } : {}),
+    responses: {
+      [String(r.status)]: successResponse(r),
+      ...Object.fromEntries(codes.map((c) => [String(c), errorResponse(c)])),
+    },
+  };
 }
 
 /**
- * The OpenAPI 3.1 document of /api/pulse/v1, generated from ROUTES and the
- * zod schemas that validate the requests (JSON Schema 2020-12 is OpenAPI
- * 3.1's own dialect, so z.toJSONSchema output is used as is).
+ * The OpenAPI 3.1 document of /api/pulse/v1, generated from ROUTES and the zod
+ * schemas that validate the requests (JSON Schema 2020-12 is OpenAPI 3.1's own
+ * dialect, so z.toJSONSchema output is used as is). Its top-level `webhooks`
+ * describe what svc sends: every event type of the catalogue with its payload
+ * schema and delivery headers, so receivers can generate their types too.
  */
 export function buildOpenApi(): Record<string, unknown> {
-  const registry = z.registry<{ id: string }>();
-  const add = (s: z.ZodType) => {
-    if (!registry.has(s)) registry.add(s, { id: idOf(s) });
-  };
-  add(errorSchema);
-  for (const s of RULE_DOC_SCHEMAS) add(s);
-  for (const r of ROUTES) {
-    if (r.body) add(r.body);
-    if (r.response) add(r.response);
-  }
-  const components = z.toJSONSchema(registry, { uri: (id) => `#/components/schemas/${id}`, io: 'input', unrepresentable: 'any' }) as {
-    schemas: Record<string, Record<string, unknown>>;
-  };
-  for (const s of Object.values(components.schemas)) delete s.$schema;
-  // Fields validated by code rather than by a zod shape (the rule language) name
-  // the schema that documents them; point them at it.
-  const link = (node: unknown): void => {
-    if (!node || typeof node !== 'object') return;
-    const o = node as Record<string, unknown>;
-    const target = o['x-schema-ref'];
-    if (typeof target === 'string') {
-      delete o['x-schema-ref'];
-      o.$ref = `#/components/schemas/${target}`;
-    }
-    for (const v of Object.values(o)) link(v);
-  };
-  link(components.schemas);
-
+  const schemas = componentSchemas([
+    errorSchema,
+    ...RULE_DOC_SCHEMAS,
+    ...ROUTES.flatMap((r) => [r.body, r.response].filter((s) => s != null)),
+    ...WEBHOOK_PAYLOAD_SCHEMAS,
+  ]);
   const paths: Record<string, Record<string, unknown>> = {};
-  for (const r of ROUTES) {
-    const parameters: unknown[] = [];
-    for (const [name, description] of Object.entries(r.params ?? {})) {
-      parameters.push({ name, in: 'path', required: true, description, schema: { type: 'string' } });
-    }
-    if (r.query) {
-      const q = z.toJSONSchema(r.query, { io: 'input' }) as { properties?: Record<string, Record<string, unknown>>; required?: string[] };
-      for (const [name, schema] of Object.entries(q.properties ?? {})) {
-        const { description, ...rest } = schema;
-        parameters.push({ name, in: 'query', required: q.required?.includes(name) ?? false, description, schema: rest });
-      }
-    }
-    const responses: Record<string, unknown> = {};
-    responses[String(r.status)] = r.response
-      ? { description: 'OK', content: { 'application/json': { schema: ref(idOf(r.response)) } } }
-      : { description: 'Done; no body.' };
-    for (const code of r.errors) {
-      responses[String(code)] = {
-        description: ERROR_TEXT[code] ?? 'error',
-        content: { 'application/json': { schema: ref('Error') } },
-        ...(code === 429
-          ? { headers: { 'Retry-After': { description: 'Seconds to wait.', schema: { type: 'integer' } } } }
-          : {}),
-      };
-    }
-    const path = `/api/pulse/v1${r.path}`;
-    paths[path] ??= {};
-    paths[path][r.method] = {
-      operationId: r.operationId,
-      summary: r.beta ? `${r.summary} (beta)` : r.summary,
-      description: `${r.description}\n\nScope: ${r.scope}. Rate limit per key: ${r.limit.rate} requests per ${r.limit.windowMs / 1000} s, burst ${r.limit.burst}.`,
-      tags: [r.path.startsWith('/webhooks') ? 'webhooks' : r.path.startsWith('/profiles') ? 'query' : 'profiles'],
-      ...(r.beta ? { 'x-beta': true } : {}),
-      security: [{ apiKey: [r.scope] }],
-      parameters,
-      ...(r.body
-        ? { requestBody: { required: true, content: { 'application/json': { schema: ref(idOf(r.body)) } } } }
-        : {}),
-      responses,
-    };
-  }
+  for (const r of ROUTES) (paths[`/api/pulse/v1${r.path}`] ??= {})[r.method] = operation(r);
   paths['/api/pulse/v1/openapi.json'] = {
     get: {
       operationId: 'getOpenApi',
       summary: 'This document',
       description: 'No key needed.',
+      tags: ['profiles'],
       security: [],
-      responses: { '200': { description: 'The OpenAPI 3.1 description.', content: { 'application/json': { schema: { type: 'object' } } } } },
+      responses: {
+        '200': {
+          description: 'The OpenAPI 3.1 description.',
+          content: {
+            'application/json': {
+              schema: { type: 'object', required: ['openapi', 'info'], properties: { openapi: { type: 'string' }, info: { type: 'object' } }, additionalProperties: true },
+            },
+          },
+        },
+        '406': errorResponse(406),
+      },
     },
   };
   return {
     openapi: '3.1.0',
     info: {
       title: 'svc profile REST API',
-      version: `v1 (svc ${VERSION})`,
-      description: 'Read profiles and segments at decision time. Authenticate with Authorization: Bearer pls_live_...',
+      version: `v1 (${PACKAGE_NAME} ${VERSION})`,
+      description:
+        'Read profiles and segments at decision time, query profiles by rule and manage key-scoped webhook subscriptions. Authenticate with Authorization: Bearer pls_live_... . The `webhooks` section describes the signed deliveries svc sends to your endpoints.',
+      license: { name: LICENSE, identifier: LICENSE },
     },
     servers: [{ url: '/' }],
     security: [{ apiKey: [] }],
@@ -120,10 +133,14 @@ export function buildOpenApi(): Record<string, unknown> {
       { name: 'profiles', description: 'Profile snapshots and segment members.' },
       { name: 'query', description: 'Rule queries (beta).' },
       { name: 'webhooks', description: 'Key-scoped webhook subscriptions (beta).' },
+      { name: 'events', description: 'The webhook deliveries svc sends, one per event type.' },
     ],
     paths,
+    webhooks: webhookOperations(),
     components: {
-      schemas: components.schemas,
+      schemas,
+      parameters: WEBHOOK_HEADER_PARAMETERS,
+      headers: HEADERS,
       securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'A pls_live_ key minted with `svc key mint`.' } },
     },
   };

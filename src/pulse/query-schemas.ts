@@ -16,4 +16,4 @@ export const profilesQueryPageSchema = z
     next_cursor: z.string().nullable(),
     evaluated_at: z.string().describe('The instant time windows are measured from; fixed for all pages of one query.'),
   })
-  .meta({ id: 'ProfilesQueryPage' });
+  .meta({ id: 'ProfilesQueryPage', description: 'Profile ids the rule matches, in ascending id order (keyset-paginated).' });

@@ -32,7 +32,8 @@ export function createPulseRouter(store: Store, deps: Omit<PulseDeps, 'store'>):
   const router = express.Router();
   const full: PulseDeps = { store, ...deps };
   const openapi = buildOpenApi();
-  router.get('/openapi.json', (_req, res) => {
+  router.get('/openapi.json', (req, res) => {
+    if (!req.accepts('application/json')) throw new AppError('not_acceptable', 'openapi.json is served as application/json only; accept it (or */*)');
     res.json(openapi);
   });
   const jsonBody = express.json({ limit: '64kb', strict: true, type: () => true });

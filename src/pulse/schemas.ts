@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { profileSnapshotSchema } from '../domain/profiles/schema.js';
+import { EVENT_TYPES } from '../webhooks/catalogue.js';
 import { destinationDescriptionSchema, destinationSecretSchema, destinationUrlSchema, publicDestinationSchema } from '../webhooks/destinations.js';
 import { signingModeSchema } from '../webhooks/signer.js';
 import { gracePeriodSecondsSchema, secretRotationSchema } from '../domain/webhooks/destinations.js';
@@ -60,10 +61,16 @@ export const memberPageSchema = z
   })
   .meta({ id: 'SegmentMemberPage', description: 'Profile ids of a segment in ascending id order (keyset-paginated).' });
 
+/** An event type a subscription names, or `all`: generated clients get the list as an enum. */
+const subscribedEvent = z.enum(['all', ...EVENT_TYPES], {
+  error: (issue) => `unknown event type ${JSON.stringify(issue.input)}; known: ${EVENT_TYPES.join(', ')}, or all`,
+});
+const subscribedEvents = z.array(subscribedEvent).min(1).max(50);
+
 export const webhookCreateSchema = z
   .strictObject({
     url: destinationUrlSchema,
-    events: z.array(z.string()).min(1).max(50).describe('Event types, or ["all"].'),
+    events: subscribedEvents.describe('Event types, or ["all"].'),
     secret: destinationSecretSchema.optional(),
     signing_mode: signingModeSchema.optional(),
     description: destinationDescriptionSchema.optional(),
@@ -73,7 +80,7 @@ export const webhookCreateSchema = z
 export const webhookUpdateSchema = z
   .strictObject({
     url: destinationUrlSchema.optional(),
-    events: z.array(z.string()).min(1).max(50).optional(),
+    events: subscribedEvents.optional().describe('Event types, or ["all"].'),
     secret: destinationSecretSchema
       .nullable()
       .optional()
@@ -96,7 +103,7 @@ export const webhookRotateSchema = z
 export const webhookSchema = publicDestinationSchema
   .meta({ id: 'Webhook', description: 'A webhook subscription owned by the calling key. The secret is never returned.' });
 
-export const webhookListSchema = z.object({ webhooks: z.array(webhookSchema) }).meta({ id: 'WebhookList' });
+export const webhookListSchema = z.object({ webhooks: z.array(webhookSchema) }).meta({ id: 'WebhookList', description: 'The webhook subscriptions of the calling key.' });
 
 export const deliveriesQuerySchema = z
   .strictObject({ limit, failed: z.enum(['true', 'false']).optional().describe('true: failed attempts only.') })

@@ -86,6 +86,72 @@ describe('svc CLI', () => {
     }
   });
 
+  it('says what a bad typed setting must be in one line of our words, naming the flag or the variable', () => {
+    const dir = tempDir();
+    const cases: [string[], Record<string, string>, string][] = [
+      [['serve', '--port', 'abc'], {}, 'svc: --port: "abc" must be a whole number from 0 to 65535\n'],
+      [['serve', '--port', '1.5'], {}, 'svc: --port: "1.5" must be a whole number from 0 to 65535\n'],
+      [['serve', '--port', '70000'], {}, 'svc: --port: "70000" must be a whole number from 0 to 65535\n'],
+      [['serve', '--host', ''], {}, 'svc: --host: "" must not be empty\n'],
+      [['serve', '--database-url', 'mysql://u:secret@db/x'], {}, 'svc: --database-url: must be a postgres:// URL\n'],
+      [['site', 'list'], { SVC_PORT: 'abc' }, 'svc: SVC_PORT: "abc" must be a whole number from 0 to 65535\n'],
+      [['site', 'list'], { SVC_TRUST_PROXY: 'maybe' }, 'svc: SVC_TRUST_PROXY: "maybe" must be one of 0, 1, true, false, yes, no, on, off\n'],
+      [['site', 'list'], { SVC_DATABASE_POOL_SIZE: '0' }, 'svc: SVC_DATABASE_POOL_SIZE: "0" must be a whole number from 1 to 1000\n'],
+      [['site', 'list'], { SVC_LANE_LEASE_MS: '5' }, 'svc: SVC_LANE_LEASE_MS: "5" must be a whole number of at least 10000\n'],
+      [['site', 'list'], { SVC_RETENTION_DAYS: '-1' }, 'svc: SVC_RETENTION_DAYS: "-1" must be a number above 0\n'],
+      [['site', 'list'], { SVC_SQLITE_SYNCHRONOUS: 'fast' }, 'svc: SVC_SQLITE_SYNCHRONOUS: "fast" must be one of full, full-inline, normal\n'],
+    ];
+    for (const [args, env, stderr] of cases) {
+      const r = cli([...args, '--data', dir], { env });
+      expect({ code: r.code, stderr: r.stderr, stdout: r.stdout }, args.join(' ')).toEqual({ code: 2, stderr, stdout: '' });
+    }
+    cleanup(dir);
+  });
+
+  it('prints the help of a command group named without a subcommand on stderr and exits 2, like every usage error', async () => {
+    for (const args of [[], ['webhooks']]) {
+      const r = cli(args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toContain(`Usage: svc ${args.join(' ')}`.trim());
+    }
+    // Every group of the tree, in process: help on stderr, exit 2. `svc help` and --help still exit 0.
+    const groups: string[][] = [[]];
+    const walk = (c: Command, pre: string[]) => {
+      for (const sub of c.commands) {
+        if (sub.commands.length > 0) groups.push([...pre, sub.name()]);
+        walk(sub, [...pre, sub.name()]);
+      }
+    };
+    walk(buildProgram(), []);
+    expect(groups.length).toBeGreaterThan(10);
+    let err = '';
+    let out = '';
+    const spyErr = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      err += String(chunk);
+      return true;
+    });
+    const spyOut = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      out += String(chunk);
+      return true;
+    });
+    try {
+      for (const g of groups) {
+        err = '';
+        out = '';
+        expect(await main(['node', 'svc', ...g]), g.join(' ')).toBe(2);
+        expect(err, g.join(' ')).toContain(`Usage: svc ${g.join(' ')}`.trimEnd());
+        expect(out, g.join(' ')).toBe('');
+      }
+      out = '';
+      expect(await main(['node', 'svc', 'help', 'webhooks'])).toBe(0);
+      expect(out).toContain('Usage: svc webhooks');
+    } finally {
+      spyErr.mockRestore();
+      spyOut.mockRestore();
+    }
+  });
+
   it('has --help on every command of the tree, exiting 0', async () => {
     const paths: string[][] = [];
     const walk = (c: Command, pre: string[]) => {
@@ -143,10 +209,11 @@ describe('svc CLI', () => {
     const dir = tempDir();
     const bad = 'postgres://postgres@127.0.0.1:5432/test?sslmode=bogus';
     for (const args of [['serve', '--port', '0'], ['site', 'list'], ['migrate'], ['stats', '--site', 'site_x']]) {
-      for (const r of [cli([...args, '--data', dir, '--database-url', bad]), cli([...args, '--data', dir], { env: { SVC_DATABASE_URL: bad } })]) {
-        expect(r.code, args.join(' ')).toBe(2);
-        expect(r.stderr).toBe('svc: databaseUrl: sslmode must be one of disable, prefer, require, verify-ca, verify-full, no-verify\n');
-      }
+      const flag = cli([...args, '--data', dir, '--database-url', bad]);
+      const env = cli([...args, '--data', dir], { env: { SVC_DATABASE_URL: bad } });
+      // Named as the user gave it; the URL itself (it may hold a password) is never repeated.
+      expect({ code: flag.code, stderr: flag.stderr }, args.join(' ')).toEqual({ code: 2, stderr: 'svc: --database-url: sslmode must be one of disable, prefer, require, verify-ca, verify-full, no-verify\n' });
+      expect({ code: env.code, stderr: env.stderr }, args.join(' ')).toEqual({ code: 2, stderr: 'svc: SVC_DATABASE_URL: sslmode must be one of disable, prefer, require, verify-ca, verify-full, no-verify\n' });
     }
     // Port 1 on loopback: nothing listens, the connection is refused.
     const down = 'postgres://postgres@127.0.0.1:1/test';

@@ -303,10 +303,12 @@ describe('svc plugin validate and svc mcp config', () => {
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({ mcpServers: { svc: { type: 'http', url: 'https://svc.example.com/api/mcp', headers: { Authorization: 'Bearer mcpt_t' } } } });
     const d = cli(['mcp', 'config', '--client', 'claude-desktop', '--stdio', '--token', 'mcpt_t', '--data', dataDir]);
-    const version = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version;
-    expect(JSON.parse(d.stdout).mcpServers.svc).toEqual({ command: 'npx', args: ['-y', `svc@${version}`, 'plugin', 'run', '--data', path.resolve(dataDir)], env: { SVC_MCP_TOKEN: 'mcpt_t' } });
+    const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+    expect(pkg.name).toBe('@svc-hq/svc'); // the bare name svc on the registry is an unrelated package
+    const spec = `${pkg.name}@${pkg.version}`;
+    expect(JSON.parse(d.stdout).mcpServers.svc).toEqual({ command: 'npx', args: ['-y', spec, 'plugin', 'run', '--data', path.resolve(dataDir)], env: { SVC_MCP_TOKEN: 'mcpt_t' } });
     const cursor = cli(['mcp', 'config', '--client', 'cursor', '--stdio', '--url', svc.url]);
-    expect(JSON.parse(cursor.stdout).mcpServers.svc).toEqual({ command: 'npx', args: ['-y', `svc@${version}`, 'plugin', 'run', '--url', svc.url], env: { SVC_MCP_TOKEN: '${env:SVC_MCP_TOKEN}' } });
+    expect(JSON.parse(cursor.stdout).mcpServers.svc).toEqual({ command: 'npx', args: ['-y', spec, 'plugin', 'run', '--url', svc.url], env: { SVC_MCP_TOKEN: '${env:SVC_MCP_TOKEN}' } });
     const bad = cli(['mcp', 'config', '--client', 'vscode']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/not one of claude-desktop, claude-code, cursor/);

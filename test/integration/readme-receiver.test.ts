@@ -17,11 +17,11 @@ describe('the README express receiver', () => {
   let port = 0;
 
   beforeAll(async () => {
-    expect(example).toContain("import { verifySignature } from 'svc';");
+    expect(example).toContain("import { verifySignature } from '@svc-hq/svc';");
     expect(example).toContain(LISTEN);
     dir = tempDir('svc-readme-rx-');
-    mkdirSync(path.join(dir, 'node_modules'));
-    symlinkSync(ROOT, path.join(dir, 'node_modules', 'svc')); // resolves through package.json "exports", as an installed copy would
+    mkdirSync(path.join(dir, 'node_modules', '@svc-hq'), { recursive: true });
+    symlinkSync(ROOT, path.join(dir, 'node_modules', '@svc-hq', 'svc')); // resolves through package.json "exports", as an installed copy would
     symlinkSync(path.join(ROOT, 'node_modules', 'express'), path.join(dir, 'node_modules', 'express'));
     const source = example!.replace(LISTEN, 'const server = app.listen(0, () => console.log(`port ${server.address().port}`));');
     writeFileSync(path.join(dir, 'receiver.mjs'), source);

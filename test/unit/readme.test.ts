@@ -3,7 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { CATALOGUE, EVENT_TYPES } from '../../src/webhooks/catalogue.js';
 import { mcpConfigEntry } from '../../src/plugin/mcp-config.js';
 import { loadSkills, PLUGIN_NAME } from '../../src/plugin/skills.js';
-import { packageVersion } from '../../src/plugin/validate.js';
+import { packageSpec } from '../../src/plugin/validate.js';
+import { AREAS } from '../../src/mcp/tools/index.js';
+import { areasRow, readmeAreasRow } from '../helpers/readme-areas.js';
 
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
 
@@ -37,8 +39,29 @@ describe('README stays true', () => {
       const line = (s.frontmatter.metadata as Record<string, string>)['svc-token']!;
       expect(readme, s.dir).toMatch(new RegExp(`^\\| \`${s.dir}\` \\| .+ \\| \`${line.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\` \\|$`, 'm'));
     }
-    const entry = mcpConfigEntry({ client: 'claude-desktop', stdio: true, url: 'https://svc.example.com', token: 'mcpt_...', version: packageVersion(root) });
+    const entry = mcpConfigEntry({ client: 'claude-desktop', stdio: true, url: 'https://svc.example.com', token: 'mcpt_...', package: packageSpec(root) });
     const block = /Claude Desktop reads only local servers[\s\S]*?```json\n([\s\S]*?)```/.exec(readme)?.[1];
     expect(JSON.parse(block!)).toEqual(entry);
+  });
+
+  it('lists exactly the product areas of the tool registry for --areas (npm run readme:areas rewrites the row)', () => {
+    expect(AREAS.length).toBeGreaterThanOrEqual(28);
+    expect(readmeAreasRow(readme), 'run `npm run readme:areas`').toBe(areasRow());
+    // The row names every area once, in the registry's order, and no other.
+    const named = [...areasRow().matchAll(/`([a-z]+)`/g)].map((m) => m[1]);
+    expect(named).toEqual([...AREAS]);
+    expect(readmeAreasRow(readme.replace('`zones`)', '`zones`, `web`)'))).not.toBe(areasRow());
+  });
+
+  it('names the published package wherever a user installs, imports or runs it outside a clone', () => {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { name: string; private?: boolean; license: string };
+    expect(pkg.name).toBe('@svc-hq/svc');
+    expect(pkg.private).toBeUndefined();
+    expect(readme).toContain(`import { verifySignature } from '${pkg.name}';`);
+    expect(readme).toContain(`npx -y ${pkg.name} serve`);
+    // Every pinned npx spec is the scoped package; the bare `svc` package is someone else's.
+    expect(readme).not.toMatch(/npx -y svc@|"svc@\d|from 'svc'/);
+    const pluginMcp = readFileSync(new URL('../../plugin/.mcp.json', import.meta.url), 'utf8');
+    expect(pluginMcp).toContain(`"${pkg.name}@`);
   });
 });

@@ -230,34 +230,34 @@ describe('the mint line a skill declares', () => {
 
 describe('svc mcp config', () => {
   it('claude-desktop: a stdio entry (local data directory, or a proxy with --url) carrying the token', () => {
-    expect(mcpConfigEntry({ client: 'claude-desktop', stdio: false, token: 'mcpt_x', data: '/srv/svc', version: '1.2.3' })).toEqual({
-      mcpServers: { svc: { command: 'npx', args: ['-y', 'svc@1.2.3', 'plugin', 'run', '--data', '/srv/svc'], env: { SVC_MCP_TOKEN: 'mcpt_x' } } },
+    expect(mcpConfigEntry({ client: 'claude-desktop', stdio: false, token: 'mcpt_x', data: '/srv/svc', package: '@svc-hq/svc@1.2.3' })).toEqual({
+      mcpServers: { svc: { command: 'npx', args: ['-y', '@svc-hq/svc@1.2.3', 'plugin', 'run', '--data', '/srv/svc'], env: { SVC_MCP_TOKEN: 'mcpt_x' } } },
     });
-    expect(mcpConfigEntry({ client: 'claude-desktop', stdio: true, token: 'mcpt_x', url: 'https://svc.example.com/api/mcp/', version: '1.2.3' }).mcpServers.svc!.args).toEqual([
+    expect(mcpConfigEntry({ client: 'claude-desktop', stdio: true, token: 'mcpt_x', url: 'https://svc.example.com/api/mcp/', package: '@svc-hq/svc@1.2.3' }).mcpServers.svc!.args).toEqual([
       '-y',
-      'svc@1.2.3',
+      '@svc-hq/svc@1.2.3',
       'plugin',
       'run',
       '--url',
       'https://svc.example.com',
     ]);
-    expect(() => mcpConfigEntry({ client: 'claude-desktop', stdio: true, version: '1.2.3' })).toThrow(/pass --token/);
-    expect(mcpConfigEntry({ client: 'claude-desktop', stdio: true, token: 'mcpt_x', data: '/srv/svc', version: '1.2.3', local: { node: '/usr/bin/node', bin: '/src/svc/bin/svc.js' } })).toEqual({
+    expect(() => mcpConfigEntry({ client: 'claude-desktop', stdio: true, package: '@svc-hq/svc@1.2.3' })).toThrow(/pass --token/);
+    expect(mcpConfigEntry({ client: 'claude-desktop', stdio: true, token: 'mcpt_x', data: '/srv/svc', package: '@svc-hq/svc@1.2.3', local: { node: '/usr/bin/node', bin: '/src/svc/bin/svc.js' } })).toEqual({
       mcpServers: { svc: { command: '/usr/bin/node', args: ['/src/svc/bin/svc.js', 'plugin', 'run', '--data', '/srv/svc'], env: { SVC_MCP_TOKEN: 'mcpt_x' } } },
     });
   });
 
   it('claude-code and cursor: the HTTP entry, with each client\'s variable syntax when no token or URL is given', () => {
-    expect(mcpConfigEntry({ client: 'claude-code', stdio: false, version: '1' })).toEqual({
+    expect(mcpConfigEntry({ client: 'claude-code', stdio: false, package: '@svc-hq/svc@1' })).toEqual({
       mcpServers: { svc: { type: 'http', url: '${SVC_URL}/api/mcp', headers: { Authorization: 'Bearer ${SVC_MCP_TOKEN}' } } },
     });
-    expect(mcpConfigEntry({ client: 'cursor', stdio: false, url: 'https://svc.example.com', token: 'mcpt_y', version: '1' })).toEqual({
+    expect(mcpConfigEntry({ client: 'cursor', stdio: false, url: 'https://svc.example.com', token: 'mcpt_y', package: '@svc-hq/svc@1' })).toEqual({
       mcpServers: { svc: { url: 'https://svc.example.com/api/mcp', headers: { Authorization: 'Bearer mcpt_y' } } },
     });
-    expect(mcpConfigEntry({ client: 'claude-code', stdio: true, databaseUrl: 'postgres://db/svc', version: '2.0.0' })).toEqual({
-      mcpServers: { svc: { type: 'stdio', command: 'npx', args: ['-y', 'svc@2.0.0', 'plugin', 'run', '--database-url', 'postgres://db/svc'], env: { SVC_MCP_TOKEN: '${SVC_MCP_TOKEN}' } } },
+    expect(mcpConfigEntry({ client: 'claude-code', stdio: true, databaseUrl: 'postgres://db/svc', package: '@svc-hq/svc@2.0.0' })).toEqual({
+      mcpServers: { svc: { type: 'stdio', command: 'npx', args: ['-y', '@svc-hq/svc@2.0.0', 'plugin', 'run', '--database-url', 'postgres://db/svc'], env: { SVC_MCP_TOKEN: '${SVC_MCP_TOKEN}' } } },
     });
-    expect(() => mcpConfigEntry({ client: 'cursor', stdio: false, url: 'ftp://x', version: '1' })).toThrow(/http\(s\)/);
+    expect(() => mcpConfigEntry({ client: 'cursor', stdio: false, url: 'ftp://x', package: '@svc-hq/svc@1' })).toThrow(/http\(s\)/);
   });
 });
 
@@ -289,7 +289,7 @@ describe('the plugin folder', () => {
     expect(() => buildPluginSkills(path.join(tmp, 'nowhere'))).toThrow(expect.objectContaining({ code: 'not_found', message: expect.stringContaining('needs skills/ and plugin/') }));
     const root = copyRepo('no-package');
     rmSync(path.join(root, 'package.json'));
-    expect((await validatePlugin(root, FULL)).problems).toEqual(['package.json: missing or unreadable (the stdio server entry pins its version)']);
+    expect((await validatePlugin(root, FULL)).problems).toEqual(['package.json: missing or unreadable (the stdio server entry pins its name and version)']);
   });
 
   it('checks the manifest, both server entries (stdio pinned to the package version) and the marketplace entry', async () => {
@@ -297,12 +297,12 @@ describe('the plugin folder', () => {
     const mf = path.join(root, 'plugin/.claude-plugin/plugin.json');
     writeFileSync(mf, JSON.stringify({ ...JSON.parse(readFileSync(mf, 'utf8')), version: 'one', extra: 1 }));
     const mcp = JSON.parse(readFileSync(path.join(root, 'plugin/.mcp.json'), 'utf8'));
-    mcp.mcpServers['svc-local'].args[1] = 'svc@latest';
+    mcp.mcpServers['svc-local'].args[1] = 'svc@latest'; // the unscoped name is someone else's package
     writeFileSync(path.join(root, 'plugin/.mcp.json'), JSON.stringify(mcp));
     const problems = (await validatePlugin(root, FULL)).problems;
     expect(problems).toContain('plugin/.claude-plugin/plugin.json: version must be a semantic version (the plugin has its own release number)');
     expect(problems).toContain('plugin/.claude-plugin/plugin.json: unknown field extra');
-    expect(problems.some((p) => p.startsWith('plugin/.mcp.json: server svc-local must be') && p.includes(`svc@${JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version}`))).toBe(true);
+    expect(problems.some((p) => p.startsWith('plugin/.mcp.json: server svc-local must be') && p.includes(`"@svc-hq/svc@${JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version}"`))).toBe(true);
     expect(problems).toContain('.claude-plugin/marketplace.json: the plugin entry\'s version 1.0.0 differs from plugin.json\'s one');
   });
 

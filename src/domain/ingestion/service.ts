@@ -9,6 +9,7 @@ import type { SegmentMembership } from '../segments/membership.js';
 import { normalizeEmail, normalizePhoneDigits, sha256Hex } from '../identity/normalize.js';
 import { planIdentify } from '../identity/plan.js';
 import { clickIdsFromUrl } from './click-ids.js';
+import { eventId as publicEventId, scoreId } from './ids.js';
 import { recordWebVitals, webVitalsOf } from '../experiments/service.js';
 import { captureSignals } from '../../adplatforms/signals.js';
 import * as triggers from '../triggers/service.js';
@@ -222,7 +223,7 @@ export class IngestionService {
         body: raw,
         now,
       });
-      const eventId = `evt_${rowId}`;
+      const eventId = publicEventId(rowId);
       await triggers.onEvent(tx, req.site_id, s.profileId, req.type, now);
       if (vitals) await recordWebVitals(tx, req.site_id, s.visitorId, url, vitals, now);
       if (render) await recordVariantRender(tx, req.site_id, render, now);
@@ -266,7 +267,7 @@ export class IngestionService {
       });
       await triggers.onScore(tx, req.site_id, s.profileId, rowId, req.score ?? null, now);
       await this.membership.recompute(tx, req.site_id, s.profileId, now);
-      return { score_id: `scr_${rowId}`, profile_id: s.profileId };
+      return { score_id: scoreId(rowId), profile_id: s.profileId };
     });
   }
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineTool } from '../tool.js';
 import { iso, limitInput } from './shared.js';
+import { eventId } from '../../domain/ingestion/ids.js';
 
 const area = 'events';
 
@@ -13,11 +14,11 @@ export const eventsRecent = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object({ type: z.string().min(1).max(100).describe('Event type, e.g. pageview or add_to_cart.'), limit: limitInput(500, 50) }),
   output: z.object({
-    events: z.array(z.object({ id: z.number().int(), type: z.string(), profile_id: z.string(), session_id: z.string(), at: z.string(), received_at: z.string() })),
+    events: z.array(z.object({ id: z.string().describe('Event id (evt_...), as /api/events answered it.'), type: z.string(), profile_id: z.string(), session_id: z.string(), at: z.string(), received_at: z.string() })),
   }),
   handler: async (ctx, input) => ({
     events: (await ctx.store.insights.recentEvents(ctx.grant.siteId, input.type, input.limit)).map((e) => ({
-      id: e.id,
+      id: eventId(e.id),
       type: e.type,
       profile_id: e.profile_id,
       session_id: e.session_id,

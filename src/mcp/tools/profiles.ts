@@ -5,6 +5,7 @@ import { profileSnapshotSchema } from '../../domain/profiles/schema.js';
 import { profilesMatchingSql } from '../../store/rule-sql.js';
 import { defineTool } from '../tool.js';
 import { checkedRule, iso, limitInput, profileRef, resolveProfile, ruleInput } from './shared.js';
+import { eventId, scoreId } from '../../domain/ingestion/ids.js';
 
 const area = 'profiles';
 
@@ -62,7 +63,7 @@ export const profileTimeline = defineTool({
     items: z.array(
       z.object({
         kind: z.enum(['event', 'conversion', 'score', 'lead']),
-        id: z.string(),
+        id: z.string().describe('The item\'s id as ingestion answered it: evt_..., cnv_..., scr_... or lead_....'),
         at: z.string(),
         type: z.string().nullable().describe('Event type, conversion currency or lead kind.'),
         value: z.number().nullable().describe('Conversion revenue or score.'),
@@ -73,7 +74,11 @@ export const profileTimeline = defineTool({
     const p = await resolveProfile(ctx, input.by, input.value);
     return {
       profile_id: p.id,
-      items: (await ctx.store.insights.timeline(ctx.grant.siteId, p.id, input.limit)).map((i) => ({ ...i, at: iso(i.at)! })),
+      items: (await ctx.store.insights.timeline(ctx.grant.siteId, p.id, input.limit)).map((i) => ({
+        ...i,
+        id: i.kind === 'event' ? eventId(i.id) : i.kind === 'score' ? scoreId(i.id) : i.id,
+        at: iso(i.at)!,
+      })),
     };
   },
 });
