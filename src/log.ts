@@ -1,4 +1,5 @@
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
+import { PinoPretty } from 'pino-pretty';
 
 /** Paths pino removes from every log line: credentials never reach a log. */
 export const REDACT_PATHS = [
@@ -20,7 +21,23 @@ export function redactUrl(url: string): string {
   return url.replace(/([?&](?:api_key|link)=)[^&#]*/gi, '$1[REDACTED]');
 }
 
-/** The process logger: JSON lines on stderr, so stdout stays free for command output and protocols. */
-export function createLogger(level: string): Logger {
-  return pino({ level, base: { svc: true }, redact: { paths: REDACT_PATHS, censor: '[REDACTED]' } }, pino.destination(2));
+/** How log lines are written: `auto` is pretty when stderr is a terminal (a person reads it), JSON lines otherwise. */
+export type LogFormat = 'auto' | 'json' | 'pretty';
+
+/** Whether a format setting means pretty lines on a stream that is (or is not) a terminal. */
+export function isPretty(format: LogFormat, isTTY: boolean | undefined): boolean {
+  return format === 'pretty' || (format === 'auto' && isTTY === true);
+}
+
+/**
+ * The process logger on stderr, so stdout stays free for command output and
+ * protocols: JSON lines for log collectors, or pino-pretty's coloured lines
+ * when a person reads a terminal. Credentials are redacted either way.
+ */
+export function createLogger(level: string, format: LogFormat = 'auto'): Logger {
+  const options = { level, base: { svc: true }, redact: { paths: REDACT_PATHS, censor: '[REDACTED]' } };
+  const destination: DestinationStream = isPretty(format, process.stderr.isTTY)
+    ? PinoPretty({ destination: 2, sync: true, colorize: process.stderr.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,svc' })
+    : pino.destination(2);
+  return pino(options, destination);
 }

@@ -7,6 +7,13 @@ export interface Migration {
   version: number;
   name: string;
   sql: string;
+  /**
+   * Expand-only: it adds (a table, a nullable or defaulted column, an index) and
+   * removes, renames or tightens nothing, so the release before it keeps running
+   * against a store it has migrated (rolling upgrades). Without it the migration
+   * is a contract step, and svc releases that do not know it refuse the store.
+   */
+  expand?: boolean;
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -1040,6 +1047,14 @@ CREATE TABLE campaign_runs (
   created_at INTEGER NOT NULL
 );
 CREATE UNIQUE INDEX campaign_runs_campaign ON campaign_runs (campaign_id, seq);
+`,
+  },
+  {
+    version: 20,
+    name: 'MCP audit rows record the X-Request-Id of the HTTP request that made the call',
+    expand: true,
+    sql: `
+ALTER TABLE mcp_audit ADD COLUMN request_id TEXT;
 `,
   },
 ];

@@ -946,4 +946,12 @@ CREATE TABLE campaign_runs (
 CREATE UNIQUE INDEX campaign_runs_campaign ON campaign_runs (campaign_id, seq);
 `,
   },
+  {
+    version: 10,
+    name: 'MCP audit rows record the X-Request-Id of the HTTP request that made the call',
+    expand: true,
+    sql: `
+ALTER TABLE mcp_audit ADD COLUMN request_id TEXT;
+`,
+  },
 ];
