@@ -36,6 +36,7 @@ import { PG_MIGRATIONS } from '../store/pg/migrations.js';
 import { TOOLS } from '../mcp/tools/index.js';
 import { instrument } from './instrument.js';
 import { handleReady, Readiness } from './readiness.js';
+import { holdServeLock } from '../store/serve-lock.js';
 
 export interface RunningServer {
   url: string;
@@ -63,10 +64,21 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   const mcpLimit = mcpRatePolicy();
   const policy = webhookPolicy(config);
   const adRetry = adRetryPolicy(config);
-  const store = await openConfiguredStore(config, {
-    server: true,
-    onPoolError: (err) => logger.warn({ err: err.message }, 'database connection lost; reconnecting on demand'),
-  });
+  // On the embedded store: a shared lock that svc restore needs exclusively (refused while this server runs).
+  const serveLock = config.databaseUrl === undefined ? holdServeLock(config.dataDir) : null;
+  if (config.databaseUrl === undefined && serveLock === null) {
+    throw new Error(`a restore is running in ${config.dataDir}: start svc serve once it has finished`);
+  }
+  let store: Store;
+  try {
+    store = await openConfiguredStore(config, {
+      server: true,
+      onPoolError: (err) => logger.warn({ err: err.message }, 'database connection lost; reconnecting on demand'),
+    });
+  } catch (err) {
+    serveLock?.release();
+    throw err;
+  }
   const checkpointer = startCheckpointer(store, logger);
   const schemaVersion = Math.max(...(store.dialect === 'pg' ? PG_MIGRATIONS : MIGRATIONS).map((m) => m.version));
   const readiness = new Readiness(store, { schemaVersion, timeoutMs: config.readyTimeoutMs, stallMs: config.readyStallMs, logger });
@@ -222,6 +234,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     } catch (err) {
       server.close();
       await store.close();
+      serveLock?.release();
       throw err;
     }
   }
@@ -299,6 +312,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       ]);
       await checkpointer.stop();
       await store.close();
+      serveLock?.release();
       await metricsServer?.close();
       logger.info('stopped');
     })();
