@@ -67,7 +67,9 @@ async function openBackend(): Promise<Backend> {
       setCompatibleFrom: async (version, value) => {
         db.prepare('UPDATE schema_migrations SET compatible_from = ? WHERE version = ?').run(value, version);
       },
-      close: async () => db.close(),
+      close: async () => {
+        db.close();
+      },
     };
   }
   const { schema, ...config } = pgClientConfig({ url: databaseUrlFor(dir), poolSize: 2 });
