@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanup, cli, createSite, post, startSvc, tempDir, type Svc } from '../helpers/svc.js';
+import { cleanup, cli, cliJson, createSite, post, startSvc, tempDir, type Svc } from '../helpers/svc.js';
 import { PG_BASE_URL } from '../helpers/backend.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { McpClients, call, mintToken } from '../helpers/mcp-client.js';
 import { query } from '../helpers/db.js';
 import { Scrape } from '../helpers/metrics.js';
+import { META_TOKEN, startAdPlatforms } from '../helpers/adplatforms-mock.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -129,6 +130,38 @@ describe('GET /metrics on its own listener', () => {
     const trips = after.histogram('svc_store_group_commit_round_trips', { backend });
     if (backend === 'sqlite') expect(trips.sum).toBe(0);
     else expect(trips.sum).toBeGreaterThanOrEqual(2 * groups.count + groups.sum);
+  });
+});
+
+describe('ad-platform jobs in /metrics', () => {
+  it('counts each job attempt by platform, connection and outcome once it is recorded', async () => {
+    const mock = await startAdPlatforms();
+    const dir = tempDir();
+    const site = cliJson<{ site_id: string }>(['site', 'create', '--name', 'Shop', '--domain', 'shop.example', '--data', dir]).site_id;
+    const conn = cliJson<{ id: string }>(['adplatform', 'add', '--site', site, '--platform', 'meta', '--pixel-id', '1234567890', '--access-token', META_TOKEN, '--data', dir]).id;
+    const svc = await startSvc({ dataDir: dir, args: ['--allow-private-destinations', '--metrics-port', '0'], env: { ...mock.env, SVC_ADPLATFORM_POLL_MS: '50' } });
+    try {
+      const metricsUrl = await until('the metrics line', async () => /svc metrics on (http:\/\/\S+)/.exec(svc.stderr())?.[1]);
+      for (const s of ['ad-1', 'ad-2']) {
+        // A click id and an email: enough for Meta to attribute the event.
+        expect((await post(`${svc.url}/api/events`, { site_id: site, session_id: s, type: 'pageview', url: `https://shop.example/?fbclid=IwAR_${s}` })).status).toBe(201);
+        expect((await post(`${svc.url}/api/identify`, { site_id: site, session_id: s, traits: { email: `${s}@example.com` } })).status).toBe(200);
+        const r = await post(`${svc.url}/api/convert`, { site_id: site, session_id: s, revenue: 12, line_items: [{ sku: 'MUG', qty: 1, price: 12 }] });
+        expect(r.status).toBe(201);
+      }
+      await mock.until(() => mock.meta.size === 2, 20_000, 'two Meta events');
+      const after = await until('two delivered jobs in /metrics', async () => {
+        const s = await Scrape.of(metricsUrl);
+        return s.value('svc_adplatform_jobs_total') >= 2 ? s : undefined;
+      });
+      expect(after.value('svc_adplatform_jobs_total', { platform: 'meta', connection: conn, outcome: 'delivered' })).toBe(2);
+      expect(after.value('svc_adplatform_jobs_total')).toBe(2);
+      expect(JSON.stringify(after.families)).not.toContain(META_TOKEN);
+    } finally {
+      await svc.stop();
+      await mock.close();
+      cleanup(dir);
+    }
   });
 });
 
