@@ -1,5 +1,6 @@
+import { createRequire } from 'node:module';
 import { pino, type DestinationStream, type Logger } from 'pino';
-import { PinoPretty } from 'pino-pretty';
+import type PinoPrettyModule from 'pino-pretty';
 
 /** Paths pino removes from every log line: credentials never reach a log. */
 export const REDACT_PATHS = [
@@ -36,8 +37,11 @@ export function isPretty(format: LogFormat, isTTY: boolean | undefined): boolean
  */
 export function createLogger(level: string, format: LogFormat = 'auto'): Logger {
   const options = { level, base: { svc: true }, redact: { paths: REDACT_PATHS, censor: '[REDACTED]' } };
-  const destination: DestinationStream = isPretty(format, process.stderr.isTTY)
-    ? PinoPretty({ destination: 2, sync: true, colorize: process.stderr.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,svc' })
-    : pino.destination(2);
+  let destination: DestinationStream = pino.destination(2);
+  if (isPretty(format, process.stderr.isTTY)) {
+    // Loaded only when used: a server writing JSON lines does not pay for the pretty printer.
+    const { PinoPretty } = createRequire(import.meta.url)('pino-pretty') as typeof PinoPrettyModule;
+    destination = PinoPretty({ destination: 2, sync: true, colorize: process.stderr.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,svc' });
+  }
   return pino(options, destination);
 }

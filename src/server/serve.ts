@@ -29,8 +29,8 @@ import { releaseDeadLocalLeases } from '../workers/lane-lease.js';
 import { DECIDE_PATH, handleDecide, type DecideDeps } from '../ingest/decide.js';
 import { decisionService } from '../domain/web/decisions.js';
 import { loggerFor, requestIdOf } from '../http/request-context.js';
-import { Metrics } from '../metrics/metrics.js';
-import { startMetricsServer, type MetricsServer } from '../metrics/server.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { MetricsServer } from '../metrics/server.js';
 import { MIGRATIONS } from '../store/migrations.js';
 import { PG_MIGRATIONS } from '../store/pg/migrations.js';
 import { TOOLS } from '../mcp/tools/index.js';
@@ -82,10 +82,12 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   const checkpointer = startCheckpointer(store, logger);
   const schemaVersion = Math.max(...(store.dialect === 'pg' ? PG_MIGRATIONS : MIGRATIONS).map((m) => m.version));
   const readiness = new Readiness(store, { schemaVersion, timeoutMs: config.readyTimeoutMs, stallMs: config.readyStallMs, logger });
-  const metrics =
-    config.metricsPort === undefined
+  // prom-client is loaded only when the metrics listener is on.
+  const metricsModules = config.metricsPort === undefined ? null : await Promise.all([import('../metrics/metrics.js'), import('../metrics/server.js')]);
+  const metrics: Metrics | null =
+    metricsModules === null
       ? null
-      : new Metrics({
+      : new metricsModules[0].Metrics({
           version: VERSION,
           destinationLabels: config.metricsDestinationLabels,
           tools: TOOLS.map((t) => t.name),
@@ -228,9 +230,9 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host}:${addr.port}`;
   let metricsServer: MetricsServer | null = null;
-  if (metrics && config.metricsPort !== undefined) {
+  if (metrics && metricsModules && config.metricsPort !== undefined) {
     try {
-      metricsServer = await startMetricsServer(metrics, { host: config.metricsHost, port: config.metricsPort, logger });
+      metricsServer = await metricsModules[1].startMetricsServer(metrics, { host: config.metricsHost, port: config.metricsPort, logger });
     } catch (err) {
       server.close();
       await store.close();
