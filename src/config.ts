@@ -51,7 +51,9 @@ export const configSchema = z.object({
   ingestSiteBurst: positiveInt.default(5000).describe('Ingestion burst per site (SVC_INGEST_SITE_BURST).'),
   ingestIpRate: positiveInt.default(200).describe('Ingestion requests per second per client address (SVC_INGEST_IP_RATE).'),
   ingestIpBurst: positiveInt.default(1000).describe('Ingestion burst per client address (SVC_INGEST_IP_BURST).'),
-  trustProxy: bool.default(false).describe('Take the client address from X-Forwarded-For (SVC_TRUST_PROXY).'),
+  trustProxy: bool
+    .default(false)
+    .describe('Behind a proxy you run: take the client address from X-Forwarded-For and the request id from X-Request-Id (SVC_TRUST_PROXY).'),
   allowPrivateDestinations: bool
     .default(false)
     .describe('Allow webhook destinations on private/loopback addresses; development and tests only (SVC_ALLOW_PRIVATE_DESTINATIONS).'),
@@ -106,6 +108,40 @@ export const configSchema = z.object({
   googleAdsApiVersion: z.string().regex(/^v\d+$/).default('v22').describe('Google Ads API version (SVC_GOOGLE_ADS_API_VERSION).'),
   googleOauthTokenUrl: z.url().default('https://oauth2.googleapis.com/token').describe('Google OAuth token endpoint (SVC_GOOGLE_OAUTH_TOKEN_URL).'),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('SVC_LOG_LEVEL.'),
+  logFormat: z
+    .enum(['auto', 'json', 'pretty'])
+    .default('auto')
+    .describe('auto: pretty lines when stderr is a terminal, JSON lines otherwise (SVC_LOG_FORMAT).'),
+  metricsHost: z.string().min(1).default('127.0.0.1').describe('Address of the Prometheus /metrics listener (SVC_METRICS_HOST).'),
+  metricsPort: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(65535)
+    .optional()
+    .describe('Port of the Prometheus /metrics listener; unset: no listener; 0 picks a free one (SVC_METRICS_PORT).'),
+  metricsDestinationLabels: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(10_000)
+    .default(50)
+    .describe('Webhook destinations and ad-platform connections that get a label of their own in /metrics; the rest are counted as "other" (SVC_METRICS_DESTINATION_LABELS).'),
+  shutdownDrainMs: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(600_000)
+    .default(5_000)
+    .describe('On SIGTERM, how long /readyz answers 503 while requests are still served, before the server stops accepting (SVC_SHUTDOWN_DRAIN_MS).'),
+  readyTimeoutMs: positiveInt
+    .max(60_000)
+    .default(2_000)
+    .describe('Deadline of the store check of /readyz, in ms (SVC_READY_TIMEOUT_MS).'),
+  readyStallMs: positiveInt
+    .min(100)
+    .default(10_000)
+    .describe('/readyz fails when writes have waited this long with no commit (SVC_READY_STALL_MS).'),
   ingestRouter: z.enum(['raw', 'express']).default('raw').describe('How ingestion routes are mounted (SVC_INGEST_ROUTER); for benchmarks.'),
 });
 
@@ -146,6 +182,13 @@ const ENV: Record<keyof Config, string> = {
   googleAdsApiVersion: 'SVC_GOOGLE_ADS_API_VERSION',
   googleOauthTokenUrl: 'SVC_GOOGLE_OAUTH_TOKEN_URL',
   logLevel: 'SVC_LOG_LEVEL',
+  logFormat: 'SVC_LOG_FORMAT',
+  metricsHost: 'SVC_METRICS_HOST',
+  metricsPort: 'SVC_METRICS_PORT',
+  metricsDestinationLabels: 'SVC_METRICS_DESTINATION_LABELS',
+  shutdownDrainMs: 'SVC_SHUTDOWN_DRAIN_MS',
+  readyTimeoutMs: 'SVC_READY_TIMEOUT_MS',
+  readyStallMs: 'SVC_READY_STALL_MS',
   ingestRouter: 'SVC_INGEST_ROUTER',
 };
 

@@ -24,7 +24,12 @@ export interface AdFanoutOptions {
   logger: Logger;
   /** For tests: a dispatcher to use instead of the guarded one. */
   httpDispatcher?: Dispatcher;
+  /** Told of each job attempt once its outcome is committed (for /metrics). */
+  onJobOutcome?: (platform: string, connectionId: string, outcome: JobAttemptOutcome) => void;
 }
+
+/** How one attempt of a job ended: sent, to be retried, or failed for good. */
+export type JobAttemptOutcome = 'delivered' | 'retrying' | 'failed';
 
 interface Lane {
   busy: boolean;
@@ -175,9 +180,12 @@ export class AdFanout {
         const jobs = await this.store.adplatforms.due(row.id, Date.now(), max);
         if (jobs.length === 0) break;
         const outcomes = await this.send(conn, jobs);
-        await this.store.write(async (tx) => {
-          for (let i = 0; i < jobs.length; i++) await this.record(tx, conn, jobs[i]!, outcomes[i]!);
+        const ended = await this.store.write(async (tx) => {
+          const r: JobAttemptOutcome[] = [];
+          for (let i = 0; i < jobs.length; i++) r.push(await this.record(tx, conn, jobs[i]!, outcomes[i]!));
+          return r;
         });
+        if (this.opts.onJobOutcome) for (const o of ended) this.opts.onJobOutcome(conn.platform, row.id, o);
         progressed = true;
         if (jobs.length < max) break;
       }
@@ -256,7 +264,7 @@ export class AdFanout {
   }
 
   /** Writes one job's attempt: the health-log row and the job's new state. Runs inside the write operation of `tx`. */
-  private async record(tx: Repos, conn: ParsedConnection, job: AdJobRow, o: JobOutcome): Promise<void> {
+  private async record(tx: Repos, conn: ParsedConnection, job: AdJobRow, o: JobOutcome): Promise<JobAttemptOutcome> {
     const now = Date.now();
     const attempt = job.attempts + 1;
     await tx.webhooks.log({
@@ -278,13 +286,14 @@ export class AdFanout {
     if (o.ok) {
       await tx.adplatforms.markDelivered(job.id, o.status ?? 200, now);
       this.counters.delivered++;
-      return;
+      return 'delivered';
     }
     this.counters.failedAttempts++;
     const scheduled = o.retryable ? nextAttemptAt(this.opts.retry, attempt, now) : null;
     const next = scheduled === null ? null : Math.max(scheduled, now + (o.retryAfterMs ?? 0));
     const error = `${o.errorClass ?? 'error'}: ${o.message ?? ''}`.slice(0, 500);
     await tx.adplatforms.markFailedAttempt(job.id, { final: next === null, nextAttemptAt: next ?? now, status: o.status, error, now });
+    return next === null ? 'failed' : 'retrying';
   }
 }
 

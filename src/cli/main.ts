@@ -16,6 +16,7 @@ import { registerRecommend } from './recommend.js';
 import { registerMigrate } from './migrate.js';
 import { registerPlugin } from './plugin.js';
 import { registerAccounts } from './accounts.js';
+import { registerBackup } from './backup.js';
 
 /** Builds the svc command tree. Each command group registers itself from its own file. */
 export function buildProgram(): Command {
@@ -42,6 +43,7 @@ export function buildProgram(): Command {
   registerMigrate(program);
   registerPlugin(program);
   registerAccounts(program);
+  registerBackup(program);
   for (const cmd of program.commands) applyExitOverride(cmd);
   return program;
 }

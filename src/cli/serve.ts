@@ -10,13 +10,35 @@ export function registerServe(program: Command): void {
     .option('--data <dir>', 'data directory (env SVC_DATA_DIR, default ./.svc)')
     .option('--database-url <url>', 'PostgreSQL instead of the embedded SQLite store (env SVC_DATABASE_URL)')
     .option('--allow-private-destinations', 'allow private/loopback webhook destinations (development and tests only)')
-    .action(async (opts: { host?: string; port?: string; data?: string; databaseUrl?: string; allowPrivateDestinations?: boolean }) => {
+    .option('--metrics-host <host>', 'address of the Prometheus /metrics listener (env SVC_METRICS_HOST, default 127.0.0.1)')
+    .option('--metrics-port <port>', 'port of the Prometheus /metrics listener; off unless set; 0 picks a free one (env SVC_METRICS_PORT)')
+    .addHelpText(
+      'after',
+      [
+        '',
+        'Health: GET /healthz (alive) and GET /readyz (200 when the store answers, migrations fit, the writer flows; 503 otherwise and',
+        'from the first SIGTERM on). SIGTERM: /readyz turns 503, requests are still served for SVC_SHUTDOWN_DRAIN_MS (default 5000),',
+        'then the server stops accepting, finishes in-flight requests, flushes writes and exits 0. SIGINT, or a second signal, skips the drain.',
+      ].join('\n'),
+    )
+    .action(
+      async (opts: {
+        host?: string;
+        port?: string;
+        data?: string;
+        databaseUrl?: string;
+        allowPrivateDestinations?: boolean;
+        metricsHost?: string;
+        metricsPort?: string;
+      }) => {
       const config = configFrom({
         host: opts.host,
         port: opts.port,
         dataDir: opts.data,
         databaseUrl: opts.databaseUrl,
         allowPrivateDestinations: opts.allowPrivateDestinations,
+        metricsHost: opts.metricsHost,
+        metricsPort: opts.metricsPort,
       });
       // Loaded on demand: the other commands start faster without the HTTP stack.
       const [{ startServer }, { createLogger }, { INSTANCE_ID }] = await Promise.all([
@@ -24,19 +46,30 @@ export function registerServe(program: Command): void {
         import('../log.js'),
         import('../workers/lane-lease.js'),
       ]);
-      const logger = createLogger(config.logLevel);
+      const logger = createLogger(config.logLevel, config.logFormat);
       const running = await startServer(config, logger);
       // The name this process holds work-lane leases under (lane_leases.holder), on stderr before the ready
       // line, so that stdout stays the one ready line scripts wait for.
       process.stderr.write(`svc instance ${INSTANCE_ID}\n`);
+      if (running.metricsUrl !== null) process.stderr.write(`svc metrics on ${running.metricsUrl}\n`);
       process.stdout.write(`svc listening on ${running.url}\n`);
       await new Promise<void>((resolve) => {
-        const stop = (signal: string) => {
+        let stopping = false;
+        const stop = (signal: NodeJS.Signals) => {
+          if (stopping) {
+            // A second signal: stop draining and shut down now.
+            logger.info({ signal }, 'ending the drain early');
+            running.endDrain();
+            return;
+          }
+          stopping = true;
           logger.info({ signal }, 'shutting down');
-          void running.close().then(resolve);
+          // SIGTERM comes from a supervisor or orchestrator: drain first. SIGINT is a person at the terminal.
+          void running.shutdown(signal === 'SIGTERM' ? config.shutdownDrainMs : 0).then(resolve);
         };
-        process.once('SIGTERM', () => stop('SIGTERM'));
-        process.once('SIGINT', () => stop('SIGINT'));
+        process.on('SIGTERM', stop);
+        process.on('SIGINT', stop);
       });
-    });
+    },
+    );
 }

@@ -45,8 +45,10 @@ export class AppError extends Error {
     this.headers = headers;
   }
 
-  toBody(): { error: { code: ErrorCode; message: string; details: Record<string, unknown> } } {
-    return { error: { code: this.code, message: this.message, details: this.details ?? {} } };
+  /** The JSON body of this error; `requestId` (the request's X-Request-Id) is echoed as `error.request_id`. */
+  toBody(requestId?: string): { error: { code: ErrorCode; message: string; details: Record<string, unknown>; request_id?: string } } {
+    const error = { code: this.code, message: this.message, details: this.details ?? {} };
+    return { error: requestId === undefined ? error : { ...error, request_id: requestId } };
   }
 }
 

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { AppError } from './errors.js';
+import { noteError, requestIdOf } from './request-context.js';
 
 /** Writes a complete JSON response with an exact Content-Length. */
 export function sendJson(
@@ -17,6 +18,8 @@ export function sendJson(
   res.end(text);
 }
 
+/** Writes an error's JSON body (with the request id as `error.request_id`) and notes its code for /metrics. */
 export function sendError(res: ServerResponse, err: AppError): void {
-  sendJson(res, err.status, err.toBody(), err.headers);
+  noteError(res.req, err);
+  sendJson(res, err.status, err.toBody(requestIdOf(res.req)), err.headers);
 }

@@ -18,7 +18,8 @@ export interface DecideDeps {
   /** Per site; null when rate limiting is off. */
   siteLimiter: RateLimiter | null;
   trustProxy: boolean;
-  onUnexpected: (err: unknown) => void;
+  /** Logs an unexpected failure of `req` (with its request id). */
+  onUnexpected: (err: unknown, req: IncomingMessage) => void;
 }
 
 /** The query of GET /api/decide; other parameters (cache busters) are ignored. */
@@ -109,7 +110,7 @@ export async function handleDecide(deps: DecideDeps, req: IncomingMessage, res: 
     if (res.headersSent || res.destroyed) return;
     if (err instanceof AppError) return sendError(res, err);
     if (isStorageUnavailable(err)) return sendError(res, storageUnavailable());
-    deps.onUnexpected(err);
+    deps.onUnexpected(err, req);
     sendError(res, new AppError('internal_error', 'internal error; nothing was stored'));
   }
 }

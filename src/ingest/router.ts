@@ -18,7 +18,8 @@ export interface IngestDeps {
   /** Per site; null when rate limiting is off. */
   siteLimiter: RateLimiter | null;
   trustProxy: boolean;
-  onUnexpected: (err: unknown, path: string) => void;
+  /** Logs an unexpected failure of `req` (with its request id). */
+  onUnexpected: (err: unknown, path: string, req: IncomingMessage) => void;
 }
 
 interface Route {
@@ -150,7 +151,7 @@ export async function handleIngest(deps: IngestDeps, path: IngestPath, req: Inco
       sendError(res, storageUnavailable());
       return;
     }
-    deps.onUnexpected(err, path);
+    deps.onUnexpected(err, path, req);
     sendError(res, new AppError('internal_error', 'internal error; nothing was stored'));
   }
 }

@@ -68,9 +68,19 @@ export async function callTool(tool: ToolDef, ctx: ToolContext, args: unknown, l
     }
   }
   const durationMs = performance.now() - started;
+  ctx.onToolCall?.(tool.name, outcome, durationMs);
   try {
     await ctx.store.write((tx) =>
-      tx.audit.record({ siteId: ctx.grant.siteId, tokenId: ctx.grant.tokenId, tool: tool.name, outcome, errorCode, durationMs, at: Date.now() }),
+      tx.audit.record({
+        siteId: ctx.grant.siteId,
+        tokenId: ctx.grant.tokenId,
+        tool: tool.name,
+        outcome,
+        errorCode,
+        durationMs,
+        at: Date.now(),
+        requestId: ctx.requestId ?? null,
+      }),
     );
   } catch (err) {
     logger.error({ err: { message: (err as Error)?.message }, tool: tool.name }, 'MCP audit write failed');

@@ -4,6 +4,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import { localhostHostValidation, localhostOriginValidation } from '@modelcontextprotocol/express';
 import { createMcpHandler, JSONRPC_VERSION } from '@modelcontextprotocol/server';
 import { AppError } from '../http/errors.js';
+import { loggerFor, noteError, requestIdOf } from '../http/request-context.js';
 import { createRateLimiter, describePolicy, type RatePolicy } from '../http/rate-limit.js';
 import { authenticateToken } from './auth.js';
 import type { Grant } from './grant.js';
@@ -16,11 +17,13 @@ import { AREAS } from './tools/index.js';
 const RPC_CODES = { unauthorized: -32001, rate_limited: -32029, invalid_params: -32602 } as const;
 
 function rpcError(res: Response, e: AppError, rpcCode: number): void {
+  noteError(res.req, e);
+  const requestId = requestIdOf(res.req);
   // JSON-RPC 2.0: the id is null when the request could not be read.
   const body = {
     jsonrpc: JSONRPC_VERSION,
     id: null,
-    error: { code: rpcCode, message: e.message, data: { code: e.code, ...(e.details ?? {}) } },
+    error: { code: rpcCode, message: e.message, data: { code: e.code, ...(e.details ?? {}), ...(requestId ? { request_id: requestId } : {}) } },
   };
   res.status(e.status);
   if (e.headers) res.set(e.headers);
@@ -104,9 +107,11 @@ export function createMcpRouter(deps: McpDeps & { rateLimit: RatePolicy | null; 
   const limiter = deps.rateLimit ? createRateLimiter(deps.store, deps.rateLimit) : null;
   const handler = createMcpHandler(
     (ctx) => {
-      const extra = ctx.authInfo?.extra as { grant?: Grant; listing?: ListingFilter } | undefined;
+      const extra = ctx.authInfo?.extra as { grant?: Grant; listing?: ListingFilter; request?: Request } | undefined;
       if (!extra?.grant) throw new Error('MCP request without a grant');
-      return createMcpServer(extra.grant, deps, extra.listing ?? ALL_TOOLS);
+      // Per request: its log lines and its audit rows carry its request id.
+      const request = extra.request;
+      return createMcpServer(extra.grant, { ...deps, logger: loggerFor(request, deps.logger), requestId: requestIdOf(request) }, extra.listing ?? ALL_TOOLS);
     },
     {
       maxRequestBodySize: 1024 * 1024,
@@ -152,7 +157,7 @@ export function createMcpRouter(deps: McpDeps & { rateLimit: RatePolicy | null; 
     });
     const body = req.method === 'GET' || req.method === 'HEAD' ? null : (Readable.toWeb(req) as ReadableStream<Uint8Array>);
     const response = await handler.fetch(toWebRequest(req, body, abort.signal), {
-      authInfo: { token: grant.tokenId, clientId: grant.tokenId, scopes: [grant.scope], extra: { grant, listing } },
+      authInfo: { token: grant.tokenId, clientId: grant.tokenId, scopes: [grant.scope], extra: { grant, listing, request: req } },
     });
     await sendWebResponse(response, req, res, body);
   });

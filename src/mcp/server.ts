@@ -6,6 +6,7 @@ import { SegmentsService } from '../domain/segments/service.js';
 import { VERSION } from '../version.js';
 import type { Grant } from './grant.js';
 import type { ToolContext } from './tool.js';
+import type { AuditOutcome } from '../store/audit.js';
 import { callTool } from './call.js';
 import { cachedOutput, deferredInput } from './schema.js';
 import { annotationsOf, describeTool } from './describe.js';
@@ -19,6 +20,10 @@ export interface McpDeps {
   membership: SegmentMembership;
   allowPrivateDestinations: boolean;
   logger: Logger;
+  /** The HTTP request's id (X-Request-Id), recorded in the audit row of each call. */
+  requestId?: string | undefined;
+  /** Told how each tools/call ended (for /metrics). */
+  onToolCall?: ((tool: string, outcome: AuditOutcome, durationMs: number) => void) | undefined;
 }
 
 /** What every tool handler of one grant works with (an MCP request, or a report link opened). */
@@ -31,6 +36,8 @@ export function toolContext(grant: Grant, deps: McpDeps): ToolContext {
     membership: deps.membership,
     allowPrivateDestinations: deps.allowPrivateDestinations,
     tools: TOOLS,
+    requestId: deps.requestId,
+    onToolCall: deps.onToolCall,
   };
 }
 

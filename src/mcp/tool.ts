@@ -15,6 +15,10 @@ export interface ToolContext {
   allowPrivateDestinations: boolean;
   /** Every tool of the server (tools_search and tools_describe read it). */
   tools: readonly ToolDef[];
+  /** The HTTP request's id, for the audit row (none over stdio). */
+  requestId?: string | undefined;
+  /** Told how each call ended (for /metrics). */
+  onToolCall?: ((tool: string, outcome: 'ok' | 'error' | 'refused' | 'invalid', durationMs: number) => void) | undefined;
 }
 
 export interface ToolFlags {

@@ -2,6 +2,7 @@ import express, { type ErrorRequestHandler, type Express } from 'express';
 import { AppError, toAppError } from '../http/errors.js';
 import type { Logger } from 'pino';
 import { redactUrl } from '../log.js';
+import { loggerFor, noteError, requestIdOf } from '../http/request-context.js';
 
 /**
  * The express application for every surface except the ingestion hot path.
@@ -30,13 +31,14 @@ export function finishApp(app: Express, logger: Logger): void {
     else if ((err as { type?: string }).type === 'entity.too.large') e = new AppError('payload_too_large', 'request body is too large');
     else if (typeof status === 'number' && status >= 400 && status < 500) e = new AppError('bad_request', String((err as Error).message ?? 'bad request'));
     else {
-      logger.error({ err: { message: (err as Error)?.message, name: (err as Error)?.name }, path: redactUrl(req.originalUrl) }, 'unexpected error');
+      loggerFor(req, logger).error({ err: { message: (err as Error)?.message, name: (err as Error)?.name }, path: redactUrl(req.originalUrl.split('?')[0]!) }, 'unexpected error');
       e = toAppError(err);
     }
     if (res.headersSent) return;
+    noteError(req, e);
     res.status(e.status);
     if (e.headers) res.set(e.headers);
-    res.json(e.toBody());
+    res.json(e.toBody(requestIdOf(req)));
   };
   app.use(onError);
 }

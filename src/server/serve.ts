@@ -28,6 +28,15 @@ import { ExperimentsWorker } from '../workers/experiments.js';
 import { releaseDeadLocalLeases } from '../workers/lane-lease.js';
 import { DECIDE_PATH, handleDecide, type DecideDeps } from '../ingest/decide.js';
 import { decisionService } from '../domain/web/decisions.js';
+import { loggerFor, requestIdOf } from '../http/request-context.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { MetricsServer } from '../metrics/server.js';
+import { MIGRATIONS } from '../store/migrations.js';
+import { PG_MIGRATIONS } from '../store/pg/migrations.js';
+import { TOOLS } from '../mcp/tools/index.js';
+import { instrument } from './instrument.js';
+import { handleReady, Readiness } from './readiness.js';
+import { holdServeLock } from '../store/serve-lock.js';
 
 export interface RunningServer {
   url: string;
@@ -35,8 +44,17 @@ export interface RunningServer {
   adFanout: AdFanout;
   store: Store;
   server: http.Server;
+  /** The Prometheus exporter's URL, when SVC_METRICS_PORT is set. */
+  metricsUrl: string | null;
   /** Stops accepting, lets in-flight requests finish, flushes writes, closes the store. */
   close: () => Promise<void>;
+  /**
+   * SIGTERM: /readyz turns 503 at once and requests are still served for
+   * `drainMs` (responses ask keep-alive clients to reconnect), so the load
+   * balancer moves traffic away; then `close`. `endDrain` cuts the wait short.
+   */
+  shutdown: (drainMs: number) => Promise<void>;
+  endDrain: () => void;
 }
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
@@ -46,11 +64,40 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   const mcpLimit = mcpRatePolicy();
   const policy = webhookPolicy(config);
   const adRetry = adRetryPolicy(config);
-  const store = await openConfiguredStore(config, {
-    server: true,
-    onPoolError: (err) => logger.warn({ err: err.message }, 'database connection lost; reconnecting on demand'),
-  });
+  // On the embedded store: a shared lock that svc restore needs exclusively (refused while this server runs).
+  const serveLock = config.databaseUrl === undefined ? holdServeLock(config.dataDir) : null;
+  if (config.databaseUrl === undefined && serveLock === null) {
+    throw new Error(`a restore is running in ${config.dataDir}: start svc serve once it has finished`);
+  }
+  let store: Store;
+  try {
+    store = await openConfiguredStore(config, {
+      server: true,
+      onPoolError: (err) => logger.warn({ err: err.message }, 'database connection lost; reconnecting on demand'),
+    });
+  } catch (err) {
+    serveLock?.release();
+    throw err;
+  }
   const checkpointer = startCheckpointer(store, logger);
+  const schemaVersion = Math.max(...(store.dialect === 'pg' ? PG_MIGRATIONS : MIGRATIONS).map((m) => m.version));
+  const readiness = new Readiness(store, { schemaVersion, timeoutMs: config.readyTimeoutMs, stallMs: config.readyStallMs, logger });
+  // prom-client is loaded only when the metrics listener is on.
+  const metricsModules = config.metricsPort === undefined ? null : await Promise.all([import('../metrics/metrics.js'), import('../metrics/server.js')]);
+  const metrics: Metrics | null =
+    metricsModules === null
+      ? null
+      : new metricsModules[0].Metrics({
+          version: VERSION,
+          destinationLabels: config.metricsDestinationLabels,
+          tools: TOOLS.map((t) => t.name),
+          sources: {
+            backlog: () => store.counts.backlog(),
+            pool: store.poolUsage,
+            writer: () => ({ pending: store.pendingWrites, stalledMs: store.writerStalledMs() }),
+          },
+        });
+  if (metrics) store.onGroupCommit((info) => metrics.groupCommit(info));
   const membership = new SegmentMembership(store);
   const service = new IngestionService(store, membership);
   const limited = config.rateLimit === 'on';
@@ -67,8 +114,8 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       ? createRateLimiter(store, { name: 'ingest-site', rate: config.ingestSiteRate, windowMs: 1000, burst: config.ingestSiteBurst })
       : null,
     trustProxy: config.trustProxy,
-    onUnexpected: (err, path) =>
-      logger.error({ err: { message: (err as Error)?.message, code: (err as { code?: string })?.code }, path }, 'ingestion failed'),
+    onUnexpected: (err, path, req) =>
+      loggerFor(req, logger).error({ err: { message: (err as Error)?.message, code: (err as { code?: string })?.code }, path }, 'ingestion failed'),
   };
 
   // GET /api/decide: public like ingestion, limited per client address and per site with the ingestion rates.
@@ -78,7 +125,8 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     ipLimiter: limited ? createRateLimiter(store, { name: 'decide-client', rate: config.ingestIpRate, windowMs: 1000, burst: config.ingestIpBurst }) : null,
     siteLimiter: limited ? createRateLimiter(store, { name: 'decide-site', rate: config.ingestSiteRate, windowMs: 1000, burst: config.ingestSiteBurst }) : null,
     trustProxy: config.trustProxy,
-    onUnexpected: (err) => logger.error({ err: { message: (err as Error)?.message, code: (err as { code?: string })?.code } }, 'decision failed'),
+    onUnexpected: (err, req) =>
+      loggerFor(req, logger).error({ err: { message: (err as Error)?.message, code: (err as { code?: string })?.code } }, 'decision failed'),
   };
 
   const dispatcher = new WebhookDispatcher(store, {
@@ -88,6 +136,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     pollMs: config.webhookPollMs,
     leaseMs: config.laneLeaseMs,
     logger,
+    ...(metrics ? { onAttempt: (dest: string, r: { ok: boolean; errorClass: string | null; latencyMs: number }) => metrics.delivery(dest, r.ok ? 'delivered' : (r.errorClass ?? 'error'), r.latencyMs) } : {}),
   });
 
   const adFanout = new AdFanout(store, {
@@ -99,6 +148,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     meta: { baseUrl: config.metaBaseUrl, apiVersion: config.metaApiVersion },
     google: { baseUrl: config.googleAdsBaseUrl, apiVersion: config.googleAdsApiVersion, tokenUrl: config.googleOauthTokenUrl },
     logger,
+    ...(metrics ? { onJobOutcome: (platform: string, conn: string, o: 'delivered' | 'retrying' | 'failed') => metrics.adJob(platform, conn, o) } : {}),
   });
 
   const app = createApp({ logger, version: VERSION });
@@ -116,6 +166,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       logger,
       rateLimit: limited ? mcpLimit : null,
       loopback: LOOPBACK.has(config.host),
+      ...(metrics ? { onToolCall: (tool: string, outcome: string, ms: number) => metrics.toolCall(tool, outcome, ms) } : {}),
     }),
   );
   app.use(
@@ -127,20 +178,31 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   const hostGuard = LOOPBACK.has(config.host) ? loopbackHostGuard(config) : null;
   let inFlight = 0;
   let draining: (() => void) | null = null;
+  let shuttingDown = false;
+  const instrumentation = { logger, trustProxy: config.trustProxy, metrics, draining: () => shuttingDown };
   const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
     inFlight++;
     res.once('close', () => {
       inFlight--;
       if (inFlight === 0 && draining) draining();
     });
-    if (hostGuard && !hostGuard(req.headers.host, req.headers.origin)) {
-      res.writeHead(403, { 'Content-Type': 'application/json' });
-      res.end(JSON.stringify({ error: { code: 'forbidden_host', message: 'Host or Origin header does not name this local server', details: {} } }));
-      return;
-    }
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const pathname = q === -1 ? url : url.slice(0, q);
+    instrument(req, res, pathname, instrumentation);
+    if (hostGuard && !hostGuard(req.headers.host, req.headers.origin)) {
+      res.writeHead(403, { 'Content-Type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          error: { code: 'forbidden_host', message: 'Host or Origin header does not name this local server', details: {}, request_id: requestIdOf(req) },
+        }),
+      );
+      return;
+    }
+    if (pathname === '/readyz') {
+      void handleReady(readiness, req, res);
+      return;
+    }
     if (pathname === DECIDE_PATH) {
       void handleDecide(decideDeps, req, res);
       return;
@@ -167,6 +229,17 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `http://${host}:${addr.port}`;
+  let metricsServer: MetricsServer | null = null;
+  if (metrics && metricsModules && config.metricsPort !== undefined) {
+    try {
+      metricsServer = await metricsModules[1].startMetricsServer(metrics, { host: config.metricsHost, port: config.metricsPort, logger });
+    } catch (err) {
+      server.close();
+      await store.close();
+      serveLock?.release();
+      throw err;
+    }
+  }
 
   // A process of this host that was killed holding leases need not be waited for.
   const freed = await releaseDeadLocalLeases(store).catch((err: unknown) => {
@@ -217,6 +290,8 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   let closing: Promise<void> | null = null;
   const close = () => {
     closing ??= (async () => {
+      shuttingDown = true;
+      readiness.beginShutdown();
       server.close();
       server.closeIdleConnections();
       if (inFlight > 0) {
@@ -239,12 +314,42 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       ]);
       await checkpointer.stop();
       await store.close();
+      serveLock?.release();
+      await metricsServer?.close();
       logger.info('stopped');
     })();
     return closing;
   };
+  let endDrain: (() => void) | null = null;
+  let drainTimer: NodeJS.Timeout | null = null;
+  const shutdown = async (drainMs: number) => {
+    if (!shuttingDown) {
+      shuttingDown = true;
+      readiness.beginShutdown();
+      if (drainMs > 0) {
+        logger.info({ drain_ms: drainMs }, 'draining: /readyz answers 503; still serving until the drain delay ends');
+        await new Promise<void>((resolve) => {
+          endDrain = resolve;
+          drainTimer = setTimeout(resolve, drainMs);
+        });
+        if (drainTimer) clearTimeout(drainTimer);
+        endDrain = null;
+      }
+    }
+    await close();
+  };
   logger.debug({ url: redactUrl(url) }, 'listening');
-  return { url, store, server, dispatcher, adFanout, close };
+  return {
+    url,
+    store,
+    server,
+    dispatcher,
+    adFanout,
+    metricsUrl: metricsServer?.url ?? null,
+    close,
+    shutdown,
+    endDrain: () => endDrain?.(),
+  };
 }
 
 /**

@@ -12,10 +12,12 @@ export interface AuditRow {
   error_code: string | null;
   duration_ms: number;
   created_at: number;
+  /** The X-Request-Id of the HTTP request that made the call (null over stdio, and for rows before it was recorded). */
+  request_id: string | null;
 }
 
 const INSERT_AUDIT =
-  'INSERT INTO mcp_audit (site_id, token_id, tool, outcome, error_code, duration_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)';
+  'INSERT INTO mcp_audit (site_id, token_id, tool, outcome, error_code, duration_ms, created_at, request_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)';
 
 /** The audit log of MCP tools/call: who called which tool, how it ended and how long it took. Never argument values. */
 export class AuditRepo {
@@ -32,7 +34,16 @@ export class AuditRepo {
   }
 
   /** Writes: call inside a write operation. */
-  async record(r: { siteId: string; tokenId: string; tool: string; outcome: AuditOutcome; errorCode: string | null; durationMs: number; at: number }): Promise<void> {
-    await this.x.run(INSERT_AUDIT, [r.siteId, r.tokenId, r.tool, r.outcome, r.errorCode, Math.round(r.durationMs), r.at]);
+  async record(r: {
+    siteId: string;
+    tokenId: string;
+    tool: string;
+    outcome: AuditOutcome;
+    errorCode: string | null;
+    durationMs: number;
+    at: number;
+    requestId?: string | null;
+  }): Promise<void> {
+    await this.x.run(INSERT_AUDIT, [r.siteId, r.tokenId, r.tool, r.outcome, r.errorCode, Math.round(r.durationMs), r.at, r.requestId ?? null]);
   }
 }

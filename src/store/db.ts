@@ -1,7 +1,8 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { MIGRATIONS } from './migrations.js';
+import { MIGRATIONS, type Migration } from './migrations.js';
+import { compatibleFromAfter, schemaProblem, type AppliedMigration } from './schema-compat.js';
 import { registerRuleFunctions } from './rule-sql.js';
 
 export type Db = Database.Database;
@@ -48,31 +49,57 @@ export function schemaVersion(db: Db): number {
   return (db.prepare('SELECT coalesce(max(version), 0) AS v FROM schema_migrations').get() as { v: number }).v;
 }
 
-/** Applies every migration newer than the recorded version, each in its own transaction. */
-export function migrate(db: Db): number[] {
+/** Every row of schema_migrations (none when the table does not exist yet). */
+export function appliedMigrations(db: Db): AppliedMigration[] {
+  const table = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get();
+  if (!table) return [];
+  const hasCompat = (db.prepare('PRAGMA table_info(schema_migrations)').all() as { name: string }[]).some((c) => c.name === 'compatible_from');
+  return db.prepare(`SELECT version, ${hasCompat ? 'compatible_from' : 'NULL AS compatible_from'} FROM schema_migrations ORDER BY version`).all() as AppliedMigration[];
+}
+
+/**
+ * Applies every migration newer than the recorded version, each in its own
+ * transaction. A store migrated by a newer svc is accepted when the
+ * migrations this svc lacks are expand-only down to its own (rolling
+ * upgrades; see schema-compat.ts), and refused otherwise. `list` is for tests
+ * that play an earlier release.
+ */
+export function migrate(db: Db, list: readonly Migration[] = MIGRATIONS): number[] {
   db.exec(
-    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)',
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL, compatible_from INTEGER)',
   );
-  const applied = new Set(
-    (db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version),
-  );
-  const known = Math.max(...MIGRATIONS.map((m) => m.version));
+  const cols = db.prepare('PRAGMA table_info(schema_migrations)').all() as { name: string }[];
+  if (!cols.some((c) => c.name === 'compatible_from')) {
+    try {
+      db.exec('ALTER TABLE schema_migrations ADD COLUMN compatible_from INTEGER');
+    } catch (err) {
+      // Another process starting at the same moment added it.
+      if (!/duplicate column/i.test((err as Error).message)) throw err;
+    }
+  }
+  const rows = appliedMigrations(db);
+  const applied = new Set(rows.map((r) => r.version));
+  const known = Math.max(...list.map((m) => m.version));
   const newest = Math.max(0, ...applied);
   if (newest > known) {
-    throw new Error(`the database is at schema version ${newest}, newer than this svc knows (${known}): run the svc that migrated it, or a newer one`);
+    const problem = schemaProblem(known, rows);
+    if (problem !== null) throw new Error(problem);
+    return [];
   }
   const ran: number[] = [];
-  for (const m of MIGRATIONS) {
+  const previous = db.prepare('SELECT version, compatible_from FROM schema_migrations WHERE version = ?');
+  for (const m of list) {
     if (applied.has(m.version)) continue;
     // IMMEDIATE takes the write lock first, so two processes starting together cannot both apply it.
     const apply = db.transaction(() => {
       const again = db.prepare('SELECT 1 FROM schema_migrations WHERE version = ?').get(m.version);
       if (again) return;
       db.exec(m.sql);
-      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at, compatible_from) VALUES (?, ?, ?, ?)').run(
         m.version,
         m.name,
         Date.now(),
+        compatibleFromAfter(m, previous.get(m.version - 1) as AppliedMigration | undefined),
       );
       ran.push(m.version);
     });

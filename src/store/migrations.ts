@@ -7,6 +7,13 @@ export interface Migration {
   version: number;
   name: string;
   sql: string;
+  /**
+   * Expand-only: it adds (a table, a nullable or defaulted column, an index) and
+   * removes, renames or tightens nothing, so the release before it keeps running
+   * against a store it has migrated (rolling upgrades). Without it the migration
+   * is a contract step, and svc releases that do not know it refuse the store.
+   */
+  expand?: boolean;
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -1045,6 +1052,7 @@ CREATE UNIQUE INDEX campaign_runs_campaign ON campaign_runs (campaign_id, seq);
   {
     version: 20,
     name: 'webhooks: per-destination signing mode (svc or Standard Webhooks) and secret rotation with a grace period',
+    expand: true,
     sql: `
 -- signing_mode: svc sends X-SVC-Signature only; standard adds webhook-id, webhook-timestamp and webhook-signature.
 -- previous_secret_enc: the sealed key before the last rotation (the site_id when there was no secret), which
@@ -1053,6 +1061,14 @@ ALTER TABLE destinations ADD COLUMN signing_mode TEXT NOT NULL DEFAULT 'svc' CHE
 ALTER TABLE destinations ADD COLUMN previous_secret_enc TEXT;
 ALTER TABLE destinations ADD COLUMN previous_secret_expires_at INTEGER;
 ALTER TABLE destinations ADD COLUMN secret_rotated_at INTEGER;
+`,
+  },
+  {
+    version: 21,
+    name: 'MCP audit rows record the X-Request-Id of the HTTP request that made the call',
+    expand: true,
+    sql: `
+ALTER TABLE mcp_audit ADD COLUMN request_id TEXT;
 `,
   },
 ];

@@ -27,6 +27,12 @@ export class SecretBox {
     return new SecretBox(key);
   }
 
+  /** The key of a data directory when there is one (SVC_SECRET_KEY or secret.key), without creating it. */
+  static existing(dataDir: string, envKey = process.env.SVC_SECRET_KEY): SecretBox | null {
+    if (envKey || existsSync(path.join(dataDir, 'secret.key'))) return SecretBox.forDataDir(dataDir, envKey);
+    return null;
+  }
+
   /** A one-way fingerprint of the key: instances sharing a database compare it to know they share the key. */
   fingerprint(): string {
     return createHash('sha256').update('svc secret key check\0').update(this.key).digest('hex').slice(0, 32);

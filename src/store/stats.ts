@@ -12,6 +12,13 @@ export interface SiteStats {
   outbox_done: number;
 }
 
+/** Rows waiting in one queue, and the write time (ms) of the oldest. */
+export interface QueueBacklog {
+  queue: 'outbox' | 'webhook_deliveries' | 'adplatform_jobs';
+  rows: number;
+  oldestCreatedAt: number | null;
+}
+
 /** Exact row counts per site, for operators and tests. */
 export class StatsRepo {
   constructor(private readonly x: Sql) {}
@@ -43,6 +50,28 @@ export class StatsRepo {
         outbox_pending: await count(pending, id),
         outbox_done: await count(done, id),
       });
+    }
+    return out;
+  }
+
+  /**
+   * What waits, over every site (for /metrics): outbox rows not yet fanned out,
+   * and pending webhook deliveries and ad-platform jobs (due or waiting for a retry).
+   */
+  async backlog(): Promise<QueueBacklog[]> {
+    const outbox =
+      this.x.dialect === 'pg'
+        ? 'SELECT count(*) AS n, min(created_at) AS oldest FROM outbox WHERE dispatched_at IS NULL'
+        : "SELECT count(*) AS n, min(created_at) AS oldest FROM outbox WHERE id > (SELECT last_id FROM outbox_cursor WHERE name = 'webhooks')";
+    const queues = [
+      ['outbox', outbox],
+      ['webhook_deliveries', "SELECT count(*) AS n, min(created_at) AS oldest FROM deliveries WHERE state = 'pending'"],
+      ['adplatform_jobs', "SELECT count(*) AS n, min(created_at) AS oldest FROM ad_jobs WHERE state = 'pending'"],
+    ] as const;
+    const out: QueueBacklog[] = [];
+    for (const [queue, sql] of queues) {
+      const r = await this.x.get<{ n: number; oldest: number | null }>(sql);
+      out.push({ queue, rows: Number(r?.n ?? 0), oldestCreatedAt: r?.oldest === null || r?.oldest === undefined ? null : Number(r.oldest) });
     }
     return out;
   }

@@ -1,10 +1,13 @@
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, openSync, statSync } from 'node:fs';
 import { databasePath, openDatabase, type Db, type SyncMode } from './db.js';
 import { GroupCommitWriter } from './writer.js';
 import { SecretBox } from './secret-box.js';
 import { SqliteSql, type Sql } from './sql.js';
 import { newRepoShared, Repos, type RepoShared, type WriteOp } from './repos.js';
 import type { SiteStats } from './stats.js';
+import type { GroupCommitListener } from './observe.js';
+import type { GroupCommitListeners } from './group-commits.js';
+import type { AppliedMigration } from './schema-compat.js';
 
 /** What another instance changed (PostgreSQL notifications): `work` is new outbox rows, jobs, deliveries or trigger fires; `all` means notifications may have been missed. */
 export type RemoteTopic = 'segments' | 'web' | 'work' | 'all';
@@ -18,6 +21,18 @@ export interface WriteRunner {
   close(): Promise<void>;
   readonly counters: { batches: number; ops: number; stalled: number };
   readonly pending: number;
+  /** Told once per committed group (operations, round trips, duration). */
+  readonly groupCommits: GroupCommitListeners;
+}
+
+/** Connections of a PostgreSQL pool, for /metrics. */
+export interface PoolUsage {
+  /** Connections open (idle or checked out). */
+  total: number;
+  idle: number;
+  /** Requests waiting for a connection. */
+  waiting: number;
+  max: number;
 }
 
 /**
@@ -39,6 +54,33 @@ export class Store extends Repos {
   ) {
     super(sql, shared);
     this.secrets = SecretBox.forDataDir(dataDir);
+    writer.onCommit(() => {
+      this.progressAt = Date.now();
+    });
+  }
+
+  /** Write operations submitted and not yet settled, and when writes last made progress (a commit, or the first of a busy spell). */
+  private writesInFlight = 0;
+  private progressAt = 0;
+
+  /** The connection pool's usage on PostgreSQL (set by openPgStore); null on SQLite. */
+  poolUsage: (() => PoolUsage) | null = null;
+
+  /** On SQLite: why the database file is no longer the one this store opened (set by openStore); null on PostgreSQL. */
+  fileProblem: (() => string | null) | null = null;
+
+  /**
+   * How long writes have been waiting with no commit (0 when none wait):
+   * /readyz fails when it passes SVC_READY_STALL_MS.
+   */
+  writerStalledMs(now = Date.now()): number {
+    return this.writesInFlight > 0 ? Math.max(0, now - this.progressAt) : 0;
+  }
+
+  /** The rows of schema_migrations, read through the store's own connection (readiness: reachable and migrated). */
+  async migrationsApplied(): Promise<AppliedMigration[]> {
+    const rows = await this.sql.all<AppliedMigration>('SELECT version, compatible_from FROM schema_migrations ORDER BY version');
+    return rows.map((r) => ({ version: Number(r.version), compatible_from: r.compatible_from === null ? null : Number(r.compatible_from) }));
   }
 
   private readonly remoteListeners: ((topic: RemoteTopic) => void)[] = [];
@@ -79,11 +121,19 @@ export class Store extends Repos {
    * committed (and, by default, reached the disk).
    */
   write<T>(fn: WriteOp<T>): Promise<T> {
-    return this.writer.run(fn);
+    if (this.writesInFlight++ === 0) this.progressAt = Date.now();
+    return this.writer.run(fn).finally(() => {
+      this.writesInFlight--;
+    });
   }
 
   onCommit(fn: () => void): void {
     this.writer.onCommit(fn);
+  }
+
+  /** Calls `listener` once per committed group of the writer (both stores); returns the unsubscribe. */
+  onGroupCommit(listener: GroupCommitListener): () => void {
+    return this.writer.groupCommits.add(listener);
   }
 
   get writeCounters(): WriteRunner['counters'] {
@@ -127,5 +177,17 @@ export function openStore(opts: { dataDir: string; synchronous?: SyncMode; offTh
       db.close();
     }
   };
-  return new Store(sql, shared, writer, opts.dataDir, db, close);
+  const store = new Store(sql, shared, writer, opts.dataDir, db, close);
+  // A data directory moved, removed or replaced under a running server: its writes would go to a file no one will open again.
+  const file = databasePath(opts.dataDir);
+  const opened = statSync(file);
+  store.fileProblem = () => {
+    try {
+      const now = statSync(file);
+      return now.ino === opened.ino && now.dev === opened.dev ? null : 'the database file was replaced by another file';
+    } catch {
+      return 'the database file is gone from the data directory';
+    }
+  };
+  return store;
 }

@@ -1,10 +1,13 @@
 import { fsync } from 'node:fs';
 import type { Db } from './db.js';
 import type { Repos, WriteOp } from './repos.js';
+import { GroupCommitListeners } from './group-commits.js';
 
 interface Settled {
   batch: Op[];
   results: { ok: boolean; value: unknown }[];
+  /** performance.now() when its transaction began. */
+  started: number;
 }
 
 interface Op {
@@ -40,6 +43,9 @@ export class GroupCommitWriter {
   readonly counters = { batches: 0, ops: 0, stalled: 0 };
   private running = false;
   private readonly commitListeners: (() => void)[] = [];
+  readonly groupCommits = new GroupCommitListeners();
+  /** When the batch being run began (performance.now()), for the group-commit figures. */
+  private batchStarted = 0;
 
   private unsynced: Settled[] = [];
   private syncing = false;
@@ -118,7 +124,10 @@ export class GroupCommitWriter {
     this.unsynced = [];
     fsync(this.walFd, (err) => {
       this.syncing = false;
-      for (const g of group) settle(g, err);
+      for (const g of group) {
+        if (!err) this.emitGroup(g);
+        settle(g, err);
+      }
       if (this.unsynced.length > 0) this.requestSync();
       else if (this.queue.length > 0) this.flush();
     });
@@ -138,6 +147,7 @@ export class GroupCommitWriter {
     // failure is rare; when one happens the batch is rolled back and re-run with a
     // savepoint per operation, so only the failing operation is lost.
     const results: { ok: boolean; value: unknown }[] = new Array(batch.length);
+    if (this.groupCommits.active) this.batchStarted = performance.now();
     try {
       this.begin.run();
     } catch (err) {
@@ -203,12 +213,20 @@ export class GroupCommitWriter {
     this.counters.batches++;
     this.counters.ops += batch.length;
     for (const fn of this.commitListeners) fn();
+    const g: Settled = { batch, results, started: this.batchStarted };
     if (this.walFd === null) {
-      settle({ batch, results }, null);
+      this.emitGroup(g);
+      settle(g, null);
       return;
     }
-    this.unsynced.push({ batch, results });
+    this.unsynced.push(g);
     this.requestSync();
+  }
+
+  /** The group-commit figures of a group, once it is durable (after its fsync when that runs off the event loop). */
+  private emitGroup(g: Settled): void {
+    if (!this.groupCommits.active) return;
+    this.groupCommits.emit({ backend: 'sqlite', operations: g.batch.length, roundTrips: 0, durationMs: performance.now() - g.started });
   }
 }
 

@@ -23,6 +23,8 @@ export interface DispatcherOptions {
   logger: Logger;
   /** For tests: a dispatcher to use instead of the guarded one. */
   httpDispatcher?: Dispatcher;
+  /** Told of each attempt once its outcome is committed (for /metrics). */
+  onAttempt?: (destinationId: string, result: AttemptResult) => void;
 }
 
 interface Lane {
@@ -410,6 +412,7 @@ export class WebhookDispatcher {
       await this.recordSoon((tx) => recordAttempt(tx, lane.dest, d, result, this.opts, 'attempt'));
       if (result.ok) this.counters.delivered++;
       else this.counters.failedAttempts++;
+      this.opts.onAttempt?.(lane.dest.id, result);
     } catch (err) {
       this.opts.logger.error({ err: (err as Error).message, delivery: d.id }, 'could not record a delivery attempt; it will be retried');
       lane.mayHaveMore = true;

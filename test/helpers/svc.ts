@@ -99,7 +99,8 @@ export async function startSvc(
   const dataDir = opts.dataDir ?? tempDir();
   const proc = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--data', dataDir, ...(opts.args ?? [])], {
     cwd: ROOT,
-    env: { ...process.env, SVC_LOG_LEVEL: 'warn', ...backendEnv(dataDir), ...opts.env },
+    // No drain delay on SIGTERM unless a test asks for one: stop() would otherwise wait 5 s for a balancer that is not there.
+    env: { ...process.env, SVC_LOG_LEVEL: 'warn', SVC_SHUTDOWN_DRAIN_MS: '0', ...backendEnv(dataDir), ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';

@@ -81,7 +81,7 @@ export const tokensList = defineTool({
 export const auditList = defineTool({
   name: 'access_audit_list',
   title: 'MCP audit log',
-  description: 'The newest tools/call records of this site: token, tool, outcome (ok, error, refused, invalid), error code and duration. Argument values are never recorded.',
+  description: 'The newest tools/call records of this site: token, tool, outcome (ok, error, refused, invalid), error code, duration and request id. Argument values are never recorded.',
   area,
   scope: 'admin',
   flags: { changesData: false, idempotent: true },
@@ -99,13 +99,22 @@ export const auditList = defineTool({
         outcome: z.enum(['ok', 'error', 'refused', 'invalid']),
         error_code: z.string().nullable(),
         duration_ms: z.number().int(),
+        request_id: z.string().nullable().describe('The X-Request-Id of the HTTP request that made the call, as in the server log (null over stdio).'),
       }),
     ),
   }),
   handler: async (ctx, input) => {
     const rows = await ctx.store.audit.recent({ siteId: ctx.grant.siteId, tokenId: input.token_id, tool: input.tool, limit: input.limit });
     return {
-      calls: rows.map((r) => ({ at: iso(r.created_at)!, token_id: r.token_id, tool: r.tool, outcome: r.outcome, error_code: r.error_code, duration_ms: r.duration_ms })),
+      calls: rows.map((r) => ({
+        at: iso(r.created_at)!,
+        token_id: r.token_id,
+        tool: r.tool,
+        outcome: r.outcome,
+        error_code: r.error_code,
+        duration_ms: r.duration_ms,
+        request_id: r.request_id ?? null,
+      })),
     };
   },
 });

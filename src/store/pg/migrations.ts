@@ -949,6 +949,7 @@ CREATE UNIQUE INDEX campaign_runs_campaign ON campaign_runs (campaign_id, seq);
   {
     version: 10,
     name: 'webhooks: per-destination signing mode (svc or Standard Webhooks) and secret rotation with a grace period',
+    expand: true,
     sql: `
 -- signing_mode: svc sends X-SVC-Signature only; standard adds webhook-id, webhook-timestamp and webhook-signature.
 -- previous_secret_enc: the sealed key before the last rotation (the site_id when there was no secret), which
@@ -957,6 +958,14 @@ ALTER TABLE destinations ADD COLUMN signing_mode TEXT NOT NULL DEFAULT 'svc' CHE
 ALTER TABLE destinations ADD COLUMN previous_secret_enc TEXT;
 ALTER TABLE destinations ADD COLUMN previous_secret_expires_at BIGINT;
 ALTER TABLE destinations ADD COLUMN secret_rotated_at BIGINT;
+`,
+  },
+  {
+    version: 11,
+    name: 'MCP audit rows record the X-Request-Id of the HTTP request that made the call',
+    expand: true,
+    sql: `
+ALTER TABLE mcp_audit ADD COLUMN request_id TEXT;
 `,
   },
 ];

@@ -3,7 +3,10 @@ import pg from 'pg';
 import { newRepoShared, Repos, type RepoShared, type WriteOp } from '../repos.js';
 import { Store, type WriteRunner } from '../store.js';
 import { PG_MIGRATIONS } from './migrations.js';
+import type { Migration } from '../migrations.js';
+import { compatibleFromAfter, schemaProblem, type AppliedMigration } from '../schema-compat.js';
 import { PgSql, PG_TYPES } from './sql.js';
+import { GroupCommitListeners } from '../group-commits.js';
 
 export interface PgSettings {
   /** postgres://user:pass@host:port/db[?sslmode=require][&schema=name] */
@@ -115,6 +118,7 @@ const MAX_GROUP = 256;
  */
 class PgWriteRunner implements WriteRunner {
   readonly counters = { batches: 0, ops: 0, stalled: 0, regrouped: 0 };
+  readonly groupCommits = new GroupCommitListeners();
   private readonly queue: QueuedOp[] = [];
   private activeLanes = 0;
   private inFlight = 0;
@@ -198,9 +202,10 @@ class PgWriteRunner implements WriteRunner {
     const before = this.enqueuedCount();
     const values: unknown[] = new Array(group.length);
     let failedAt = -1;
+    const trips = tripCounter(conn.client);
     try {
       await conn.client.query('BEGIN');
-      const tx = new Repos(new PgSql(conn.client), this.shared);
+      const tx = new Repos(new PgSql(trips.client), this.shared);
       for (let i = 0; i < group.length; i++) {
         try {
           values[i] = await group[i]!.fn(tx);
@@ -235,7 +240,7 @@ class PgWriteRunner implements WriteRunner {
       this.queue.unshift(...group.slice(failedAt + 1));
       return;
     }
-    this.committed(group.length, before);
+    this.committed(group.length, before, trips);
     for (let i = 0; i < group.length; i++) group[i]!.resolve(values[i]);
   }
 
@@ -244,10 +249,11 @@ class PgWriteRunner implements WriteRunner {
     for (let attempt = 1; ; attempt++) {
       const conn = await this.connect();
       const before = this.enqueuedCount();
+      const trips = tripCounter(conn.client);
       let value: T;
       try {
         await conn.client.query('BEGIN');
-        value = await fn(new Repos(new PgSql(conn.client), this.shared));
+        value = await fn(new Repos(new PgSql(trips.client), this.shared));
         await commit(conn.client);
       } catch (err) {
         if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
@@ -256,7 +262,7 @@ class PgWriteRunner implements WriteRunner {
         throw err;
       }
       conn.release();
-      this.committed(1, before);
+      this.committed(1, before, trips);
       return value;
     }
   }
@@ -266,9 +272,11 @@ class PgWriteRunner implements WriteRunner {
     return e.outbox + e.adJobs + e.fires + e.deliveries;
   }
 
-  private committed(ops: number, enqueuedBefore: number): void {
+  private committed(ops: number, enqueuedBefore: number, trips: TripCount): void {
     this.counters.batches++;
     this.counters.ops += ops;
+    // BEGIN and COMMIT besides the operations' own statements.
+    this.groupCommits.emit({ backend: 'pg', operations: ops, roundTrips: trips.count + 2, durationMs: performance.now() - trips.started });
     for (const l of this.listeners) l();
     if (this.enqueuedCount() !== enqueuedBefore) this.notifyOthers();
   }
@@ -297,6 +305,34 @@ class PgWriteRunner implements WriteRunner {
   }
 }
 
+interface TripCount {
+  client: pg.PoolClient;
+  /** Statements the operations sent. */
+  readonly count: number;
+  /** performance.now() when the transaction began. */
+  readonly started: number;
+}
+
+/** Counts the statements sent through `client` (the round trips of one group, for /metrics). */
+function tripCounter(client: pg.PoolClient): TripCount {
+  const t = {
+    count: 0,
+    started: performance.now(),
+    client: new Proxy(client, {
+      get(target, prop, receiver) {
+        if (prop === 'query') {
+          return (...args: unknown[]) => {
+            t.count++;
+            return (target.query as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        }
+        return Reflect.get(target, prop, receiver) as unknown;
+      },
+    }),
+  };
+  return t;
+}
+
 function isRetryable(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' && RETRYABLE.has(code);
@@ -311,8 +347,12 @@ export function writeLanes(poolSize: number): number {
   return Math.max(1, Math.min(4, poolSize - 2));
 }
 
-/** Applies the PostgreSQL migrations not yet applied, under an advisory lock; returns the versions it ran. */
-export async function migratePg(pool: pg.Pool, schema: string | null): Promise<number[]> {
+/**
+ * Applies the PostgreSQL migrations not yet applied, under an advisory lock; returns the versions it ran.
+ * A database migrated by a newer svc is accepted when what this svc lacks is expand-only (rolling
+ * upgrades; see schema-compat.ts). `list` is for tests that play an earlier release.
+ */
+export async function migratePg(pool: pg.Pool, schema: string | null, list: readonly Migration[] = PG_MIGRATIONS): Promise<number[]> {
   const client = await pool.connect();
   const onError = () => undefined; // reported by the failing query instead
   client.on('error', onError);
@@ -324,23 +364,31 @@ export async function migratePg(pool: pg.Pool, schema: string | null): Promise<n
     try {
       if (schema !== null) await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
       await client.query(
-        'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)',
+        'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL, compatible_from INTEGER)',
       );
-      const applied = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
-      const known = Math.max(...PG_MIGRATIONS.map((m) => m.version));
+      await client.query('ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS compatible_from INTEGER');
+      const rows = (await client.query<AppliedMigration>('SELECT version, compatible_from FROM schema_migrations ORDER BY version')).rows;
+      const applied = new Set(rows.map((r) => r.version));
+      const known = Math.max(...list.map((m) => m.version));
       const newest = Math.max(0, ...applied);
       if (newest > known) {
-        throw new Error(
-          `the database is at schema version ${newest}, newer than this svc knows (${known}): run the svc that migrated it, or a newer one`,
-        );
+        const problem = schemaProblem(known, rows);
+        if (problem !== null) throw new Error(problem);
+        return [];
       }
       const ran: number[] = [];
-      for (const m of PG_MIGRATIONS) {
+      for (const m of list) {
         if (applied.has(m.version)) continue;
         await client.query('BEGIN');
         try {
           await client.query(m.sql);
-          await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, Date.now()]);
+          const previous = (await client.query<AppliedMigration>('SELECT version, compatible_from FROM schema_migrations WHERE version = $1', [m.version - 1])).rows[0];
+          await client.query('INSERT INTO schema_migrations (version, name, applied_at, compatible_from) VALUES ($1, $2, $3, $4)', [
+            m.version,
+            m.name,
+            Date.now(),
+            compatibleFromAfter(m, previous),
+          ]);
           await client.query('COMMIT');
         } catch (err) {
           await client.query('ROLLBACK').catch(() => undefined);
@@ -456,6 +504,7 @@ export async function openPgStore(
     await listener?.stop();
     await pool.end().catch(() => undefined);
   });
+  store.poolUsage = () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: pool.options.max });
   try {
     await checkSecretKey(pool, store.secrets.fingerprint());
   } catch (err) {
