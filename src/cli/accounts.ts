@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { AppError } from '../http/errors.js';
 import { parseRangesCsv } from '../domain/accounts/ip-ranges.js';
+import { loadIpRanges } from '../domain/accounts/load-ranges.js';
+import { SegmentMembership } from '../domain/segments/membership.js';
 import { print, usageError, withData, withStore } from './common.js';
 
 /** `svc accounts ip-ranges load`: the operator's IP-range-to-company CSV, as accounts_ip_ranges_load loads it over MCP. */
@@ -27,12 +29,7 @@ export function registerAccounts(program: Command): void {
       const lines = parsed.errors.slice(0, 20).map((e) => `line ${e.line}: ${e.message}`);
       throw new AppError('validation_failed', `${parsed.errors.length} bad line(s) in ${opts.file}; nothing loaded\n${lines.join('\n')}`, { errors: parsed.errors.slice(0, 20) });
     }
-    const replaced = await withStore(opts, (s) =>
-      s.write(async (tx) => {
-        if (!(await tx.sites.get(opts.site))) throw new AppError('not_found', `no site ${opts.site}`);
-        return tx.companies.replaceRanges(opts.site, parsed.ranges, Date.now());
-      }),
-    );
+    const { replaced } = await withStore(opts, (s) => loadIpRanges(s, new SegmentMembership(s), opts.site, parsed.ranges));
     const out = { site_id: opts.site, loaded: parsed.ranges.length, replaced, companies: new Set(parsed.ranges.map((r) => r.domain)).size };
     print(opts.json, out, () => `loaded ${out.loaded} range(s) of ${out.companies} compan(ies); replaced ${out.replaced}`);
   });

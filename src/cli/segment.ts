@@ -25,6 +25,7 @@ async function view(s: Store, row: SegmentRow) {
     name: row.name,
     priority: row.priority,
     rule: JSON.parse(row.rule) as unknown,
+    status: row.status,
     members: await s.segments.memberCount(row.id),
     created_at: new Date(row.created_at).toISOString(),
     updated_at: new Date(row.updated_at).toISOString(),
@@ -62,7 +63,7 @@ export function registerSegment(program: Command): void {
   withData(seg.command('list').description('List segments').option('--site <id>', 'only this site').option('--json', 'print JSON')).action(
     async (opts: { site?: string; json?: boolean; data?: string }) => {
       const out = await withStore(opts, async (s) => Promise.all((await s.segments.list(opts.site)).map((r) => view(s, r))));
-      print(opts.json, out, () => table(out as unknown as Record<string, unknown>[], ['id', 'site_id', 'name', 'priority', 'members', 'updated_at']));
+      print(opts.json, out, () => table(out as unknown as Record<string, unknown>[], ['id', 'site_id', 'name', 'priority', 'status', 'members', 'updated_at']));
     },
   );
   withData(seg.command('show').description('Show one segment with its rule').argument('<id>', 'segment id').option('--json', 'print JSON')).action(
@@ -72,7 +73,7 @@ export function registerSegment(program: Command): void {
         if (!row) throw new AppError('not_found', `no segment ${id}`);
         return view(s, row);
       });
-      print(opts.json, out, () => `${out.id}  ${out.name}  priority ${out.priority}  ${out.members} members\n${JSON.stringify(out.rule, null, 2)}`);
+      print(opts.json, out, () => `${out.id}  ${out.name}  priority ${out.priority}  ${out.status}  ${out.members} members\n${JSON.stringify(out.rule, null, 2)}`);
     },
   );
   withData(seg.command('delete').description('Delete a segment (refused while another segment uses it)').argument('<id>', 'segment id').option('--json', 'print JSON')).action(

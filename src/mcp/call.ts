@@ -16,6 +16,7 @@ export function policyFacts(tool: ToolDef) {
     destructive: tool.flags.destructive === true,
     issuesCredentials: tool.flags.issuesCredentials === true,
     approvesOrPublishes: tool.flags.approvesOrPublishes === true,
+    changesExposure: tool.flags.changesExposure === true,
   };
 }
 
@@ -51,7 +52,7 @@ export async function callTool(tool: ToolDef, ctx: ToolContext, args: unknown, l
       result = toolError(e.code, e.message, e.details ?? {});
     } else {
       try {
-        const raw = await tool.handler(ctx, parsed.data);
+        const raw = await tool.handler(decision.draft ? { ...ctx, drafts: true } : ctx, parsed.data);
         const checked = tool.output.safeParse(raw);
         if (!checked.success) throw new Error(`${tool.name} produced output outside its schema: ${checked.error.issues[0]?.message ?? ''}`);
         const out = raw as Record<string, unknown>;

@@ -30,6 +30,7 @@ export function describeTool(tool: ToolDef): string {
   if (tool.flags.destructive) needs.push('refused when destructive tools are blocked');
   if (tool.flags.issuesCredentials) needs.push('only for tokens minted with credential issuance allowed');
   if (tool.flags.approvesOrPublishes) needs.push('refused to propose-only tokens');
+  if (tool.flags.changesExposure) needs.push('for propose-only tokens, changes to who sees what are filed as drafts awaiting approval');
   const scope = scopeNamedIn(tool.description) === null ? ` Scope: ${tool.scope}.` : '';
   return `${tool.description}${scope} ${needs.join('; ')}. Area: ${tool.area}.`;
 }

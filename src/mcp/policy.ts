@@ -9,12 +9,18 @@ export interface ToolPolicyFacts {
   destructive: boolean;
   issuesCredentials: boolean;
   approvesOrPublishes: boolean;
+  /** Changes who sees what (segments, placements, zone defaults, running tests, overrides). */
+  changesExposure: boolean;
 }
 
 export type RefusalReason = 'scope' | 'read_only' | 'block_destructive' | 'area' | 'credential_issuance' | 'propose_only';
 
+/**
+ * `draft`: the call runs, but whatever in it would change who sees what is
+ * filed as a draft awaiting a person's approval instead of applied.
+ */
 export type Decision =
-  | { allowed: true }
+  | { allowed: true; draft?: true }
   | { allowed: false; reason: RefusalReason; missing: string; message: string };
 
 /**
@@ -23,7 +29,9 @@ export type Decision =
  *
  * Order: product area, scope, read-only, block-destructive, credential
  * issuance, propose-only. A tool that changes data is never allowed to a read
- * scope, whatever the tool's declared scope says.
+ * scope, whatever the tool's declared scope says. Under propose-only, approve
+ * and publish tools are refused, and tools that change who sees what are
+ * allowed as drafts (their changes wait for a person's approval).
  */
 export function decide(token: { scope: McpScope; restrictions: Restrictions }, tool: ToolPolicyFacts): Decision {
   const r = token.restrictions;
@@ -46,6 +54,7 @@ export function decide(token: { scope: McpScope; restrictions: Restrictions }, t
   if (r.propose_only && tool.approvesOrPublishes) {
     return refuse('propose_only', 'restriction:not propose-only', `${tool.name} approves or publishes; this token may only propose`);
   }
+  if (r.propose_only && tool.changesExposure) return { allowed: true, draft: true };
   return { allowed: true };
 }
 

@@ -19,6 +19,11 @@ export interface ToolContext {
   requestId?: string | undefined;
   /** Told how each call ended (for /metrics). */
   onToolCall?: ((tool: string, outcome: 'ok' | 'error' | 'refused' | 'invalid', durationMs: number) => void) | undefined;
+  /**
+   * Set by the policy for a propose-only token calling a tool that changes who
+   * sees what: the handler files those changes as drafts awaiting approval.
+   */
+  drafts?: boolean;
 }
 
 export interface ToolFlags {
@@ -30,6 +35,8 @@ export interface ToolFlags {
   issuesCredentials?: boolean;
   /** Approves or publishes something a human proposed (refused to propose-only tokens). */
   approvesOrPublishes?: boolean;
+  /** Changes who sees what: segments, placements, zone defaults, running tests, overrides (filed as drafts for propose-only tokens). */
+  changesExposure?: boolean;
   /** Calling again with the same arguments has no further effect. */
   idempotent?: boolean;
   /** Talks to systems outside svc (webhook destinations). */

@@ -57,7 +57,8 @@ export const HANDLERS: Record<string, Handler> = {
 
   listSegmentMembers: async ({ store }, { key, query, params }) => {
     const segment = await store.segments.get(key.siteId, params.segmentId ?? '');
-    if (!segment) throw new AppError('not_found', `no segment ${params.segmentId ?? ''}`, { field: 'segmentId' });
+    // A draft segment (awaiting approval under propose-only) does not exist for the profile REST API.
+    if (!segment || segment.status !== 'live') throw new AppError('not_found', `no segment ${params.segmentId ?? ''}`, { field: 'segmentId' });
     const limit = (query.limit as number | undefined) ?? PAGE_LIMIT.default;
     const cursor = decodeCursor(query.cursor as string | undefined);
     if (cursor && cursor.segment !== segment.id) throw new AppError('bad_request', 'cursor belongs to another segment', { field: 'cursor' });

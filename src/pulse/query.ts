@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { AppError } from '../http/errors.js';
 import type { Store } from '../store/store.js';
-import { parseRule, type Rule } from '../domain/segments/rules.js';
+import { parseRule, usesCompany, type Rule } from '../domain/segments/rules.js';
+import { ensureCompanyIndex } from '../domain/accounts/profile-company.js';
 import { profilesMatchingSql } from '../store/rule-sql.js';
 import { PII_TRAITS } from '../domain/profiles/snapshot.js';
 import type { CallerKey } from './auth.js';
@@ -36,6 +37,8 @@ export async function queryProfiles(store: Store, key: CallerKey, body: { rule: 
   const rule: Rule = parsed.rule;
   const pii = [...traitsOf(rule)].filter((t) => PII_TRAITS.has(t));
   if (pii.length > 0) requireScope(key, 'profile:read:pii', `a rule testing ${pii.join(', ')}`);
+  // The company node is company-level (one-person domains never match): no profile:read:pii needed.
+  if (usesCompany(rule)) await ensureCompanyIndex(store, key.siteId);
   const fingerprint = createHash('sha256').update(JSON.stringify(rule)).digest('hex').slice(0, 16);
   const cursor = decodeCursor(body.cursor);
   if (cursor && cursor.rule !== fingerprint) throw new AppError('bad_request', 'cursor belongs to another rule', { field: 'cursor' });

@@ -1071,4 +1071,86 @@ ALTER TABLE destinations ADD COLUMN secret_rotated_at INTEGER;
 ALTER TABLE mcp_audit ADD COLUMN request_id TEXT;
 `,
   },
+  {
+    version: 22,
+    name: 'propose-only drafts: segments in draft, changes awaiting approval, and their inbox items',
+    sql: `
+-- draft: proposed by a propose-only token; no members, invisible to decisions and the profile REST API until approved.
+ALTER TABLE segments ADD COLUMN status TEXT NOT NULL DEFAULT 'live' CHECK (status IN ('draft','live'));
+-- A change that would alter who sees what, proposed by a propose-only token: kind (segment_create, placement_update, ...),
+-- the object it changes (target_id), exactly what was proposed (payload, JSON), pending until a person approves (applied
+-- as proposed; result: JSON of what it did) or rejects it.
+CREATE TABLE drafts (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  target_id TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  summary TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('pending','approved','rejected')),
+  proposed_by TEXT NOT NULL,
+  decided_by TEXT,
+  decided_at INTEGER,
+  reason TEXT,
+  result TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE INDEX drafts_site ON drafts (site_id, status, created_at);
+CREATE INDEX drafts_target ON drafts (site_id, target_id, status);
+-- The inbox holds drafts too (kind draft, draft_id): rebuilt because SQLite cannot relax a CHECK or NOT NULL in place.
+DROP INDEX inbox_items_site;
+ALTER TABLE inbox_items RENAME TO inbox_items_old;
+CREATE TABLE inbox_items (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('stall','draft')),
+  title TEXT NOT NULL,
+  proposed_action TEXT NOT NULL,
+  finding_id TEXT,
+  proposal_id TEXT,
+  draft_id TEXT,
+  status TEXT NOT NULL CHECK (status IN ('pending','approved','dismissed')),
+  decided_by TEXT,
+  decided_at INTEGER,
+  dismiss_reason TEXT,
+  experiment_id TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+INSERT INTO inbox_items (id, site_id, kind, title, proposed_action, finding_id, proposal_id, draft_id, status, decided_by, decided_at,
+  dismiss_reason, experiment_id, created_at, updated_at)
+  SELECT id, site_id, kind, title, proposed_action, finding_id, proposal_id, NULL, status, decided_by, decided_at,
+  dismiss_reason, experiment_id, created_at, updated_at FROM inbox_items_old;
+DROP TABLE inbox_items_old;
+CREATE INDEX inbox_items_site ON inbox_items (site_id, status, created_at);
+CREATE INDEX inbox_items_draft ON inbox_items (draft_id);
+`,
+  },
+  {
+    version: 23,
+    expand: true,
+    name: 'company audiences: the company of each profile (corporate email domain, loaded IP range) for the company rule node',
+    sql: `
+-- The company of a live profile, as the company rule node reads it: the registrable domain of its corporate
+-- email (free mail never counts) and the domain of the loaded IP range holding the address of its most recent
+-- session that falls in one. Kept by the domain layer as identities, sessions and ranges change; a row exists
+-- only while one of the two is known.
+CREATE TABLE profile_companies (
+  profile_id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  email_domain TEXT,
+  ip_domain TEXT,
+  updated_at INTEGER NOT NULL
+);
+CREATE INDEX profile_companies_email ON profile_companies (site_id, email_domain);
+CREATE INDEX profile_companies_ip ON profile_companies (site_id, ip_domain);
+-- Sites whose profile_companies rows were derived from all their data at least once (profiles written before
+-- the table existed, or by svc seed, are indexed when a company rule is first used).
+CREATE TABLE company_index_state (
+  site_id TEXT PRIMARY KEY,
+  built_at INTEGER NOT NULL
+);
+`,
+  },
 ];

@@ -26,6 +26,7 @@ import { LiftRepo } from './lift.js';
 import { ExperimentsRepo } from './experiments.js';
 import { WebRepo } from './web.js';
 import { CampaignsRepo } from './campaigns.js';
+import { DraftsRepo } from './drafts.js';
 
 /**
  * What the repositories of one store share whichever connection they run on:
@@ -76,6 +77,7 @@ export class Repos {
   readonly experiments: ExperimentsRepo;
   readonly web: WebRepo;
   readonly campaigns: CampaignsRepo;
+  readonly drafts: DraftsRepo;
 
   constructor(
     readonly sql: Sql,
@@ -108,6 +110,7 @@ export class Repos {
     this.experiments = new ExperimentsRepo(sql);
     this.web = new WebRepo(sql);
     this.campaigns = new CampaignsRepo(sql);
+    this.drafts = new DraftsRepo(sql);
   }
 }
 

@@ -2,6 +2,7 @@ import type { Db } from './db.js';
 import type { Dialect } from './sql.js';
 import {
   kindOf,
+  type CompanyCondition,
   numericValue,
   windowMs,
   type CompareOp,
@@ -186,7 +187,23 @@ class Compiler {
       }
       case 'segment':
         return `EXISTS (SELECT 1 FROM segment_members m WHERE m.segment_id = ${this.p((rule as { segment: string }).segment)} AND m.profile_id = p.id)`;
+      case 'company':
+        return this.company(rule as CompanyCondition);
     }
+  }
+
+  /**
+   * The profile's company (its email's domain, else its IP range's) is one of the
+   * values (any, for exists), and it is not a domain exactly one known person of
+   * the site has (evaluate.ts: companyMatches).
+   */
+  private company(c: CompanyCondition): string {
+    const domain = 'coalesce(pc.email_domain, pc.ip_domain)';
+    let test = '';
+    if (c.company.op === 'eq') test = ` AND ${domain} = ${this.p(c.company.value)}`;
+    else if (c.company.op === 'in') test = ` AND ${domain} IN (${(c.company.value as string[]).map((v) => this.p(v)).join(', ')})`;
+    const persons = `(SELECT count(*) FROM profile_companies k WHERE k.site_id = pc.site_id AND k.email_domain = ${domain})`;
+    return `EXISTS (SELECT 1 FROM profile_companies pc WHERE pc.profile_id = p.id${test} AND ${persons} <> 1)`;
   }
 
   private property(c: PropertyCondition): string {

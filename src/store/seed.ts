@@ -512,6 +512,8 @@ async function seedWith(store: Store, o: SeedOptions, started: number): Promise<
       }
       await q.writeRest(tx.sql);
       for (const skus of orders) await tx.copurchase.record(site, skus);
+      // The seeded profiles have no company rows: the site is indexed again when a company rule is next used.
+      await tx.companies.forgetIndex(site);
     });
     orders = [];
   };

@@ -1,12 +1,16 @@
 import type { Sql } from './sql.js';
 import { newId } from './ids.js';
 
+export type SegmentStatus = 'draft' | 'live';
+
 export interface SegmentRow {
   id: string;
   site_id: string;
   name: string;
   rule: string;
   priority: number;
+  /** draft: proposed under propose-only, no members until approved; live: evaluated. */
+  status: SegmentStatus;
   created_at: number;
   updated_at: number;
 }
@@ -22,15 +26,16 @@ export class SegmentsRepo {
     if (this.x.dialect === 'pg') await this.x.get("SELECT pg_notify('svc_segments', '')");
   }
 
-  async create(s: { siteId: string; name: string; rule: string; priority: number }): Promise<SegmentRow> {
+  async create(s: { siteId: string; name: string; rule: string; priority: number; status?: SegmentStatus }): Promise<SegmentRow> {
     const id = newId('seg');
     const now = Date.now();
-    await this.x.run('INSERT INTO segments (id, site_id, name, rule, priority, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+    await this.x.run('INSERT INTO segments (id, site_id, name, rule, priority, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)', [
       id,
       s.siteId,
       s.name,
       s.rule,
       s.priority,
+      s.status ?? 'live',
       now,
       now,
     ]);
@@ -54,6 +59,12 @@ export class SegmentsRepo {
 
   async update(id: string, s: { name: string; rule: string; priority: number }): Promise<void> {
     await this.x.run('UPDATE segments SET name = ?, rule = ?, priority = ?, updated_at = ? WHERE id = ?', [s.name, s.rule, s.priority, Date.now(), id]);
+    await this.announce();
+  }
+
+  /** Makes a draft segment live (its members are computed by the caller). */
+  async setStatus(id: string, status: SegmentStatus): Promise<void> {
+    await this.x.run('UPDATE segments SET status = ?, updated_at = ? WHERE id = ?', [status, Date.now(), id]);
     await this.announce();
   }
 

@@ -54,11 +54,13 @@ export type InboxStatus = 'pending' | 'approved' | 'dismissed';
 export interface InboxItemRow {
   id: string;
   site_id: string;
-  kind: 'stall';
+  /** stall: filed by the weekly stall pass (finding_id, proposal_id); draft: a change proposed under propose-only (draft_id). */
+  kind: 'stall' | 'draft';
   title: string;
   proposed_action: string;
-  finding_id: string;
-  proposal_id: string;
+  finding_id: string | null;
+  proposal_id: string | null;
+  draft_id: string | null;
   status: InboxStatus;
   decided_by: string | null;
   decided_at: number | null;
@@ -239,12 +241,39 @@ export class StallRepo {
     return this.x.get<ProposalRow>('SELECT * FROM experiment_proposals WHERE site_id = ? AND id = ?', [siteId, id]);
   }
 
-  async insertInboxItem(i: Omit<InboxItemRow, 'decided_by' | 'decided_at' | 'dismiss_reason' | 'experiment_id' | 'updated_at' | 'status'>): Promise<void> {
+  async insertInboxItem(
+    i: Omit<InboxItemRow, 'decided_by' | 'decided_at' | 'dismiss_reason' | 'experiment_id' | 'updated_at' | 'status' | 'draft_id' | 'kind'> & { kind: 'stall' },
+  ): Promise<void> {
     await this.x.run(
       `INSERT INTO inbox_items (id, site_id, kind, title, proposed_action, finding_id, proposal_id, status, created_at, updated_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
       [i.id, i.site_id, i.kind, i.title, i.proposed_action, i.finding_id, i.proposal_id, i.created_at, i.created_at],
     );
+  }
+
+  /** Files a draft (a change proposed under propose-only) in the inbox. Writes: call inside a write operation. */
+  async insertDraftItem(i: { id: string; siteId: string; title: string; proposedAction: string; draftId: string; now: number }): Promise<void> {
+    await this.x.run(
+      `INSERT INTO inbox_items (id, site_id, kind, title, proposed_action, draft_id, status, created_at, updated_at)
+       VALUES (?, ?, 'draft', ?, ?, ?, 'pending', ?, ?)`,
+      [i.id, i.siteId, i.title, i.proposedAction, i.draftId, i.now, i.now],
+    );
+  }
+
+  /** Keeps a pending draft's item in step with the draft (a draft segment edited before approval). */
+  async retitleDraftItem(siteId: string, draftId: string, title: string, proposedAction: string, now: number): Promise<void> {
+    await this.x.run("UPDATE inbox_items SET title = ?, proposed_action = ?, updated_at = ? WHERE site_id = ? AND draft_id = ? AND status = 'pending'", [
+      title,
+      proposedAction,
+      now,
+      siteId,
+      draftId,
+    ]);
+  }
+
+  /** The inbox item of a draft. */
+  draftItem(siteId: string, draftId: string): Promise<InboxItemRow | undefined> {
+    return this.x.get<InboxItemRow>('SELECT * FROM inbox_items WHERE site_id = ? AND draft_id = ?', [siteId, draftId]);
   }
 
   inboxItem(siteId: string, id: string): Promise<InboxItemRow | undefined> {

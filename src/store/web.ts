@@ -352,8 +352,9 @@ export class WebRepo {
     return this.x.get<PlacementRow>('SELECT * FROM placements WHERE id = ? AND site_id = ?', [id, siteId]);
   }
 
-  async insertPlacement(p: { siteId: string; zoneId: string; variantId: string; segmentId: string | null; priority: number; enabled: boolean; now: number }): Promise<string> {
-    const id = newId('plc');
+  /** `id`: the id reserved for it (a draft approved later keeps the id it was proposed under); default a new one. */
+  async insertPlacement(p: { siteId: string; zoneId: string; variantId: string; segmentId: string | null; priority: number; enabled: boolean; now: number; id?: string | undefined }): Promise<string> {
+    const id = p.id ?? newId('plc');
     await this.x.run(
       'INSERT INTO placements (id, site_id, zone_id, variant_id, segment_id, priority, enabled, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
       [id, p.siteId, p.zoneId, p.variantId, p.segmentId, p.priority, p.enabled ? 1 : 0, p.now, p.now],
@@ -408,8 +409,10 @@ export class WebRepo {
     note: string | null;
     setBy: string;
     now: number;
+    /** The id reserved for it (see insertPlacement); default a new one. */
+    id?: string | undefined;
   }): Promise<string> {
-    const id = newId('ovr');
+    const id = o.id ?? newId('ovr');
     await this.x.run(
       'INSERT INTO overrides (id, site_id, kind, page_id, zone_id, variant_id, experiment_id, arm_id, visitor_id, note, set_by, set_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       [id, o.siteId, o.kind, o.pageId, o.zoneId, o.variantId, o.experimentId, o.armId, o.visitorId, o.note, o.setBy, o.now],

@@ -245,6 +245,6 @@ describe('svc serve settings of the metrics listener', () => {
   it('refuses a bad --metrics-port with a usage error', () => {
     const r = cli(['serve', '--metrics-port', 'abc', '--data', tempDir()]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/metricsPort/);
+    expect(r.stderr).toMatch(/--metrics-port/);
   });
 });

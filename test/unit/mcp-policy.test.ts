@@ -13,6 +13,7 @@ const base: ToolPolicyFacts = {
   destructive: false,
   issuesCredentials: false,
   approvesOrPublishes: false,
+  changesExposure: false,
 };
 const tool = (over: Partial<ToolPolicyFacts>): ToolPolicyFacts => ({ ...base, ...over });
 const token = (scope: McpScope, r: Partial<Restrictions> = {}) => ({ scope, restrictions: restrictionsSchema.parse(r) });
@@ -69,6 +70,39 @@ describe('decide (the MCP scope policy)', () => {
     expect(decide(token('write', { propose_only: true }), t)).toMatchObject({ allowed: false, reason: 'propose_only' });
     expect(decide(token('write'), t).allowed).toBe(true);
     expect(decide(token('write', { propose_only: true }), tool({ scope: 'write', changesData: true })).allowed).toBe(true);
+  });
+
+  it('propose-only files tools that change who sees what as drafts; other tokens run them', () => {
+    const t = tool({ scope: 'write', changesData: true, changesExposure: true });
+    expect(decide(token('write', { propose_only: true }), t)).toEqual({ allowed: true, draft: true });
+    expect(decide(token('admin', { propose_only: true }), t)).toEqual({ allowed: true, draft: true });
+    expect(decide(token('write'), t)).toEqual({ allowed: true });
+    // the other restrictions still come first
+    expect(decide(token('write', { propose_only: true, read_only: true }), t)).toMatchObject({ allowed: false, reason: 'read_only' });
+    expect(decide(token('read', { propose_only: true }), t)).toMatchObject({ allowed: false, reason: 'scope' });
+    expect(decide(token('write', { propose_only: true, areas: ['leads'] }), t)).toMatchObject({ allowed: false, reason: 'area' });
+  });
+
+  it('flags every tool that changes who sees what, and no read tool', () => {
+    const exposure = TOOLS.filter((t) => t.flags.changesExposure).map((t) => t.name).sort();
+    expect(exposure).toEqual([
+      'experiments_resume',
+      'experiments_start',
+      'experiments_update',
+      'overrides_force_arm',
+      'overrides_lift',
+      'placements_create',
+      'placements_delete',
+      'placements_update',
+      'segments_create',
+      'segments_update',
+      'zones_create',
+      'zones_update',
+    ]);
+    for (const t of TOOLS.filter((x) => x.flags.changesExposure)) {
+      expect(t.flags.changesData, t.name).toBe(true);
+      expect(describeTool(t), t.name).toContain('filed as drafts awaiting approval');
+    }
   });
 
   it('is pure: the same inputs give the same answer', () => {

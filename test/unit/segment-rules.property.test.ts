@@ -11,7 +11,7 @@ import { migratePg, pgClientConfig } from '../../src/store/pg/store.js';
 import { databaseUrlFor, PG_BASE_URL } from '../helpers/backend.js';
 import { profileMatchesSql, profilesMatchingSql } from '../../src/store/rule-sql.js';
 import { evaluateRule, type ProfileFacts } from '../../src/domain/segments/evaluate.js';
-import { parseRule, type Rule } from '../../src/domain/segments/rules.js';
+import { parseRule, usesCompany, type Rule } from '../../src/domain/segments/rules.js';
 
 /**
  * The SQL compiler and the in-memory evaluator are two implementations of one
@@ -60,7 +60,14 @@ const propValue = fc.oneof(
   fc.constantFrom(true, false, null, 2.5),
 );
 
-const factsArb: fc.Arbitrary<ProfileFacts> = fc.record({
+// Company facts: the profile_companies row of each profile. The known persons of a domain are counted over the
+// profiles of one site (one property run), so a domain with one email profile is personal in that run.
+const companyDomains = ['acme.com', 'globex.io', 'solo.dev', 'initech.net'];
+type GeneratedFacts = Omit<ProfileFacts, 'company'> & { email_domain: string | null; ip_domain: string | null };
+
+const factsArb: fc.Arbitrary<GeneratedFacts> = fc.record({
+  email_domain: fc.option(fc.constantFrom('acme.com', 'globex.io', 'solo.dev'), { nil: null, freq: 2 }),
+  ip_domain: fc.option(fc.constantFrom('acme.com', 'initech.net'), { nil: null, freq: 2 }),
   traits: fc.dictionary(fc.constantFrom(...traitNames), fc.constantFrom(...traitValues), { maxKeys: 4 }),
   events: fc.array(
     fc.record({
@@ -128,6 +135,11 @@ const scoreArb = fc
   .record({ agg: fc.constantFrom('latest', 'max', 'avg'), op: compareOp, value: fc.integer({ min: -5, max: 100 }), days: daysArb })
   .map(({ days, ...c }) => (days === undefined ? { score: c } : { score: c, within_days: days }));
 const segmentArb = fc.constantFrom('seg_a', 'seg_b', 'seg_c').map((segment) => ({ segment }));
+const companyArb = fc.oneof(
+  fc.constant({ company: { op: 'exists' } }),
+  fc.constantFrom(...companyDomains, 'other.org').map((value) => ({ company: { op: 'eq', value } })),
+  fc.subarray([...companyDomains, 'other.org'], { minLength: 1 }).map((value) => ({ company: { op: 'in', value } })),
+);
 
 const { rule: ruleArb } = fc.letrec<{ rule: unknown }>((tie) => ({
   rule: fc.oneof(
@@ -137,6 +149,7 @@ const { rule: ruleArb } = fc.letrec<{ rule: unknown }>((tie) => ({
     conversionsArb,
     scoreArb,
     segmentArb,
+    companyArb,
     fc.array(tie('rule'), { minLength: 1, maxLength: 3 }).map((all) => ({ all })),
     fc.array(tie('rule'), { minLength: 1, maxLength: 3 }).map((any) => ({ any })),
     tie('rule').map((not) => ({ not })),
@@ -144,7 +157,7 @@ const { rule: ruleArb } = fc.letrec<{ rule: unknown }>((tie) => ({
 }));
 
 let seq = 0;
-async function insertProfile(site: string, facts: ProfileFacts): Promise<string> {
+async function insertProfile(site: string, facts: GeneratedFacts): Promise<string> {
   const id = `prf_${String(++seq).padStart(8, '0')}`;
   await x.run('INSERT INTO profiles (id, site_id, traits, created_at, updated_at) VALUES (?, ?, ?, ?, ?)', [id, site, JSON.stringify(facts.traits), NOW, NOW]);
   for (const e of facts.events) {
@@ -161,6 +174,11 @@ async function insertProfile(site: string, facts: ProfileFacts): Promise<string>
     await x.run("INSERT INTO scores (site_id, session_id, profile_id, score, body, received_at) VALUES (?, 's', ?, ?, '{}', ?)", [site, id, s.score, s.received_at]);
   }
   for (const s of facts.segments) await x.run('INSERT INTO segment_members (segment_id, profile_id, site_id, since) VALUES (?, ?, ?, ?)', [s, id, site, NOW]);
+  if (facts.email_domain !== null || facts.ip_domain !== null) {
+    await x.run('INSERT INTO profile_companies (profile_id, site_id, email_domain, ip_domain, updated_at) VALUES (?, ?, ?, ?, ?)', [
+      id, site, facts.email_domain, facts.ip_domain, NOW,
+    ]);
+  }
   return id;
 }
 
@@ -168,6 +186,8 @@ describe('rule language: SQL and in-memory evaluation agree', () => {
   it('on random rules over random profiles', async () => {
     let matched = 0;
     let checked = 0;
+    // company rules: how often they matched, and how often a one-person domain was in play
+    const company = { checked: 0, matched: 0, personal: 0 };
     await fc.assert(
       fc.asyncProperty(ruleArb, fc.array(factsArb, { minLength: 1, maxLength: 5 }), async (input, profiles) => {
         const parsed = parseRule(input);
@@ -178,7 +198,11 @@ describe('rule language: SQL and in-memory evaluation agree', () => {
         const ids: string[] = [];
         for (const f of profiles) ids.push(await insertProfile(site, f));
         const expected: string[] = [];
-        for (const [i, facts] of profiles.entries()) {
+        const persons = (d: string) => profiles.filter((p) => p.email_domain === d).length;
+        for (const [i, generated] of profiles.entries()) {
+          const { email_domain, ip_domain, ...rest } = generated;
+          const domain = email_domain ?? ip_domain;
+          const facts: ProfileFacts = { ...rest, company: domain === null ? null : { domain, known_persons: persons(domain) } };
           const { sql, params } = profileMatchesSql(rule, { profileId: ids[i]!, now: NOW, dialect: x.dialect });
           // 0/1 on SQLite, a boolean on PostgreSQL
           const m = Number((await x.get<{ m: number | boolean }>(sql, params))!.m);
@@ -187,6 +211,11 @@ describe('rule language: SQL and in-memory evaluation agree', () => {
           expect([0, 1]).toContain(m);
           if (mem) expected.push(ids[i]!);
           checked += 1;
+          if (usesCompany(rule)) {
+            company.checked += 1;
+            if (mem) company.matched += 1;
+            if (facts.company?.known_persons === 1) company.personal += 1;
+          }
         }
         matched += expected.length;
         const page = profilesMatchingSql(rule, { siteId: site, now: NOW, afterId: '', limit: 100, dialect: x.dialect });
@@ -198,5 +227,8 @@ describe('rule language: SQL and in-memory evaluation agree', () => {
     // the generators must produce both outcomes, or the agreement proves little
     expect(matched).toBeGreaterThan(checked * 0.1);
     expect(matched).toBeLessThan(checked * 0.9);
+    expect(company.matched).toBeGreaterThan(company.checked * 0.05);
+    expect(company.matched).toBeLessThan(company.checked * 0.95);
+    expect(company.personal).toBeGreaterThan(company.checked * 0.05);
   });
 });

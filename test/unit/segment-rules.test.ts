@@ -56,6 +56,30 @@ describe('parseRule', () => {
     expect(e.message.length).toBeGreaterThan(5);
   });
 
+  it('reads company nodes as registrable domains and refuses personal or free-mail values', () => {
+    expect(parseRule({ company: { op: 'in', value: ['https://www.Acme.com/pricing', 'sub.globex.co.uk', 'acme.com'] } })).toEqual({
+      ok: true,
+      rule: { company: { op: 'in', value: ['acme.com', 'globex.co.uk'] } },
+    });
+    expect(parseRule({ company: { op: 'exists' } })).toEqual({ ok: true, rule: { company: { op: 'exists' } } });
+    const cases: [unknown, string, string][] = [
+      [{ company: { op: 'in', value: ['acme.com', 'gmail.com'] } }, '$.company.value[1]', 'free-mail'],
+      [{ company: { op: 'eq', value: 'proton.me' } }, '$.company.value', 'free-mail'],
+      [{ company: { op: 'eq', value: 'jane@acme.com' } }, '$.company.value', 'not an email address'],
+      [{ company: { op: 'eq', value: '203.0.113.9' } }, '$.company.value', 'IP address'],
+      [{ company: { op: 'eq', value: 'co.uk' } }, '$.company.value', 'registrable domain'],
+      [{ company: { op: 'in', value: 'acme.com' } }, '$.company.value', 'array'],
+      [{ company: { op: 'exists', value: 'acme.com' } }, '$.company.value', 'no value'],
+      [{ company: { op: 'like', value: 'acme.com' } }, '$.company.op', ''],
+      [{ company: { op: 'eq', value: 'acme.com', extra: 1 } }, '$.company', ''],
+    ];
+    for (const [input, path, message] of cases) {
+      const e = fail(input);
+      expect(e.path, JSON.stringify(input)).toBe(path);
+      expect(e.message).toContain(message);
+    }
+  });
+
   it('bounds depth and size', () => {
     let deep: unknown = { trait: 'a', op: 'exists' };
     for (let i = 0; i < 8; i++) deep = { not: deep };

@@ -54,7 +54,9 @@ describe('every SKILL.md against the live registry and the policy', () => {
       for (const t of tools) {
         const facts = REGISTRY.find((f) => f.name === t);
         expect(facts, `${name} names ${t}, which is not in src/mcp/tools/index.ts TOOLS`).toBeDefined();
-        expect(decide(token, facts!), `${name}: ${t} under ${token.line}`).toEqual({ allowed: true });
+        // Allowed; under propose-only, a tool that changes who sees what runs as a draft awaiting approval.
+        const expected = token.restrictions.propose_only && facts!.changesExposure ? { allowed: true, draft: true } : { allowed: true };
+        expect(decide(token, facts!), `${name}: ${t} under ${token.line}`).toEqual(expected);
       }
       expect(checkSkill(s, REGISTRY)).toEqual([]);
     });
@@ -90,6 +92,7 @@ const read = (name: string, area = name.split('_')[0]!): ToolPolicyFacts => ({
   destructive: false,
   issuesCredentials: false,
   approvesOrPublishes: false,
+  changesExposure: false,
 });
 const write = (name: string, extra: Partial<ToolPolicyFacts> = {}): ToolPolicyFacts => ({ ...read(name), scope: 'write', changesData: true, ...extra });
 const CONTRACT: ToolPolicyFacts[] = [

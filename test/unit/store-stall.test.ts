@@ -80,7 +80,7 @@ describe('the stall pass on the store', () => {
     }
     const inbox = await store.stall.inbox(siteId, 'pending', 10);
     expect(inbox).toHaveLength(2);
-    const proposal = await store.stall.proposal(siteId, inbox[0]!.proposal_id);
+    const proposal = await store.stall.proposal(siteId, inbox[0]!.proposal_id!);
     // The cohort stalls on the product page (the step before add to cart): the test runs there.
     expect(proposal).toMatchObject({ page_match_type: 'glob', page_pattern: '/products/*' });
   });

@@ -1,6 +1,6 @@
 import { PROFILE_CHUNK } from '../../store/companies.js';
 import type { Repos } from '../../store/repos.js';
-import { companyDomainOfEmail } from './domain.js';
+import { companyOfEmails } from './profile-company.js';
 import { IpRangeIndex } from './ip-ranges.js';
 import { aggregateSignals, Attributor, emptySignals, type CompanySignals, type WindowRows } from './signals.js';
 
@@ -20,18 +20,18 @@ export interface SignalOptions {
   topPages: number;
 }
 
-/** The corporate email domain of each profile with a known email (free mail and malformed addresses have none). */
+/** The corporate email domain of each profile with a known email (free mail and malformed addresses have none; see companyOfEmails). */
 export async function contactDomains(repos: Repos, siteId: string): Promise<Map<string, string>> {
-  const byHost = new Map<string, string | null>();
-  const out = new Map<string, string>();
+  const byProfile = new Map<string, string[]>();
   for (const e of await repos.companies.emails(siteId)) {
-    const host = e.value.slice(e.value.lastIndexOf('@') + 1);
-    let d = byHost.get(host);
-    if (d === undefined) {
-      d = companyDomainOfEmail(e.value);
-      byHost.set(host, d);
-    }
-    if (d !== null) out.set(e.profile_id, d);
+    const list = byProfile.get(e.profile_id);
+    if (list) list.push(e.value);
+    else byProfile.set(e.profile_id, [e.value]);
+  }
+  const out = new Map<string, string>();
+  for (const [profileId, emails] of byProfile) {
+    const d = companyOfEmails(emails);
+    if (d !== null) out.set(profileId, d);
   }
   return out;
 }

@@ -75,7 +75,7 @@ export class IngestionService {
         ctx,
         now,
       );
-      await this.membership.recompute(tx, req.site_id, r.profile_id, now);
+      await this.membership.recompute(tx, req.site_id, r.profile_id, now, { identity: true });
       return r;
     });
   }
@@ -188,7 +188,7 @@ export class IngestionService {
         leadCapturedPayload({ siteId: req.site_id, leadId, formId, kind, profileId, workable, at: now }),
         now,
       );
-      await this.membership.recompute(tx, req.site_id, profileId, now);
+      await this.membership.recompute(tx, req.site_id, profileId, now, { identity: true });
       return { lead_id: leadId, profile_id: profileId, form_id: formId, kind, workable };
     });
   }

@@ -1,5 +1,6 @@
 import {
   kindOf,
+  type CompanyCondition,
   numericValue,
   windowMs,
   type CompareOp,
@@ -20,6 +21,25 @@ export interface ProfileFacts {
   /** In insertion order (the latest of equal received_at is the last). */
   scores: { score: number | null; received_at: number }[];
   segments: ReadonlySet<string>;
+  /**
+   * The profile's company (its profile_companies row): the domain, and how many
+   * known persons of the site have it as their email's company domain (1: a
+   * personal domain, never matched). null: no company.
+   */
+  company: { domain: string; known_persons: number } | null;
+}
+
+/** Whether a profile's company satisfies a company node: never for a domain only one known person has. */
+export function companyMatches(c: CompanyCondition, company: ProfileFacts['company']): boolean {
+  if (company === null || company.known_persons === 1) return false;
+  switch (c.company.op) {
+    case 'exists':
+      return true;
+    case 'eq':
+      return company.domain === c.company.value;
+    case 'in':
+      return (c.company.value as string[]).includes(company.domain);
+  }
 }
 
 export function compare(a: number, op: CompareOp, b: number): boolean {
@@ -138,5 +158,7 @@ export function evaluateRule(rule: Rule, facts: ProfileFacts, now: number): bool
       return score(rule as ScoreCondition, facts, now);
     case 'segment':
       return facts.segments.has((rule as { segment: string }).segment);
+    case 'company':
+      return companyMatches(rule as CompanyCondition, facts.company);
   }
 }

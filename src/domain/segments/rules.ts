@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { resolveCompanyDomain } from '../accounts/domain.js';
 
 /**
  * The segment rule language: one JSON shape for custom segments and for
@@ -11,6 +12,7 @@ import { z } from 'zod';
  *   conversions  { "conversions": { "metric": "revenue", "op": "gte", "value": 100 }, "within_days": 30 }
  *   score        { "score": { "agg": "latest", "op": "gte", "value": 70 }, "within_days": 14 }
  *   segment      { "segment": "seg_..." }
+ *   company      { "company": { "op": "in", "value": ["acme.com", "globex.co.uk"] } }   (eq: one domain; exists: any company)
  *
  * Rules are validated node by node, so an error names the offending node by
  * its JSON path (`$.all[1].op`). They compile to parameterized SQL
@@ -70,6 +72,11 @@ export interface ScoreCondition {
 export interface SegmentCondition {
   segment: string;
 }
+export const COMPANY_OPS = ['eq', 'in', 'exists'] as const;
+export type CompanyOp = (typeof COMPANY_OPS)[number];
+export interface CompanyCondition {
+  company: { op: CompanyOp; value?: string | string[] | undefined };
+}
 export type Rule =
   | { all: Rule[] }
   | { any: Rule[] }
@@ -78,7 +85,8 @@ export type Rule =
   | EventCondition
   | ConversionsCondition
   | ScoreCondition
-  | SegmentCondition;
+  | SegmentCondition
+  | CompanyCondition;
 
 /**
  * A number from a value: JSON numbers as they are, strings only when they are
@@ -196,6 +204,66 @@ export const segmentConditionSchema = z
   .strictObject({ segment: z.string().regex(/^seg_[A-Za-z0-9_-]{1,64}$/, 'a segment id (seg_...)') })
   .meta({ id: 'SegmentCondition', description: 'Membership of another segment of the same site (no cycles).' });
 
+/**
+ * The registrable domain a company node value names (the key of the accounts_*
+ * tools): a website URL or host is read as its registrable domain. An email
+ * address is refused (a rule never holds personal data), as are free-mail
+ * providers (never a company), IP addresses and names without a registrable
+ * domain.
+ */
+function companyDomainOf(input: string): { ok: true; domain: string } | { ok: false; message: string } {
+  if (input.length === 0 || input.length > RULE_LIMITS.stringValue) return { ok: false, message: `a company domain of 1 to ${RULE_LIMITS.stringValue} characters` };
+  const r = resolveCompanyDomain(input);
+  if (r.kind === 'email') return { ok: false, message: 'a company domain (acme.com), not an email address: rules hold no personal data' };
+  if (!r.ok) return { ok: false, message: r.message };
+  return { ok: true, domain: r.domain };
+}
+
+export const companyConditionSchema = z
+  .strictObject({
+    company: z
+      .strictObject({
+        op: z.enum(COMPANY_OPS).describe('eq: the company is this domain; in: one of these domains; exists: any company.'),
+        value: z
+          .union([z.string(), z.array(z.string())])
+          .optional()
+          .describe('eq: a company domain (acme.com; a website URL or host is read as its registrable domain); in: 1 to 100 of them; exists: none. Free-mail providers and email addresses are refused.'),
+      })
+      .transform((c, ctx): CompanyCondition['company'] => {
+        const fail = (message: string, path: (string | number)[] = ['value']) => {
+          ctx.addIssue({ code: 'custom', message, path, input: c.value });
+          return z.NEVER;
+        };
+        if (c.op === 'exists') return c.value === undefined ? { op: 'exists' } : fail('exists takes no value');
+        if (c.op === 'eq') {
+          if (typeof c.value !== 'string') return fail('eq needs one company domain');
+          const d = companyDomainOf(c.value);
+          return d.ok ? { op: 'eq', value: d.domain } : fail(d.message);
+        }
+        if (!Array.isArray(c.value) || c.value.length === 0 || c.value.length > RULE_LIMITS.inValues) {
+          return fail(`in needs an array of 1 to ${RULE_LIMITS.inValues} company domains`);
+        }
+        const out: string[] = [];
+        let ok = true;
+        c.value.forEach((v, i) => {
+          const d = companyDomainOf(v);
+          if (d.ok) out.push(d.domain);
+          else {
+            ok = false;
+            fail(d.message, ['value', i]);
+          }
+        });
+        return ok ? { op: 'in', value: [...new Set(out)] } : z.NEVER;
+      }),
+  })
+  .meta({
+    id: 'CompanyCondition',
+    description:
+      "Tests the profile's company: the registrable domain of its corporate email address (free mail never counts), else the company of the loaded IP range " +
+      'holding the address of its most recent session that falls in one (accounts_ip_ranges_load). A domain that exactly one known person of the site has ' +
+      '(one profile with an email there) is personal data, not a company: the node never matches it.',
+  });
+
 const allDoc = z.strictObject({
   get all(): z.ZodArray<typeof ruleDocSchema> {
     return z.array(ruleDocSchema).min(1).max(RULE_LIMITS.children);
@@ -223,10 +291,11 @@ export const ruleDocSchema: z.ZodType = z
     conversionsConditionSchema,
     scoreConditionSchema,
     segmentConditionSchema,
+    companyConditionSchema,
   ])
   .meta({
     id: 'SegmentRule',
-    description: `A segment rule: all/any/not over trait, event, conversions, score and segment conditions. Depth at most ${RULE_LIMITS.depth}, at most ${RULE_LIMITS.nodes} nodes.`,
+    description: `A segment rule: all/any/not over trait, event, conversions, score, segment and company conditions. Depth at most ${RULE_LIMITS.depth}, at most ${RULE_LIMITS.nodes} nodes.`,
   });
 
 /** Every schema that documents the rule language (for openapi.json). */
@@ -238,6 +307,7 @@ export const RULE_DOC_SCHEMAS: z.ZodType[] = [
   conversionsConditionSchema,
   scoreConditionSchema,
   segmentConditionSchema,
+  companyConditionSchema,
 ];
 
 // ---- parsing with node-precise errors ----
@@ -255,6 +325,7 @@ const LEAVES: [string, z.ZodType][] = [
   ['conversions', conversionsConditionSchema],
   ['score', scoreConditionSchema],
   ['segment', segmentConditionSchema],
+  ['company', companyConditionSchema],
 ];
 const KINDS = ['all', 'any', 'not', ...LEAVES.map(([k]) => k)];
 
@@ -384,15 +455,23 @@ export function hasWindow(rule: Rule): boolean {
   return windowMs(rule as { within_days?: number; within_hours?: number }) !== null;
 }
 
-/** Milliseconds a windowed condition looks back, or null for all time. */
-export type RuleKind = 'all' | 'any' | 'not' | 'trait' | 'event' | 'conversions' | 'score' | 'segment';
+/** Whether a rule tests the company anywhere (its answer then reads profile_companies). */
+export function usesCompany(rule: Rule): boolean {
+  if ('all' in rule) return rule.all.some(usesCompany);
+  if ('any' in rule) return rule.any.some(usesCompany);
+  if ('not' in rule) return usesCompany(rule.not);
+  return 'company' in rule;
+}
+
+export type RuleKind = 'all' | 'any' | 'not' | 'trait' | 'event' | 'conversions' | 'score' | 'segment' | 'company';
 
 /** Which kind of node a (parsed) rule is. */
 export function kindOf(rule: Rule): RuleKind {
-  for (const k of ['all', 'any', 'not', 'trait', 'event', 'conversions', 'score', 'segment'] as const) if (k in rule) return k;
+  for (const k of ['all', 'any', 'not', 'trait', 'event', 'conversions', 'score', 'segment', 'company'] as const) if (k in rule) return k;
   throw new Error('not a rule');
 }
 
+/** Milliseconds a windowed condition looks back, or null for all time. */
 export function windowMs(c: { within_days?: number | undefined; within_hours?: number | undefined }): number | null {
   if (c.within_days !== undefined) return c.within_days * 86_400_000;
   if (c.within_hours !== undefined) return c.within_hours * 3_600_000;

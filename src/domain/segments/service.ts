@@ -3,8 +3,9 @@ import type { Store } from '../../store/store.js';
 import type { Repos } from '../../store/repos.js';
 import type { SegmentRow } from '../../store/segments.js';
 import { profilesMatchingSql } from '../../store/rule-sql.js';
-import { hasWindow, parseRule, referencedSegments, type Rule } from './rules.js';
+import { hasWindow, parseRule, referencedSegments, usesCompany, type Rule } from './rules.js';
 import type { SegmentMembership } from './membership.js';
+import { ensureCompanyIndex, rebuildCompanies } from '../accounts/profile-company.js';
 
 export interface SegmentInput {
   name: string;
@@ -19,7 +20,8 @@ const REFRESH_CHUNK = 500;
 /**
  * Segments of a site: validated rules (no unknown or cyclic segment
  * references), and memberships backfilled over every profile when a segment is
- * created or its rule changes. `create`, `update` and `remove` run inside the
+ * created or its rule changes. A draft segment (proposed under propose-only)
+ * has no members and is evaluated nowhere until `publish` makes it live. `create`, `update` and `remove` run inside the
  * caller's write operation and take its repositories (`tx`); the reads
  * (`require`, `preview`) go to the store.
  */
@@ -29,7 +31,8 @@ export class SegmentsService {
     private readonly membership: SegmentMembership,
   ) {}
 
-  private async validate(r: Repos, siteId: string, input: SegmentInput, selfId?: string): Promise<Rule> {
+  /** `draft`: the segment validated is a draft, which may test membership of other drafts (a live one may not). */
+  private async validate(r: Repos, siteId: string, input: SegmentInput, selfId?: string, draft = false): Promise<Rule> {
     const name = input.name.trim();
     if (!name || name.length > 200) throw new AppError('validation_failed', 'name: 1 to 200 characters', { field: 'name' });
     if (input.priority !== undefined && (!Number.isInteger(input.priority) || Math.abs(input.priority) > 1_000_000)) {
@@ -44,8 +47,10 @@ export class SegmentsService {
     }
     for (const ref of referencedSegments(parsed.rule)) {
       if (ref === selfId) throw new AppError('validation_failed', 'rule: a segment cannot test membership of itself', { field: 'rule' });
-      if (!(await r.segments.get(siteId, ref))) {
-        throw new AppError('validation_failed', `rule: no segment ${ref} in this site`, { field: 'rule' });
+      const target = await r.segments.get(siteId, ref);
+      if (!target) throw new AppError('validation_failed', `rule: no segment ${ref} in this site`, { field: 'rule' });
+      if (target.status === 'draft' && !draft) {
+        throw new AppError('validation_failed', `rule: segment ${ref} is a draft awaiting approval; approve it first`, { field: 'rule', segment: ref });
       }
       if (selfId !== undefined && (await this.reaches(r, ref, selfId, new Set()))) {
         throw new AppError('validation_failed', `rule: segment ${ref} depends on this segment (a cycle)`, { field: 'rule' });
@@ -68,19 +73,34 @@ export class SegmentsService {
     return false;
   }
 
-  /** Writes: call inside a write operation, with its `tx`. */
-  async create(tx: Repos, siteId: string, input: SegmentInput): Promise<SegmentRow & { members: number }> {
-    const rule = await this.validate(tx, siteId, input);
+  /** Checks a rule against the site as `create` would, without writing (a proposal is refused exactly when creating would be). */
+  async check(r: Repos, siteId: string, input: SegmentInput, opts: { draft?: boolean; selfId?: string } = {}): Promise<Rule> {
+    return this.validate(r, siteId, input, opts.selfId, opts.draft === true);
+  }
+
+  /**
+   * Writes: call inside a write operation, with its `tx`. `draft`: the segment
+   * is stored as a draft (no members computed, nothing fired) until `publish`.
+   */
+  async create(tx: Repos, siteId: string, input: SegmentInput, opts: { draft?: boolean } = {}): Promise<SegmentRow & { members: number }> {
+    const draft = opts.draft === true;
+    const rule = await this.validate(tx, siteId, input, undefined, draft);
     if ((await tx.segments.list(siteId)).some((s) => s.name === input.name.trim())) {
       throw new AppError('conflict', `a segment named ${JSON.stringify(input.name.trim())} exists in this site`, { field: 'name' });
     }
-    const row = await tx.segments.create({ siteId, name: input.name.trim(), rule: JSON.stringify(rule), priority: input.priority ?? 0 });
+    const row = await tx.segments.create({ siteId, name: input.name.trim(), rule: JSON.stringify(rule), priority: input.priority ?? 0, status: draft ? 'draft' : 'live' });
+    if (draft) return { ...row, members: 0 };
     this.membership.invalidate(siteId);
+    await this.indexCompanies(tx, siteId, rule);
     const members = await this.backfill(tx, siteId, rule);
     return { ...row, members };
   }
 
-  /** Writes: call inside a write operation, with its `tx`. */
+  /**
+   * Writes: call inside a write operation, with its `tx`. A draft segment is
+   * changed in place and stays a draft (no members); a live one has the
+   * memberships it affects recomputed.
+   */
   async update(tx: Repos, siteId: string, id: string, input: Partial<SegmentInput>): Promise<SegmentRow & { members: number }> {
     const row = await this.require(siteId, id, tx);
     const merged: SegmentInput = {
@@ -88,14 +108,45 @@ export class SegmentsService {
       rule: input.rule ?? JSON.parse(row.rule),
       priority: input.priority ?? row.priority,
     };
-    const rule = await this.validate(tx, siteId, merged, id);
-    await tx.segments.update(id, { name: merged.name.trim(), rule: JSON.stringify(rule), priority: merged.priority ?? 0 });
+    const draft = row.status === 'draft';
+    const rule = await this.validate(tx, siteId, merged, id, draft);
+    const name = merged.name.trim();
+    if (name !== row.name && (await tx.segments.list(siteId)).some((s) => s.id !== id && s.name === name)) {
+      throw new AppError('conflict', `a segment named ${JSON.stringify(name)} exists in this site`, { field: 'name' });
+    }
+    await tx.segments.update(id, { name, rule: JSON.stringify(rule), priority: merged.priority ?? 0 });
+    if (draft) return { ...(await tx.segments.byId(id))!, members: 0 };
     this.membership.invalidate(siteId);
+    await this.indexCompanies(tx, siteId, rule);
     const affected = new Set(await this.allMembers(tx, id));
     for (const p of await this.matching(tx, siteId, rule)) affected.add(p);
     const now = Date.now();
-    for (const p of affected) await this.membership.recompute(tx, siteId, p, now);
+    for (const p of affected) await this.membership.evaluate(tx, siteId, p, now);
     return { ...(await tx.segments.byId(id))!, members: await tx.segments.memberCount(id) };
+  }
+
+  /**
+   * Makes a draft segment live, exactly as it stands: its members are computed
+   * over every profile, with segment.changed and triggers as for a segment
+   * created live. Refused while its rule tests membership of another draft.
+   * Writes: call inside a write operation, with its `tx`.
+   */
+  async publish(tx: Repos, siteId: string, id: string): Promise<SegmentRow & { members: number }> {
+    const row = await this.require(siteId, id, tx);
+    if (row.status !== 'draft') throw new AppError('conflict', `segment ${id} is already live`, { status: row.status });
+    const rule = await this.validate(tx, siteId, { name: row.name, rule: JSON.parse(row.rule), priority: row.priority }, id, false);
+    await tx.segments.setStatus(id, 'live');
+    this.membership.invalidate(siteId);
+    await this.indexCompanies(tx, siteId, rule);
+    const members = await this.backfill(tx, siteId, rule);
+    return { ...(await tx.segments.byId(id))!, members };
+  }
+
+  /** Before a company rule is first evaluated in a site: derives the company of every profile once (see ensureCompanyIndex). */
+  private async indexCompanies(tx: Repos, siteId: string, rule: Rule): Promise<void> {
+    if (!usesCompany(rule) || (await tx.companies.indexBuiltAt(siteId)) !== null) return;
+    const now = Date.now();
+    for (const p of await rebuildCompanies(tx, siteId, now)) await this.membership.evaluate(tx, siteId, p, now);
   }
 
   /** Writes: call inside a write operation, with its `tx`. */
@@ -111,7 +162,7 @@ export class SegmentsService {
     await tx.segments.remove(id);
     this.membership.invalidate(siteId);
     const now = Date.now();
-    for (const p of members) await this.membership.recompute(tx, siteId, p, now);
+    for (const p of members) await this.membership.evaluate(tx, siteId, p, now);
     return { removed: id, members: members.length };
   }
 
@@ -134,6 +185,7 @@ export class SegmentsService {
   async refreshWindowed(): Promise<number> {
     const bySite = new Map<string, { segmentId: string; rule: Rule }[]>();
     for (const row of await this.store.segments.list()) {
+      if (row.status !== 'live') continue;
       const parsed = parseRule(JSON.parse(row.rule));
       if (!parsed.ok || !hasWindow(parsed.rule)) continue;
       const list = bySite.get(row.site_id) ?? [];
@@ -152,7 +204,7 @@ export class SegmentsService {
         const chunk = ids.slice(i, i + REFRESH_CHUNK);
         await this.store.write(async (tx) => {
           const now = Date.now();
-          for (const p of chunk) await this.membership.recompute(tx, siteId, p, now);
+          for (const p of chunk) await this.membership.evaluate(tx, siteId, p, now);
         });
         done += chunk.length;
       }
@@ -162,7 +214,16 @@ export class SegmentsService {
 
   /** How many profiles a rule matches now, without creating a segment. */
   async preview(siteId: string, ruleInput: unknown): Promise<number> {
-    const rule = await this.validate(this.store, siteId, { name: 'preview', rule: ruleInput });
+    const rule = await this.validate(this.store, siteId, { name: 'preview', rule: ruleInput }, undefined, true);
+    if (usesCompany(rule)) {
+      const changed = await ensureCompanyIndex(this.store, siteId);
+      if (changed.length > 0 && (await this.membership.usesCompany(this.store, siteId))) {
+        await this.store.write(async (tx) => {
+          const now = Date.now();
+          for (const p of changed) await this.membership.evaluate(tx, siteId, p, now);
+        });
+      }
+    }
     return (await this.matching(this.store, siteId, rule)).length;
   }
 
@@ -193,7 +254,7 @@ export class SegmentsService {
   private async backfill(tx: Repos, siteId: string, rule: Rule): Promise<number> {
     const ids = await this.matching(tx, siteId, rule);
     const now = Date.now();
-    for (const p of ids) await this.membership.recompute(tx, siteId, p, now);
+    for (const p of ids) await this.membership.evaluate(tx, siteId, p, now);
     return ids.length;
   }
 }

@@ -21,6 +21,7 @@ async function pendingItem(tx: Repos, siteId: string, id: string): Promise<Inbox
  */
 export async function approveItem(tx: Repos, siteId: string, id: string, actor: string): Promise<{ item: InboxItemRow; experimentId: string; pageId: string }> {
   const item = await pendingItem(tx, siteId, id);
+  if (item.proposal_id === null) throw new AppError('conflict', `inbox item ${id} is not an experiment proposal`, { field: 'id', kind: item.kind });
   const proposal = await tx.stall.proposal(siteId, item.proposal_id);
   if (!proposal) throw new AppError('not_found', `the proposal of inbox item ${id} no longer exists`, { field: 'id' });
   if (proposal.page_match_type === null || proposal.page_pattern === null) {

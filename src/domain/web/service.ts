@@ -293,7 +293,7 @@ export async function transitionVariant(tx: Repos, siteId: string, id: string, a
 export async function createPlacement(
   tx: Repos,
   siteId: string,
-  p: { variant_id: string; segment_id?: string | null | undefined; priority: number; enabled: boolean },
+  p: { variant_id: string; segment_id?: string | null | undefined; priority: number; enabled: boolean; id?: string | undefined },
   now: number,
 ): Promise<PlacementRow> {
   const v = await requireVariant(tx, siteId, p.variant_id);
@@ -301,7 +301,7 @@ export async function createPlacement(
   // Omitted: the variant's own segment; null: everyone.
   const segmentId = p.segment_id === undefined ? v.segment_id : p.segment_id;
   await requireSegment(tx, siteId, segmentId);
-  const id = await tx.web.insertPlacement({ siteId, zoneId: v.zone_id, variantId: v.id, segmentId, priority: p.priority, enabled: p.enabled, now });
+  const id = await tx.web.insertPlacement({ siteId, zoneId: v.zone_id, variantId: v.id, segmentId, priority: p.priority, enabled: p.enabled, now, id: p.id });
   return (await tx.web.placement(siteId, id))!;
 }
 
@@ -350,7 +350,7 @@ export async function publishOverride(tx: Repos, siteId: string, o: OverrideInpu
 export async function forceArm(
   tx: Repos,
   siteId: string,
-  o: { experiment_id: string; arm_id: string; visitor_id: string; note?: string | undefined },
+  o: { experiment_id: string; arm_id: string; visitor_id: string; note?: string | undefined; id?: string | undefined },
   by: string,
   now: number,
 ): Promise<OverrideRow> {
@@ -377,6 +377,7 @@ export async function forceArm(
     note: o.note ?? null,
     setBy: by,
     now,
+    id: o.id,
   });
   return (await tx.web.override(siteId, id))!;
 }

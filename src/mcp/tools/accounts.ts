@@ -3,6 +3,7 @@ import { AppError } from '../../http/errors.js';
 import { resolveCompanyDomain } from '../../domain/accounts/domain.js';
 import { rankHot, HEAT_WEIGHTS } from '../../domain/accounts/hot.js';
 import { parseRangesCsv } from '../../domain/accounts/ip-ranges.js';
+import { loadIpRanges } from '../../domain/accounts/load-ranges.js';
 import { accountSignals, loadAccounts, windowSignals, type AccountsView, type AccountSummary } from '../../domain/accounts/service.js';
 import { emptySignals } from '../../domain/accounts/signals.js';
 import { defineTool, type ToolContext } from '../tool.js';
@@ -272,7 +273,7 @@ export const accountsIpRangesLoad = defineTool({
   name: 'accounts_ip_ranges_load',
   title: 'Load IP ranges of companies',
   description:
-    'Replaces the site\'s IP-range-to-company table with an operator-supplied CSV (cidr,domain[,name] per line; optional header; # comments). Anonymous sessions whose IP falls in a range are attributed to its company in the signals (most specific range wins). Any bad line refuses the whole file and stores nothing; a file with no ranges clears the table.',
+    'Replaces the site\'s IP-range-to-company table with an operator-supplied CSV (cidr,domain[,name] per line; optional header; # comments). Anonymous sessions whose IP falls in a range are attributed to its company in the signals (most specific range wins), and a profile without a corporate email takes the company of its most recent session in a range for the company rule node (segments are re-evaluated). Any bad line refuses the whole file and stores nothing; a file with no ranges clears the table.',
   area,
   scope: 'admin',
   flags: { changesData: true, idempotent: true },
@@ -291,7 +292,7 @@ export const accountsIpRangesLoad = defineTool({
         errors: parsed.errors.slice(0, 20),
       });
     }
-    const replaced = await ctx.store.write((tx) => tx.companies.replaceRanges(ctx.grant.siteId, parsed.ranges, Date.now()));
+    const { replaced } = await loadIpRanges(ctx.store, ctx.membership, ctx.grant.siteId, parsed.ranges);
     return { loaded: parsed.ranges.length, replaced, companies: new Set(parsed.ranges.map((r) => r.domain)).size };
   },
 });

@@ -17,6 +17,8 @@ import {
 import { METRICS, STATUSES, VITALS } from '../../domain/experiments/rules.js';
 import { ALPHA, SEQUENTIAL_TUNING, SRM_MIN_PER_ARM, SRM_P_THRESHOLD } from '../../domain/experiments/stats.js';
 import type { ExperimentRow } from '../../store/experiments.js';
+import { filedDraft, type DraftView } from '../../domain/drafts/schema.js';
+import { proposeExperimentResume, proposeExperimentStart, proposeExperimentUpdate } from '../../domain/drafts/propose.js';
 import type { Repos } from '../../store/repos.js';
 import { defineTool, type ToolContext } from '../tool.js';
 import { iso, isoInput, limitInput, ms } from './shared.js';
@@ -62,6 +64,9 @@ const experimentView = z.object({
   updated_at: z.string().describe('ISO 8601 UTC.'),
   arms: z.array(armView).describe('The arms, the control first.'),
 });
+
+/** A lifecycle call's result: the test, and the draft when the call was filed for approval. */
+const experimentChange = experimentView.extend({ draft: filedDraft });
 
 async function view(r: Repos, row: ExperimentRow): Promise<z.input<typeof experimentView>> {
   const arms = await r.experiments.arms(row.site_id, row.id);
@@ -172,10 +177,10 @@ export const experimentsUpdate = defineTool({
   description:
     'Changes a draft test (name, arms, metric, guardrails, seed, end, stop_early). A running or paused test changes only scheduled_end, stop_early and ' +
     'the arms\' weights: visitors already exposed keep their arm (the decision keeps the arm of the first exposure), new weights steer only new visitors. ' +
-    'Ended and shipped tests are final (conflict). Scope: write.',
+    'Ended and shipped tests are final (conflict). For a propose-only token a change of a running or paused test is filed as a draft with an inbox item (it applies once a person approves, inbox_approve); a draft test changes at once. Scope: write.',
   area,
   scope: 'write',
-  flags: { changesData: true, idempotent: true },
+  flags: { changesData: true, idempotent: true, changesExposure: true },
   input: z.object({
     id: experimentId,
     name: z.string().min(1).max(200).optional().describe('New name (draft only).'),
@@ -193,37 +198,52 @@ export const experimentsUpdate = defineTool({
     stop_early: stopEarlyInput.optional(),
     seed: z.string().min(1).max(128).optional().describe('New hash seed (draft only).'),
   }),
-  output: experimentView,
+  output: experimentChange,
   handler: async (ctx, input) => {
     const { id, scheduled_end, arms, ...rest } = input;
-    const row = await ctx.store.write((tx) =>
-      updateExperiment(
-        tx,
-        ctx.grant.siteId,
-        id,
-        {
-          ...rest,
-          arms: arms === undefined ? undefined : toArms(arms),
-          scheduled_end_at: scheduled_end === undefined ? undefined : scheduled_end === null ? null : Date.parse(scheduled_end),
-        },
-        Date.now(),
-      ),
-    );
+    const patch = {
+      ...rest,
+      arms: arms === undefined ? undefined : toArms(arms),
+      scheduled_end_at: scheduled_end === undefined ? undefined : scheduled_end === null ? null : Date.parse(scheduled_end),
+    };
+    if (ctx.drafts) {
+      const proposed = await proposeExperimentUpdate(ctx.store, ctx.grant.siteId, actor(ctx), id, patch);
+      if (proposed) return { ...(await view(ctx.store, proposed.experiment)), draft: proposed.draft };
+    }
+    const row = await ctx.store.write((tx) => updateExperiment(tx, ctx.grant.siteId, id, patch, Date.now()));
     return view(ctx.store, row);
   },
 });
 
-function lifecycleTool(name: string, title: string, description: string, run: (ctx: ToolContext, id: string) => Promise<ExperimentRow>) {
+/**
+ * A lifecycle tool. With `propose`, it starts showing arms to visitors: for a
+ * propose-only token the call is filed as a draft (see proposeExperimentStart).
+ */
+function lifecycleTool(
+  name: string,
+  title: string,
+  description: string,
+  run: (ctx: ToolContext, id: string) => Promise<ExperimentRow>,
+  propose?: (ctx: ToolContext, id: string) => Promise<{ experiment: ExperimentRow; draft: DraftView }>,
+) {
   return defineTool({
     name,
     title,
-    description: `${description} Scope: write.`,
+    description: propose
+      ? `${description} For a propose-only token it is filed as a draft with an inbox item and applies once a person approves it (inbox_approve). Scope: write.`
+      : `${description} Scope: write.`,
     area,
     scope: 'write',
-    flags: { changesData: true },
+    flags: { changesData: true, changesExposure: propose !== undefined },
     input: z.object({ id: experimentId }),
-    output: experimentView,
-    handler: async (ctx, input) => view(ctx.store, await run(ctx, input.id)),
+    output: experimentChange,
+    handler: async (ctx, input) => {
+      if (ctx.drafts && propose) {
+        const r = await propose(ctx, input.id);
+        return { ...(await view(ctx.store, r.experiment)), draft: r.draft };
+      }
+      return view(ctx.store, await run(ctx, input.id));
+    },
   });
 }
 
@@ -232,6 +252,7 @@ export const experimentsStart = lifecycleTool(
   'Start a layout test',
   'Starts a draft test (draft → running): visitors are assigned from now on. Refused (conflict) when another live test covers the same zones or the variant of an arm is not approved or published.',
   (ctx, id) => ctx.store.write((tx) => startExperiment(tx, ctx.grant.siteId, id, Date.now())),
+  (ctx, id) => proposeExperimentStart(ctx.store, ctx.grant.siteId, actor(ctx), id),
 );
 
 export const experimentsPause = lifecycleTool(
@@ -246,6 +267,7 @@ export const experimentsResume = lifecycleTool(
   'Resume a layout test',
   'Resumes a paused test (paused → running); visitors keep their arms. After a guardrail pause the guardrail judges only vitals received after resuming.',
   (ctx, id) => ctx.store.write((tx) => resumeExperiment(tx, ctx.grant.siteId, id, Date.now())),
+  (ctx, id) => proposeExperimentResume(ctx.store, ctx.grant.siteId, actor(ctx), id),
 );
 
 export const experimentsEnd = lifecycleTool(

@@ -1,8 +1,7 @@
 import { z } from 'zod';
-import { AppError } from '../../http/errors.js';
-import { approveItem, dismissItem } from '../../domain/stall/inbox.js';
+import { approveInboxItem, dismissInboxItem, requireInboxItem } from '../../domain/drafts/inbox.js';
+import { draftView } from '../../domain/drafts/schema.js';
 import type { InboxItemRow, ProposalRow } from '../../store/stall.js';
-import type { Store } from '../../store/store.js';
 import { defineTool, type ToolContext } from '../tool.js';
 import { iso, limitInput } from './shared.js';
 import { findingOut, findingView } from './stall.js';
@@ -20,16 +19,17 @@ const proposalView = z.object({
 
 const itemView = z.object({
   id: z.string().describe('Inbox item id (inbox_...).'),
-  kind: z.string().describe('What filed it: stall (the weekly stall pass).'),
+  kind: z.string().describe('What filed it: stall (the weekly stall pass: an experiment proposal) or draft (a change proposed by a propose-only token).'),
   title: z.string().describe('One line.'),
   proposed_action: z.string().describe('The proposed action as text.'),
   status: z.enum(['pending', 'approved', 'dismissed']).describe('pending until a human approves or dismisses it.'),
-  finding_id: z.string().describe('The stall finding.'),
-  proposal_id: z.string().describe('The experiment proposal.'),
+  finding_id: z.string().nullable().describe('The stall finding (stall items).'),
+  proposal_id: z.string().nullable().describe('The experiment proposal (stall items).'),
+  draft_id: z.string().nullable().describe('The draft (draft items): the change approval applies.'),
   decided_by: z.string().nullable().describe('Who approved or dismissed it (token:<id>).'),
   decided_at: z.string().nullable().describe('When, ISO 8601.'),
   dismiss_reason: z.string().nullable().describe('Why it was dismissed.'),
-  experiment_id: z.string().nullable().describe('The draft experiment its approval created.'),
+  experiment_id: z.string().nullable().describe('The draft experiment its approval created (stall items).'),
   created_at: z.string().describe('ISO 8601.'),
 });
 
@@ -41,6 +41,7 @@ const itemOut = (r: InboxItemRow): z.input<typeof itemView> => ({
   status: r.status,
   finding_id: r.finding_id,
   proposal_id: r.proposal_id,
+  draft_id: r.draft_id,
   decided_by: r.decided_by,
   decided_at: iso(r.decided_at),
   dismiss_reason: r.dismiss_reason,
@@ -60,16 +61,11 @@ const proposalOut = (p: ProposalRow): z.input<typeof proposalView> => ({
 const itemId = z.string().min(1).max(128).describe('Inbox item id (inbox_...).');
 const actor = (ctx: ToolContext) => `token:${ctx.grant.tokenId}`;
 
-async function own(store: Store, siteId: string, id: string): Promise<InboxItemRow> {
-  const item = await store.stall.inboxItem(siteId, id);
-  if (!item) throw new AppError('not_found', `no inbox item ${JSON.stringify(id)} in this site`, { field: 'id' });
-  return item;
-}
-
 export const inboxList = defineTool({
   name: 'inbox_list',
   title: 'List the inbox',
-  description: 'Proposals awaiting a human (the stall pass files them), newest first; filter by status (default pending). Scope: read.',
+  description:
+    'Proposals awaiting a human, newest first: experiment proposals of the stall pass, and drafts of propose-only tokens (segments, placements, zone defaults, layout test starts, overrides). Filter by status (default pending). Scope: read.',
   area,
   scope: 'read',
   flags: { changesData: false, idempotent: true },
@@ -87,23 +83,24 @@ export const inboxList = defineTool({
 export const inboxGet = defineTool({
   name: 'inbox_get',
   title: 'Read an inbox item',
-  description: 'One inbox item with its finding (the stall statistics) and its experiment proposal. Scope: read.',
+  description: 'One inbox item: for a stall item its finding (the stall statistics) and experiment proposal; for a draft, exactly what approval would apply. Scope: read.',
   area,
   scope: 'read',
   flags: { changesData: false, idempotent: true },
   input: z.object({ id: itemId }),
   output: z.object({
     item: itemView.describe('The item.'),
-    finding: findingView.nullable().describe('The stall finding it was filed for.'),
-    proposal: proposalView.nullable().describe('The proposed layout test.'),
+    finding: findingView.nullable().describe('The stall finding it was filed for (stall items).'),
+    proposal: proposalView.nullable().describe('The proposed layout test (stall items).'),
+    draft: draftView.nullable().describe('The proposed change (draft items).'),
   }),
   handler: async (ctx, input) => {
-    const item = await own(ctx.store, ctx.grant.siteId, input.id);
+    const { item, draft } = await requireInboxItem(ctx, ctx.grant.siteId, input.id);
     const [finding, proposal] = await Promise.all([
-      ctx.store.stall.finding(ctx.grant.siteId, item.finding_id),
-      ctx.store.stall.proposal(ctx.grant.siteId, item.proposal_id),
+      item.finding_id === null ? undefined : ctx.store.stall.finding(ctx.grant.siteId, item.finding_id),
+      item.proposal_id === null ? undefined : ctx.store.stall.proposal(ctx.grant.siteId, item.proposal_id),
     ]);
-    return { item: itemOut(item), finding: finding ? findingOut(finding) : null, proposal: proposal ? proposalOut(proposal) : null };
+    return { item: itemOut(item), finding: finding ? findingOut(finding) : null, proposal: proposal ? proposalOut(proposal) : null, draft };
   },
 });
 
@@ -111,30 +108,37 @@ export const inboxApprove = defineTool({
   name: 'inbox_approve',
   title: 'Approve a proposal',
   description:
-    'Approves a pending proposal: creates the proposed layout test as a DRAFT experiment owned by the caller on the stalled step\'s page (the page row is created if the site has none) with a control arm (weight 1); add a variant arm before starting it. Marks the item approved with who and when. Refused to propose-only tokens. Scope: write.',
+    'Approves a pending item. A stall proposal: creates the proposed layout test as a DRAFT experiment owned by the caller on the stalled step\'s page (the page row is created if the site has none) with a control arm (weight 1); add a variant arm before starting it. ' +
+    'A draft: applies exactly the proposed change as if the caller made it (a draft segment becomes live and gets its members, with segment.changed webhooks; placements, zone defaults, test starts and overrides reach visitors at once); if it no longer applies, nothing changes and it stays pending. ' +
+    'Marks the item approved with who and when. Refused to propose-only tokens. Scope: write.',
   area,
   scope: 'write',
   flags: { changesData: true, approvesOrPublishes: true },
   input: z.object({ id: itemId }),
   output: z.object({
     item: itemView.describe('The approved item.'),
-    experiment_id: z.string().describe('The draft experiment created (status draft).'),
-    page_id: z.string().describe('The page it is on.'),
+    experiment_id: z.string().nullable().describe('The draft experiment created (stall items; status draft).'),
+    page_id: z.string().nullable().describe('The page it is on (stall items).'),
+    draft: draftView.nullable().describe('The applied draft with what it did (draft items).'),
   }),
   handler: async (ctx, input) => {
-    const r = await ctx.store.write((tx) => approveItem(tx, ctx.grant.siteId, input.id, actor(ctx)));
-    return { item: itemOut(r.item), experiment_id: r.experimentId, page_id: r.pageId };
+    const r = await approveInboxItem(ctx, ctx.grant.siteId, input.id, actor(ctx));
+    return { item: itemOut(r.item), experiment_id: r.experimentId, page_id: r.pageId, draft: r.draft };
   },
 });
 
 export const inboxDismiss = defineTool({
   name: 'inbox_dismiss',
   title: 'Dismiss a proposal',
-  description: 'Dismisses a pending proposal with a reason; nothing else changes. Scope: write.',
+  description:
+    'Dismisses a pending item with a reason. A stall proposal: nothing else changes. A draft: rejects it, nothing of it applies (a proposed segment is deleted); refused to propose-only tokens. Scope: write.',
   area,
   scope: 'write',
   flags: { changesData: true },
   input: z.object({ id: itemId, reason: z.string().trim().min(1).max(1000).describe('Why it is dismissed (kept with the item).') }),
-  output: z.object({ item: itemView.describe('The dismissed item.') }),
-  handler: async (ctx, input) => ({ item: itemOut(await ctx.store.write((tx) => dismissItem(tx, ctx.grant.siteId, input.id, actor(ctx), input.reason))) }),
+  output: z.object({ item: itemView.describe('The dismissed item.'), draft: draftView.nullable().describe('The rejected draft (draft items).') }),
+  handler: async (ctx, input) => {
+    const r = await dismissInboxItem(ctx, ctx.grant.siteId, input.id, actor(ctx), input.reason, { proposeOnly: ctx.grant.restrictions.propose_only });
+    return { item: itemOut(r.item), draft: r.draft };
+  },
 });

@@ -1,12 +1,16 @@
 import { z } from 'zod';
 import { AppError } from '../../http/errors.js';
 import { forceArm, liftOverride, publishOverride } from '../../domain/web/service.js';
+import { filedDraft } from '../../domain/drafts/schema.js';
+import { proposeForceArm, proposeOverrideLift } from '../../domain/drafts/propose.js';
 import { defineTool } from '../tool.js';
 import { actor, change, idInput, overrideOut, overrideView } from './web-shared.js';
 
 const area = 'overrides';
 
 const note = z.string().trim().min(1).max(500).optional().describe('Why (shown with the override).');
+const overrideChange = overrideView.extend({ draft: filedDraft });
+const FILED = ' For a propose-only token it is filed as a draft with an inbox item and applies once a person approves it (inbox_approve).';
 
 export const overridesList = defineTool({
   name: 'overrides_list',
@@ -49,30 +53,42 @@ export const overridesForceArm = defineTool({
   name: 'overrides_force_arm',
   title: 'Force a visitor into an arm',
   description:
-    'For QA: the visitor sees the given arm of an experiment (even in the holdout, even before it runs), replacing an earlier force of that visitor in that experiment. Scope: admin.',
+    `For QA: the visitor sees the given arm of an experiment (even in the holdout, even before it runs), replacing an earlier force of that visitor in that experiment.${FILED} Scope: admin.`,
   area,
   scope: 'admin',
-  flags: { changesData: true, destructive: true },
+  flags: { changesData: true, destructive: true, changesExposure: true },
   input: z.object({
     experiment_id: idInput('The experiment.'),
     arm_id: idInput('One of its arms.'),
     visitor_id: z.string().min(1).max(128).describe('The visitor id to force.'),
     note,
   }),
-  output: overrideView,
-  handler: async (ctx, input) => overrideOut(await change(ctx, (tx, now) => forceArm(tx, ctx.grant.siteId, input, actor(ctx), now))),
+  output: overrideChange,
+  handler: async (ctx, input) => {
+    if (ctx.drafts) {
+      const r = await proposeForceArm(ctx.store, ctx.grant.siteId, actor(ctx), input);
+      return { ...overrideOut(r.override), draft: r.draft };
+    }
+    return overrideOut(await change(ctx, (tx, now) => forceArm(tx, ctx.grant.siteId, input, actor(ctx), now)));
+  },
 });
 
 export const overridesLift = defineTool({
   name: 'overrides_lift',
   title: 'Lift an override',
-  description: 'Lifts one active override; it stays in the list with who lifted it and when. Scope: write.',
+  description: `Lifts one active override; it stays in the list with who lifted it and when.${FILED} Scope: write.`,
   area,
   scope: 'write',
-  flags: { changesData: true, idempotent: true },
+  flags: { changesData: true, idempotent: true, changesExposure: true },
   input: z.object({ id: idInput('Override id (ovr_...).') }),
-  output: overrideView,
-  handler: async (ctx, input) => overrideOut(await change(ctx, (tx, now) => liftOverride(tx, ctx.grant.siteId, input.id, actor(ctx), now))),
+  output: overrideChange,
+  handler: async (ctx, input) => {
+    if (ctx.drafts) {
+      const r = await proposeOverrideLift(ctx.store, ctx.grant.siteId, actor(ctx), input.id);
+      return { ...overrideOut(r.override), draft: r.draft };
+    }
+    return overrideOut(await change(ctx, (tx, now) => liftOverride(tx, ctx.grant.siteId, input.id, actor(ctx), now)));
+  },
 });
 
 function required(v: string | undefined, field: string): string {

@@ -2,15 +2,19 @@ import { z } from 'zod';
 import { AppError } from '../../http/errors.js';
 import { createPlacement, requirePlacement, requireVariant, requireZone, updatePlacement } from '../../domain/web/service.js';
 import { decisionService, type DecisionResult } from '../../domain/web/decisions.js';
+import { filedDraft } from '../../domain/drafts/schema.js';
+import { proposePlacementCreate, proposePlacementDelete, proposePlacementUpdate } from '../../domain/drafts/propose.js';
 import { defineTool, type ToolContext } from '../tool.js';
 import { LOOKUP_KINDS, resolveProfile } from './shared.js';
-import { change, idInput, placementOut, placementView } from './web-shared.js';
+import { actor, change, idInput, placementOut, placementView } from './web-shared.js';
 
 const area = 'placements';
 
 const placementId = idInput('Placement id (plc_...).');
 const segmentId = idInput('Segment id (seg_...); null: everyone.').nullable();
 const priority = z.number().int().min(-1_000_000).max(1_000_000).describe('Higher wins among the placements a visitor qualifies for.');
+const placementChange = placementView.extend({ draft: filedDraft });
+const FILED = ' For a propose-only token it is filed as a draft with an inbox item and applies once a person approves it (inbox_approve).';
 
 export const placementsList = defineTool({
   name: 'placements_list',
@@ -32,31 +36,41 @@ export const placementsCreate = defineTool({
   name: 'placements_create',
   title: 'Place a variant',
   description:
-    'Wires a published variant to its zone for a segment (omitted: the variant\u2019s own segment; null: everyone) with a priority. Scope: write.',
+    `Wires a published variant to its zone for a segment (omitted: the variant\u2019s own segment; null: everyone) with a priority.${FILED} Scope: write.`,
   area,
   scope: 'write',
-  flags: { changesData: true },
+  flags: { changesData: true, changesExposure: true },
   input: z.object({
     variant_id: idInput('A published variant (var_...).'),
     segment_id: segmentId.optional(),
     priority: priority.default(0),
     enabled: z.boolean().default(true).describe('Whether it applies.'),
   }),
-  output: placementView,
-  handler: async (ctx, input) => placementOut(await change(ctx, (tx, now) => createPlacement(tx, ctx.grant.siteId, input, now))),
+  output: placementChange,
+  handler: async (ctx, input) => {
+    if (ctx.drafts) {
+      const r = await proposePlacementCreate(ctx.store, ctx.grant.siteId, actor(ctx), input);
+      return { ...placementOut(r.placement), draft: r.draft };
+    }
+    return placementOut(await change(ctx, (tx, now) => createPlacement(tx, ctx.grant.siteId, input, now)));
+  },
 });
 
 export const placementsUpdate = defineTool({
   name: 'placements_update',
   title: 'Change a placement',
-  description: 'Changes the segment, priority or enabled flag of a placement. Scope: write.',
+  description: `Changes the segment, priority or enabled flag of a placement.${FILED} Scope: write.`,
   area,
   scope: 'write',
-  flags: { changesData: true, idempotent: true },
+  flags: { changesData: true, idempotent: true, changesExposure: true },
   input: z.object({ id: placementId, segment_id: segmentId.optional(), priority: priority.optional(), enabled: z.boolean().optional().describe('Whether it applies.') }),
-  output: placementView,
+  output: placementChange,
   handler: async (ctx, input) => {
     const { id, ...patch } = input;
+    if (ctx.drafts) {
+      const r = await proposePlacementUpdate(ctx.store, ctx.grant.siteId, actor(ctx), id, patch);
+      return { ...placementOut(r.placement), draft: r.draft };
+    }
     return placementOut(await change(ctx, (tx, now) => updatePlacement(tx, ctx.grant.siteId, id, patch, now)));
   },
 });
@@ -64,13 +78,17 @@ export const placementsUpdate = defineTool({
 export const placementsDelete = defineTool({
   name: 'placements_delete',
   title: 'Remove a placement',
-  description: 'Deletes a placement; the variant stays. Scope: write.',
+  description: `Deletes a placement; the variant stays.${FILED} Scope: write.`,
   area,
   scope: 'write',
-  flags: { changesData: true, destructive: true, idempotent: true },
+  flags: { changesData: true, destructive: true, idempotent: true, changesExposure: true },
   input: z.object({ id: placementId }),
-  output: z.object({ removed: z.string().describe('The deleted placement id.') }),
+  output: z.object({
+    removed: z.string().nullable().describe('The deleted placement id; null when the deletion was filed as a draft.'),
+    draft: filedDraft,
+  }),
   handler: async (ctx, input) => {
+    if (ctx.drafts) return { removed: null, draft: (await proposePlacementDelete(ctx.store, ctx.grant.siteId, actor(ctx), input.id)).draft };
     await change(ctx, async (tx) => {
       await requirePlacement(tx, ctx.grant.siteId, input.id);
       await tx.web.deletePlacement(ctx.grant.siteId, input.id);

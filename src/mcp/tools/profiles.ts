@@ -2,6 +2,9 @@ import { z } from 'zod';
 import { AppError } from '../../http/errors.js';
 import { buildSnapshot } from '../../domain/profiles/snapshot.js';
 import { profileSnapshotSchema } from '../../domain/profiles/schema.js';
+import { eraseProfile } from '../../domain/profiles/erase.js';
+import { ensureCompanyIndex } from '../../domain/accounts/profile-company.js';
+import { usesCompany } from '../../domain/segments/rules.js';
 import { profilesMatchingSql } from '../../store/rule-sql.js';
 import { defineTool } from '../tool.js';
 import { checkedRule, iso, limitInput, profileRef, resolveProfile, ruleInput } from './shared.js';
@@ -42,6 +45,7 @@ export const profileSearch = defineTool({
   }),
   handler: async (ctx, input) => {
     const rule = checkedRule(ctx, input.rule);
+    if (usesCompany(rule)) await ensureCompanyIndex(ctx.store, ctx.grant.siteId);
     const now = Date.now();
     const { sql, params } = profilesMatchingSql(rule, { siteId: ctx.grant.siteId, now, afterId: input.after ?? '', limit: input.limit + 1, dialect: ctx.store.dialect });
     const ids = (await ctx.store.segments.all<{ id: string }>(sql, params)).map((r) => r.id);
@@ -109,7 +113,7 @@ export const profileMerge = defineTool({
       const b = await tx.profiles.traits(into.id);
       await tx.profiles.mergeInto(from.id, into.id, now);
       await tx.profiles.setTraits(into.id, { ...a.traits, ...b.traits }, a.known || b.known, now);
-      await ctx.membership.recompute(tx, site, into.id, now);
+      await ctx.membership.recompute(tx, site, into.id, now, { identity: true });
       return { merged: from.id, into: into.id, segments: [...(await tx.segments.segmentsOf(into.id))].sort() };
     });
   },
@@ -142,7 +146,7 @@ export const profileErase = defineTool({
   }),
   handler: async (ctx, input) => {
     const p = await resolveProfile(ctx, input.by, input.value);
-    const removed = await ctx.store.write((tx) => tx.privacy.erase(ctx.grant.siteId, p.id));
+    const removed = await ctx.store.write((tx) => eraseProfile(tx, ctx.membership, ctx.grant.siteId, p.id, Date.now()));
     return { profile_id: p.id, removed };
   },
 });

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { filedDraft } from '../../domain/drafts/schema.js';
+import { proposeSegmentCreate, proposeSegmentUpdate } from '../../domain/drafts/service.js';
 import type { Store } from '../../store/store.js';
 import type { SegmentRow } from '../../store/segments.js';
 import { defineTool, type ToolContext } from '../tool.js';
@@ -11,10 +13,14 @@ const segmentView = z.object({
   name: z.string(),
   priority: z.number().int(),
   rule: z.unknown(),
+  status: z.enum(['draft', 'live']).describe('draft: proposed under propose-only and awaiting approval (no members, evaluated nowhere); live: evaluated.'),
   members: z.number().int(),
   created_at: z.string(),
   updated_at: z.string(),
 });
+
+/** A segment change's result: the segment, and the draft when the change was filed for approval. */
+const segmentChange = segmentView.extend({ draft: filedDraft });
 
 async function view(store: Store, row: SegmentRow): Promise<z.input<typeof segmentView>> {
   return {
@@ -22,6 +28,7 @@ async function view(store: Store, row: SegmentRow): Promise<z.input<typeof segme
     name: row.name,
     priority: row.priority,
     rule: JSON.parse(row.rule) as unknown,
+    status: row.status,
     members: await store.segments.memberCount(row.id),
     created_at: iso(row.created_at)!,
     updated_at: iso(row.updated_at)!,
@@ -29,6 +36,7 @@ async function view(store: Store, row: SegmentRow): Promise<z.input<typeof segme
 }
 
 const segmentId = z.string().min(1).max(128).describe('Segment id (seg_...).');
+const actor = (ctx: ToolContext) => `token:${ctx.grant.tokenId}`;
 
 function own(ctx: ToolContext, id: string): Promise<SegmentRow> {
   return ctx.segments.require(ctx.grant.siteId, id);
@@ -96,18 +104,23 @@ export const segmentsMembers = defineTool({
 export const segmentsCreate = defineTool({
   name: 'segments_create',
   title: 'Create a segment',
-  description: 'Creates a segment from a name, a rule and a priority, and computes its members at once.',
+  description:
+    'Creates a segment from a name, a rule and a priority, and computes its members at once. For a propose-only token the segment is created as a draft (status draft: no members, no webhooks, invisible to decisions and the profile REST API) with an inbox item; a person approves it (inbox_approve), which makes it live as if created then.',
   area,
   scope: 'write',
-  flags: { changesData: true },
+  flags: { changesData: true, changesExposure: true },
   input: z.object({
     name: z.string().min(1).max(200).describe('Unique in the site.'),
     rule: ruleInput,
     priority: z.number().int().min(-1_000_000).max(1_000_000).default(0).describe('Higher wins as primary segment.'),
   }),
-  output: segmentView,
+  output: segmentChange,
   handler: async (ctx, input) => {
     checkedRule(ctx, input.rule);
+    if (ctx.drafts) {
+      const r = await proposeSegmentCreate(ctx, ctx.grant.siteId, actor(ctx), input);
+      return { ...(await view(ctx.store, r.segment)), draft: r.draft };
+    }
     const row = await ctx.store.write((tx) => ctx.segments.create(tx, ctx.grant.siteId, input));
     return view(ctx.store, row);
   },
@@ -116,21 +129,27 @@ export const segmentsCreate = defineTool({
 export const segmentsUpdate = defineTool({
   name: 'segments_update',
   title: 'Change a segment',
-  description: 'Changes the name, rule or priority of a segment and recomputes the memberships it affects.',
+  description:
+    'Changes the name, rule or priority of a segment and recomputes the memberships it affects. A draft segment is changed in place (it stays a draft, and its pending draft shows the change). For a propose-only token a change of a live segment is filed as a draft with an inbox item and the segment keeps its rule until a person approves (inbox_approve).',
   area,
   scope: 'write',
-  flags: { changesData: true, idempotent: true },
+  flags: { changesData: true, idempotent: true, changesExposure: true },
   input: z.object({
     id: segmentId,
     name: z.string().min(1).max(200).optional(),
     rule: ruleInput.optional(),
     priority: z.number().int().min(-1_000_000).max(1_000_000).optional(),
   }),
-  output: segmentView,
+  output: segmentChange,
   handler: async (ctx, input) => {
     if (input.rule !== undefined) checkedRule(ctx, input.rule);
-    await own(ctx, input.id);
+    const seg = await own(ctx, input.id);
     const { id, ...patch } = input;
+    // A draft segment's pending draft follows every edit, whoever makes it, so approval applies what the reviewer reads.
+    if (ctx.drafts || seg.status === 'draft') {
+      const r = await proposeSegmentUpdate(ctx, ctx.grant.siteId, actor(ctx), id, patch);
+      return { ...(await view(ctx.store, r.segment)), draft: r.draft };
+    }
     const row = await ctx.store.write((tx) => ctx.segments.update(tx, ctx.grant.siteId, id, patch));
     return view(ctx.store, row);
   },

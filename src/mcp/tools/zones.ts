@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { createZone, deleteZone, requirePage, requireZone, updateZone } from '../../domain/web/service.js';
+import { filedDraft } from '../../domain/drafts/schema.js';
+import { proposeZoneCreate, proposeZoneUpdate } from '../../domain/drafts/propose.js';
 import { defineTool } from '../tool.js';
 import { actor, change, idInput, nameInput, placementOut, placementView, variantOut, variantView, zoneOut, zoneView } from './web-shared.js';
 
@@ -7,6 +9,7 @@ const area = 'zones';
 
 const selector = z.string().trim().min(1).max(500).describe('CSS selector of the region, e.g. #hero or main .banner.');
 const defaultContent = idInput('Content id (cnt_...) shown by default; null: none.').nullable();
+const zoneChange = zoneView.extend({ draft: filedDraft });
 
 export const zonesList = defineTool({
   name: 'zones_list',
@@ -48,26 +51,38 @@ export const zonesGet = defineTool({
 export const zonesCreate = defineTool({
   name: 'zones_create',
   title: 'Create a zone',
-  description: 'Creates a named region (CSS selector) of a page, with its default content. Scope: write.',
+  description:
+    'Creates a named region (CSS selector) of a page, with its default content. For a propose-only token the zone is created without default content and the default is filed as a draft with an inbox item (it applies once a person approves it, inbox_approve). Scope: write.',
   area,
   scope: 'write',
-  flags: { changesData: true },
+  flags: { changesData: true, changesExposure: true },
   input: z.object({ page_id: idInput('The page (page_...).'), name: nameInput, selector, default_content_id: defaultContent.optional() }),
-  output: zoneView,
-  handler: async (ctx, input) => zoneOut(await change(ctx, (tx, now) => createZone(tx, ctx.grant.siteId, input, now))),
+  output: zoneChange,
+  handler: async (ctx, input) => {
+    if (ctx.drafts) {
+      const r = await proposeZoneCreate(ctx.store, ctx.grant.siteId, actor(ctx), input);
+      return r.draft ? { ...zoneOut(r.zone), draft: r.draft } : zoneOut(r.zone);
+    }
+    return zoneOut(await change(ctx, (tx, now) => createZone(tx, ctx.grant.siteId, input, now)));
+  },
 });
 
 export const zonesUpdate = defineTool({
   name: 'zones_update',
   title: 'Change a zone',
-  description: 'Changes the name, selector or default content of a zone. Scope: write.',
+  description:
+    'Changes the name, selector or default content of a zone. For a propose-only token a new selector or default content (what visitors see) is filed as a draft with an inbox item and applies once a person approves it (inbox_approve); a new name applies at once. Scope: write.',
   area,
   scope: 'write',
-  flags: { changesData: true, idempotent: true },
+  flags: { changesData: true, idempotent: true, changesExposure: true },
   input: z.object({ id: idInput('Zone id (zone_...).'), name: nameInput.optional(), selector: selector.optional(), default_content_id: defaultContent.optional() }),
-  output: zoneView,
+  output: zoneChange,
   handler: async (ctx, input) => {
     const { id, ...patch } = input;
+    if (ctx.drafts) {
+      const r = await proposeZoneUpdate(ctx.store, ctx.grant.siteId, actor(ctx), id, patch);
+      return r.draft ? { ...zoneOut(r.zone), draft: r.draft } : zoneOut(r.zone);
+    }
     return zoneOut(await change(ctx, (tx, now) => updateZone(tx, ctx.grant.siteId, id, patch, now)));
   },
 });

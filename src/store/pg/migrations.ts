@@ -968,4 +968,58 @@ ALTER TABLE destinations ADD COLUMN secret_rotated_at BIGINT;
 ALTER TABLE mcp_audit ADD COLUMN request_id TEXT;
 `,
   },
+  {
+    version: 12,
+    name: 'propose-only drafts: segments in draft, changes awaiting approval, and their inbox items',
+    sql: `
+-- draft: proposed by a propose-only token; no members, invisible to decisions and the profile REST API until approved.
+ALTER TABLE segments ADD COLUMN status TEXT NOT NULL DEFAULT 'live' CHECK (status IN ('draft','live'));
+-- A change that would alter who sees what, proposed by a propose-only token (see the SQLite migration 21).
+CREATE TABLE drafts (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  target_id TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  summary TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('pending','approved','rejected')),
+  proposed_by TEXT NOT NULL,
+  decided_by TEXT,
+  decided_at BIGINT,
+  reason TEXT,
+  result TEXT,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+CREATE INDEX drafts_site ON drafts (site_id, status, created_at);
+CREATE INDEX drafts_target ON drafts (site_id, target_id, status);
+-- The inbox holds drafts too (kind draft, draft_id).
+ALTER TABLE inbox_items DROP CONSTRAINT inbox_items_kind_check;
+ALTER TABLE inbox_items ADD CONSTRAINT inbox_items_kind_check CHECK (kind IN ('stall','draft'));
+ALTER TABLE inbox_items ALTER COLUMN finding_id DROP NOT NULL, ALTER COLUMN proposal_id DROP NOT NULL, ADD COLUMN draft_id TEXT;
+CREATE INDEX inbox_items_draft ON inbox_items (draft_id);
+`,
+  },
+  {
+    version: 13,
+    expand: true,
+    name: 'company audiences: the company of each profile (corporate email domain, loaded IP range) for the company rule node',
+    sql: `
+-- The company of a live profile, as the company rule node reads it (see the SQLite migration 23).
+CREATE TABLE profile_companies (
+  profile_id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  email_domain TEXT,
+  ip_domain TEXT,
+  updated_at BIGINT NOT NULL
+);
+CREATE INDEX profile_companies_email ON profile_companies (site_id, email_domain);
+CREATE INDEX profile_companies_ip ON profile_companies (site_id, ip_domain);
+-- Sites whose profile_companies rows were derived from all their data at least once.
+CREATE TABLE company_index_state (
+  site_id TEXT PRIMARY KEY,
+  built_at BIGINT NOT NULL
+);
+`,
+  },
 ];
