@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { SUMMARIES } from './summaries.js';
 import type { Command } from 'commander';
 import { AppError } from '../http/errors.js';
 import { parseRangesCsv } from '../domain/accounts/ip-ranges.js';
@@ -8,7 +9,7 @@ import { print, usageError, withData, withStore } from './common.js';
 
 /** `svc accounts ip-ranges load`: the operator's IP-range-to-company CSV, as accounts_ip_ranges_load loads it over MCP. */
 export function registerAccounts(program: Command): void {
-  const accounts = program.command('accounts').description('Company accounts and their signals');
+  const accounts = program.command('accounts').description(SUMMARIES.accounts);
   const ranges = accounts.command('ip-ranges').description('IP-range-to-company enrichment of anonymous sessions');
   withData(
     ranges

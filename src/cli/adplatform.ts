@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { SUMMARIES } from './summaries.js';
 import { AppError } from '../http/errors.js';
 import type { Repos } from '../store/repos.js';
 import { AD_PLATFORMS, type AdPlatform } from '../store/adplatforms.js';
@@ -66,7 +67,7 @@ function positiveLimit(v: string): number {
 export function registerAdplatform(program: Command): void {
   const ap = program
     .command('adplatform')
-    .description('Ad-platform connections (Meta Conversions API, Google Ads) that every conversion is sent to');
+    .description(SUMMARIES.adplatform);
 
   const add = ap
     .command('add')

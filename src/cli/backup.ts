@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { SUMMARIES } from './summaries.js';
 import { backupEmbeddedStore, restoreEmbeddedStore, type RestoreView } from '../domain/backup/service.js';
 import { print, storeConfig, withData } from './common.js';
 
@@ -15,7 +16,7 @@ export function registerBackup(program: Command): void {
   withData(
     program
       .command('backup')
-      .description('Copy the embedded SQLite store to FILE while svc serve keeps running (a consistent point in time; mode 0600)')
+      .description(SUMMARIES.backup)
       .requiredOption('--to <file>', 'the backup file to write')
       .option('--force', 'replace FILE if it exists')
       .option('--json', 'print JSON')
@@ -32,7 +33,7 @@ export function registerBackup(program: Command): void {
   withData(
     program
       .command('restore')
-      .description('Put a backup made by svc backup back as the embedded store of the data directory (refused while svc serve runs on it)')
+      .description(SUMMARIES.restore)
       .requiredOption('--from <file>', 'the backup file')
       .option('--force', 'replace a store already in the data directory (it is kept as svc.db.replaced-<time>)')
       .option('--json', 'print JSON'),

@@ -1,11 +1,12 @@
 import type { Command } from 'commander';
+import { SUMMARIES } from './summaries.js';
 import { AppError } from '../http/errors.js';
 import { API_KEY_PREFIX, isKeyScope, KEY_SCOPES } from '../domain/access/key-scopes.js';
 import { credentialHash, credentialHint, newCredential } from '../domain/access/secrets.js';
 import { print, table, usageError, withData, withStore } from './common.js';
 
 export function registerKey(program: Command): void {
-  const key = program.command('key').description('Profile REST API keys (plaintext shown once, stored as a hash)');
+  const key = program.command('key').description(SUMMARIES.key);
   withData(
     key
       .command('mint')

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { SUMMARIES } from './summaries.js';
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import pg from 'pg';
@@ -12,9 +13,7 @@ export function registerMigrate(program: Command): void {
   withData(
     program
       .command('migrate')
-      .description(
-        'Apply pending schema migrations (to PostgreSQL with --database-url, else to the data directory) and print the schema version (svc serve also applies them at start)',
-      )
+      .description(SUMMARIES.migrate)
       .option('--json', 'print JSON'),
   ).action(async (opts: { data?: string; databaseUrl?: string; json?: boolean }) => {
     const config = storeConfig(opts);

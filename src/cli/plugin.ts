@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { SUMMARIES } from './summaries.js';
 import type { Command } from 'commander';
 import { PACKAGE_NAME, VERSION } from '../version.js';
 import { print, storeConfig, usageError, withData } from './common.js';
@@ -12,7 +13,7 @@ interface RunOpts {
 }
 
 export function registerPlugin(program: Command): void {
-  const plugin = program.command('plugin').description('The seller-skills client plugin: run its tools and skills over stdio MCP, validate it, build it');
+  const plugin = program.command('plugin').description(SUMMARIES.plugin);
 
   withData(
     plugin
@@ -74,7 +75,7 @@ export function registerPlugin(program: Command): void {
       print(opts.json, { changed }, () => (changed.length === 0 ? 'plugin/skills is current' : `plugin/skills updated:\n${changed.join('\n')}`));
     });
 
-  const mcp = program.command('mcp').description('MCP client configuration');
+  const mcp = program.command('mcp').description(SUMMARIES.mcp);
   mcp
     .command('config')
     .description('Print a ready MCP server entry (JSON) for a client\'s config file')

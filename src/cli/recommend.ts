@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { SUMMARIES } from './summaries.js';
 import { AppError } from '../http/errors.js';
 import { RecommendService } from '../domain/recommend/service.js';
 import { RECOMMEND_LIMITS, recommendQuerySchema, type RecommendResult } from '../domain/recommend/schema.js';
@@ -47,7 +48,7 @@ export function registerRecommend(program: Command): void {
   withData(
     program
       .command('recommend')
-      .description('Items most often bought together with a sku, or with a basket of skus (co-purchase NPMI, see the README)')
+      .description(SUMMARIES.recommend)
       .requiredOption('--site <id>', 'site')
       .requiredOption('--sku <sku>', `the sku; repeat it, or separate with commas, for a basket (at most ${RECOMMEND_LIMITS.skus})`, collect)
       .option('--k <n>', `how many to return, 1 to ${RECOMMEND_LIMITS.k}`, String(RECOMMEND_LIMITS.defaultK))

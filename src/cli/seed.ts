@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { SUMMARIES } from './summaries.js';
 import { AppError } from '../http/errors.js';
 import { SEED_CACHE_KIB, SEED_MAX_PROFILES, SEED_SPAN_MS, seedSite, type SeedResult } from '../store/seed.js';
 import { print, usageError, withData, withStore } from './common.js';
@@ -62,7 +63,7 @@ export function registerSeed(program: Command): void {
   withData(
     program
       .command('seed')
-      .description('Fill a site with a large, realistic synthetic data set, fast (benchmarks and demos)')
+      .description(SUMMARIES.seed)
       .requiredOption('--site <id>', 'site to seed (must exist)')
       .requiredOption('--profiles <n>', `profiles to add, 1 to ${fmt(SEED_MAX_PROFILES)}`)
       .option('--events-per-profile <k>', 'events per profile, 0 to 100', '3')

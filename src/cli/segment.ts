@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { SUMMARIES } from './summaries.js';
 import type { Command } from 'commander';
 import { AppError } from '../http/errors.js';
 import type { Store } from '../store/store.js';
@@ -39,7 +40,7 @@ function inTransaction<T>(s: Store, fn: (svc: SegmentsService, tx: Repos) => Pro
 }
 
 export function registerSegment(program: Command): void {
-  const seg = program.command('segment').description('Custom segments: a rule, a name and a priority (see the rule language in the README)');
+  const seg = program.command('segment').description(SUMMARIES.segment);
   withData(
     seg
       .command('create')

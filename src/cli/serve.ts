@@ -1,10 +1,11 @@
 import type { Command } from 'commander';
+import { SUMMARIES } from './summaries.js';
 import { configFrom } from './common.js';
 
 export function registerServe(program: Command): void {
   program
     .command('serve')
-    .description('Run every HTTP surface (ingestion, MCP, profile REST API) and the delivery workers')
+    .description(SUMMARIES.serve)
     .option('--host <host>', 'address to listen on (env SVC_HOST)', undefined)
     .option('--port <port>', 'port; 0 picks a free one (env SVC_PORT, default 8787)')
     .option('--data <dir>', 'data directory (env SVC_DATA_DIR, default ./.svc)')

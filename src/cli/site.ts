@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { SUMMARIES } from './summaries.js';
 import { z } from 'zod';
 import { AppError } from '../http/errors.js';
 import { print, table, withData, withStore, usageError } from './common.js';
@@ -9,7 +10,7 @@ const domainSchema = z
 const currencySchema = z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD');
 
 export function registerSite(program: Command): void {
-  const site = program.command('site').description('Create and list sites (the CLI acts as the local owner)');
+  const site = program.command('site').description(SUMMARIES.site);
   withData(
     site
       .command('create')

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { SUMMARIES } from './summaries.js';
 import { print, table, withData, withStore } from './common.js';
 import { AppError } from '../http/errors.js';
 
@@ -6,7 +7,7 @@ export function registerStats(program: Command): void {
   withData(
     program
       .command('stats')
-      .description('Exact counts of what is stored, per site')
+      .description(SUMMARIES.stats)
       .option('--site <id>', 'only this site')
       .option('--json', 'print JSON'),
   ).action(async (opts: { site?: string; json?: boolean; data?: string }) => {

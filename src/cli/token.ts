@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { SUMMARIES } from './summaries.js';
 import { AppError } from '../http/errors.js';
 import { credentialHash, credentialHint, newCredential } from '../domain/access/secrets.js';
 import { isMcpScope, MCP_SCOPES, MCP_TOKEN_PREFIX, parseRestrictions, type Restrictions } from '../mcp/grant.js';
@@ -22,7 +23,7 @@ interface MintOpts {
 const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString());
 
 export function registerToken(program: Command): void {
-  const token = program.command('token').description('MCP tokens (plaintext shown once, stored as a hash)');
+  const token = program.command('token').description(SUMMARIES.token);
   withData(
     token
       .command('mint')

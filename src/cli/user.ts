@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { SUMMARIES } from './summaries.js';
 import { AppError } from '../http/errors.js';
 import { print, table, usageError, withData, withStore } from './common.js';
 
@@ -7,7 +8,7 @@ const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,255}$/;
 
 /** `svc user`: the people of a site's account, whom `svc token mint --as` names. */
 export function registerUser(program: Command): void {
-  const user = program.command('user').description('Users of the account a site belongs to (owner, admin, member)');
+  const user = program.command('user').description(SUMMARIES.user);
   withData(
     user
       .command('add')

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { SUMMARIES } from './summaries.js';
 import { Option, type Command } from 'commander';
 import { AppError } from '../http/errors.js';
 import { verifySignature } from '../webhooks/signing.js';
@@ -63,7 +64,7 @@ function isStandardSignatureHeader(value: string): boolean {
 export function registerVerify(program: Command): void {
   program
     .command('verify')
-    .description('Verify the X-SVC-Signature (or, with --standard, the Standard Webhooks signature) of a webhook delivery against its raw body')
+    .description(SUMMARIES.verify)
     .showHelpAfterError(false) // every outcome, usage errors included, is one line on stderr
     .addOption(
       new Option('--secret <secret>', "the destination's secret (the site_id when none is set); whsec_... with --standard")

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { SUMMARIES } from './summaries.js';
 import { z } from 'zod';
 import { AppError } from '../http/errors.js';
 import type { Repos } from '../store/repos.js';
@@ -78,7 +79,7 @@ async function requireDestination(r: Repos, id: string) {
 const healthColumns = ['id', 'at', 'destination_id', 'delivery_id', 'event', 'kind', 'attempt', 'ok', 'status', 'latency_ms', 'error_class', 'message'];
 
 export function registerWebhooks(program: Command): void {
-  const wh = program.command('webhooks').description('Webhook destinations, the delivery health log, replay and test sends');
+  const wh = program.command('webhooks').description(SUMMARIES.webhooks);
 
   withData(
     wh

@@ -123,7 +123,7 @@ describe('svc CLI', () => {
         walk(sub, [...pre, sub.name()]);
       }
     };
-    walk(buildProgram(), []);
+    walk(await buildProgram(), []);
     expect(groups.length).toBeGreaterThan(10);
     let err = '';
     let out = '';
@@ -160,7 +160,7 @@ describe('svc CLI', () => {
         walk(sub, [...pre, sub.name()]);
       }
     };
-    walk(buildProgram(), []);
+    walk(await buildProgram(), []);
     expect(paths.length).toBeGreaterThan(40);
     let out = '';
     const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
