@@ -20,12 +20,35 @@ export function policyFacts(tool: ToolDef) {
   };
 }
 
+/** The error of a failed tool call, as its result's text carries it. */
+export interface ToolError {
+  code: string;
+  message: string;
+  details: Record<string, unknown>;
+}
+
+/**
+ * A failed call's result: `isError` with the HTTP error body's JSON
+ * (`{"error":{code,message,details}}`) as its text, and no structuredContent,
+ * which the tool's outputSchema would reject (1.x clients and the Inspector
+ * validate it even on errors and would throw away our code and message).
+ */
 function toolError(code: string, message: string, details: Record<string, unknown>): CallToolResult {
-  return {
-    isError: true,
-    content: [{ type: 'text', text: `${code}: ${message}` }],
-    structuredContent: { error: { code, message, details } },
-  };
+  const error: ToolError = { code, message, details };
+  return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error }) }] };
+}
+
+/** The error a failed result carries (null for a result that did not fail, or one that is not ours). */
+export function toolErrorOf(result: CallToolResult): ToolError | null {
+  if (!result.isError) return null;
+  const first = result.content[0];
+  if (first?.type !== 'text') return null;
+  try {
+    const parsed = JSON.parse(first.text) as { error?: ToolError };
+    return parsed.error && typeof parsed.error.code === 'string' ? parsed.error : null;
+  } catch {
+    return null;
+  }
 }
 
 /**
