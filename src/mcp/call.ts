@@ -93,12 +93,32 @@ export async function callTool(tool: ToolDef, ctx: ToolContext, args: unknown, l
   }
   const durationMs = performance.now() - started;
   ctx.onToolCall?.(tool.name, outcome, durationMs);
+  await recordCall(ctx, tool.name, outcome, errorCode, durationMs, logger);
+  return result;
+}
+
+/** Longest tool name an audit row keeps of a call naming a tool that does not exist. */
+const UNKNOWN_NAME_MAX = 128;
+
+/**
+ * The audit row of a tools/call naming no tool of the registry (probing is
+ * what an audit log is for): outcome `invalid`, error code `not_found`, the
+ * name as given (cut to 128 characters). The caller still gets the SDK's
+ * JSON-RPC error -32602. Not counted in /metrics, whose labels are tool names.
+ */
+export async function auditUnknownTool(ctx: ToolContext, name: unknown, logger: Logger): Promise<void> {
+  const given = typeof name === 'string' ? name : JSON.stringify(name ?? null);
+  await recordCall(ctx, given.slice(0, UNKNOWN_NAME_MAX), 'invalid', 'not_found', 0, logger);
+}
+
+/** One audit row (never argument values); a failed audit write is logged, never the caller's error. */
+async function recordCall(ctx: ToolContext, tool: string, outcome: AuditOutcome, errorCode: string | null, durationMs: number, logger: Logger): Promise<void> {
   try {
     await ctx.store.write((tx) =>
       tx.audit.record({
         siteId: ctx.grant.siteId,
         tokenId: ctx.grant.tokenId,
-        tool: tool.name,
+        tool,
         outcome,
         errorCode,
         durationMs,
@@ -107,7 +127,6 @@ export async function callTool(tool: ToolDef, ctx: ToolContext, args: unknown, l
       }),
     );
   } catch (err) {
-    logger.error({ err: { message: (err as Error)?.message }, tool: tool.name }, 'MCP audit write failed');
+    logger.error({ err: { message: (err as Error)?.message }, tool }, 'MCP audit write failed');
   }
-  return result;
 }
