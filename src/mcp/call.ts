@@ -20,12 +20,35 @@ export function policyFacts(tool: ToolDef) {
   };
 }
 
+/** The error of a failed tool call, as its result's text carries it. */
+export interface ToolError {
+  code: string;
+  message: string;
+  details: Record<string, unknown>;
+}
+
+/**
+ * A failed call's result: `isError` with the HTTP error body's JSON
+ * (`{"error":{code,message,details}}`) as its text, and no structuredContent,
+ * which the tool's outputSchema would reject (1.x clients and the Inspector
+ * validate it even on errors and would throw away our code and message).
+ */
 function toolError(code: string, message: string, details: Record<string, unknown>): CallToolResult {
-  return {
-    isError: true,
-    content: [{ type: 'text', text: `${code}: ${message}` }],
-    structuredContent: { error: { code, message, details } },
-  };
+  const error: ToolError = { code, message, details };
+  return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error }) }] };
+}
+
+/** The error a failed result carries (null for a result that did not fail, or one that is not ours). */
+export function toolErrorOf(result: CallToolResult): ToolError | null {
+  if (!result.isError) return null;
+  const first = result.content[0];
+  if (first?.type !== 'text') return null;
+  try {
+    const parsed = JSON.parse(first.text) as { error?: ToolError };
+    return parsed.error && typeof parsed.error.code === 'string' ? parsed.error : null;
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -70,12 +93,32 @@ export async function callTool(tool: ToolDef, ctx: ToolContext, args: unknown, l
   }
   const durationMs = performance.now() - started;
   ctx.onToolCall?.(tool.name, outcome, durationMs);
+  await recordCall(ctx, tool.name, outcome, errorCode, durationMs, logger);
+  return result;
+}
+
+/** Longest tool name an audit row keeps of a call naming a tool that does not exist. */
+const UNKNOWN_NAME_MAX = 128;
+
+/**
+ * The audit row of a tools/call naming no tool of the registry (probing is
+ * what an audit log is for): outcome `invalid`, error code `not_found`, the
+ * name as given (cut to 128 characters). The caller still gets the SDK's
+ * JSON-RPC error -32602. Not counted in /metrics, whose labels are tool names.
+ */
+export async function auditUnknownTool(ctx: ToolContext, name: unknown, logger: Logger): Promise<void> {
+  const given = typeof name === 'string' ? name : JSON.stringify(name ?? null);
+  await recordCall(ctx, given.slice(0, UNKNOWN_NAME_MAX), 'invalid', 'not_found', 0, logger);
+}
+
+/** One audit row (never argument values); a failed audit write is logged, never the caller's error. */
+async function recordCall(ctx: ToolContext, tool: string, outcome: AuditOutcome, errorCode: string | null, durationMs: number, logger: Logger): Promise<void> {
   try {
     await ctx.store.write((tx) =>
       tx.audit.record({
         siteId: ctx.grant.siteId,
         tokenId: ctx.grant.tokenId,
-        tool: tool.name,
+        tool,
         outcome,
         errorCode,
         durationMs,
@@ -84,7 +127,6 @@ export async function callTool(tool: ToolDef, ctx: ToolContext, args: unknown, l
       }),
     );
   } catch (err) {
-    logger.error({ err: { message: (err as Error)?.message }, tool: tool.name }, 'MCP audit write failed');
+    logger.error({ err: { message: (err as Error)?.message }, tool }, 'MCP audit write failed');
   }
-  return result;
 }

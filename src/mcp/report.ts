@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import { AppError, ERROR_CODES, type ErrorCode } from '../http/errors.js';
 import type { RateLimiter } from '../http/rate-limit.js';
 import { REPORT_LINK_PURPOSE, verifyReportLink } from '../domain/access/report-link.js';
-import { callTool } from './call.js';
+import { callTool, toolErrorOf } from './call.js';
 import { parseRestrictions, reportGrant, type Grant } from './grant.js';
 import { toolContext, type McpDeps } from './server.js';
 import { TOOLS } from './tools/index.js';
@@ -54,9 +54,9 @@ export function reportHandler(deps: McpDeps & { limiter: RateLimiter | null }) {
     const minter: Grant = { tokenId: row.id, siteId: row.site_id, scope: row.scope, restrictions: parseRestrictions(row.restrictions), createdBy: row.created_by };
     const result = await callTool(tool, toolContext(reportGrant(minter), deps), link.args, deps.logger);
     if (result.isError) {
-      const e = (result.structuredContent as { error: { code: string; message: string; details?: Record<string, unknown> } }).error;
+      const e = toolErrorOf(result) ?? { code: 'internal_error', message: 'internal error', details: {} };
       const code: ErrorCode = e.code in ERROR_CODES ? (e.code as ErrorCode) : 'bad_request';
-      throw new AppError(code, e.message, { ...(e.details ?? {}), tool: tool.name });
+      throw new AppError(code, e.message, { ...e.details, tool: tool.name });
     }
     res.json({
       report: { id: link.id, tool: tool.name, arguments: link.args, site_id: link.siteId, generated_at: new Date(now).toISOString(), expires_at: new Date(link.expiresAt).toISOString() },

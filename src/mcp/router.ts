@@ -7,6 +7,7 @@ import { AppError } from '../http/errors.js';
 import { loggerFor, noteError, requestIdOf } from '../http/request-context.js';
 import { createRateLimiter, describePolicy, type RatePolicy } from '../http/rate-limit.js';
 import { authenticateToken } from './auth.js';
+import { BATCH_REFUSED, peekFirstByte, RPC_INVALID_REQUEST } from './batch.js';
 import type { Grant } from './grant.js';
 import { ALL_TOOLS, flagValue, intersectAreas, parseAreaList, type ListingFilter } from './listing.js';
 import { reportHandler } from './report.js';
@@ -14,7 +15,10 @@ import { createMcpServer, type McpDeps } from './server.js';
 import { AREAS } from './tools/index.js';
 
 /** JSON-RPC error codes of the HTTP gate (implementation-defined server errors). */
-const RPC_CODES = { unauthorized: -32001, rate_limited: -32029, invalid_params: -32602 } as const;
+const RPC_CODES = { unauthorized: -32001, rate_limited: -32029, invalid_params: -32602, invalid_request: RPC_INVALID_REQUEST } as const;
+
+/** The SDK handler's body cap (413 above it). */
+const MAX_BODY = 1024 * 1024;
 
 function rpcError(res: Response, e: AppError, rpcCode: number): void {
   noteError(res.req, e);
@@ -114,7 +118,7 @@ export function createMcpRouter(deps: McpDeps & { rateLimit: RatePolicy | null; 
       return createMcpServer(extra.grant, { ...deps, logger: loggerFor(request, deps.logger), requestId: requestIdOf(request) }, extra.listing ?? ALL_TOOLS);
     },
     {
-      maxRequestBodySize: 1024 * 1024,
+      maxRequestBodySize: MAX_BODY,
       onerror: (err) => deps.logger.debug({ err: { message: err.message, name: err.name } }, 'MCP request rejected'),
     },
   );
@@ -155,7 +159,17 @@ export function createMcpRouter(deps: McpDeps & { rateLimit: RatePolicy | null; 
     res.once('close', () => {
       if (!res.writableFinished) abort.abort();
     });
-    const body = req.method === 'GET' || req.method === 'HEAD' ? null : (Readable.toWeb(req) as ReadableStream<Uint8Array>);
+    let body = req.method === 'GET' || req.method === 'HEAD' ? null : (Readable.toWeb(req) as ReadableStream<Uint8Array>);
+    if (body && req.method === 'POST') {
+      // A JSON-RPC batch is refused whole, before any of it runs, whatever the MCP-Protocol-Version header says.
+      const peeked = await peekFirstByte(body, MAX_BODY);
+      body = peeked.body;
+      if (peeked.first === 0x5b) {
+        if (!req.complete) res.setHeader('Connection', 'close');
+        res.once('finish', () => void body?.cancel().catch(() => undefined));
+        return rpcError(res, new AppError('bad_request', BATCH_REFUSED, { reason: 'batch' }), RPC_CODES.invalid_request);
+      }
+    }
     const response = await handler.fetch(toWebRequest(req, body, abort.signal), {
       authInfo: { token: grant.tokenId, clientId: grant.tokenId, scopes: [grant.scope], extra: { grant, listing, request: req } },
     });

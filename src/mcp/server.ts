@@ -1,4 +1,4 @@
-import { McpServer, type ListToolsResult } from '@modelcontextprotocol/server';
+import { McpServer, type CallToolResult, type ListToolsResult } from '@modelcontextprotocol/server';
 import type { Logger } from 'pino';
 import type { Store } from '../store/store.js';
 import type { SegmentMembership } from '../domain/segments/membership.js';
@@ -7,7 +7,7 @@ import { VERSION } from '../version.js';
 import type { Grant } from './grant.js';
 import type { ToolContext } from './tool.js';
 import type { AuditOutcome } from '../store/audit.js';
-import { callTool } from './call.js';
+import { auditUnknownTool, callTool } from './call.js';
 import { cachedOutput, deferredInput } from './schema.js';
 import { annotationsOf, describeTool } from './describe.js';
 import { ALL_TOOLS, isListed, type ListingFilter } from './listing.js';
@@ -41,10 +41,29 @@ export function toolContext(grant: Grant, deps: McpDeps): ToolContext {
   };
 }
 
+/** Every tool name of the registry (a tools/call naming another leaves an audit row of its own). */
+const REGISTERED = new Set(TOOLS.map((t) => t.name));
+
 const schemas = new Map<string, { input: ReturnType<typeof deferredInput>; output: ReturnType<typeof cachedOutput> }>();
 
 /** The protected handler accessor of the SDK's protocol class (read once, to wrap tools/list). */
 type HandlerAccess = { _getRequestHandler(method: string): ((request: unknown, ctx: unknown) => Promise<unknown>) | undefined };
+
+/**
+ * Advertises the tools, prompts and resources the server registered as fixed
+ * lists: nothing here ever sends a list_changed notification, and the HTTP
+ * endpoint has no stream to send one on (GET /api/mcp answers 405), while the
+ * SDK advertises `listChanged: true` for whatever is registered. Call after
+ * the last registration, before connecting.
+ */
+export function advertiseStaticLists(server: McpServer): void {
+  const caps = server.server.getCapabilities();
+  server.server.registerCapabilities({
+    ...(caps.tools ? { tools: { listChanged: false } } : {}),
+    ...(caps.prompts ? { prompts: { listChanged: false } } : {}),
+    ...(caps.resources ? { resources: { listChanged: false, subscribe: false } } : {}),
+  });
+}
 
 /**
  * A fresh MCP server for one request of one token: every tool of the registry,
@@ -70,15 +89,24 @@ export function createMcpServer(grant: Grant, deps: McpDeps, listing: ListingFil
       (args) => callTool(tool, ctx, args, deps.logger),
     );
   }
+  const access = server.server as unknown as HandlerAccess;
+  const innerCall = access._getRequestHandler('tools/call');
+  if (!innerCall) throw new Error('the MCP SDK registered no tools/call handler');
+  server.server.setRequestHandler('tools/call', async (request, reqCtx) => {
+    const name = request.params.name;
+    if (!REGISTERED.has(name)) await auditUnknownTool(ctx, name, deps.logger);
+    return (await innerCall(request, reqCtx)) as CallToolResult;
+  });
   const hidden = TOOLS.some((t) => !isListed(t, grant, listing));
   if (hidden) {
-    const inner = (server.server as unknown as HandlerAccess)._getRequestHandler('tools/list');
+    const inner = access._getRequestHandler('tools/list');
     if (!inner) throw new Error('the MCP SDK registered no tools/list handler');
-    server.server.setRequestHandler('tools/list', async (request, ctx) => {
-      const all = (await inner(request, ctx)) as ListToolsResult;
+    server.server.setRequestHandler('tools/list', async (request, reqCtx) => {
+      const all = (await inner(request, reqCtx)) as ListToolsResult;
       const listed = new Set(TOOLS.filter((t) => isListed(t, grant, listing)).map((t) => t.name));
       return { ...all, tools: all.tools.filter((t) => listed.has(t.name)) };
     });
   }
+  advertiseStaticLists(server);
   return server;
 }

@@ -19,7 +19,8 @@ import { loadSkills, PACKAGE_ROOT, type SkillDoc } from '../plugin/skills.js';
 import { VERSION } from '../version.js';
 import { grantForToken } from './auth.js';
 import type { Grant } from './grant.js';
-import { createMcpServer } from './server.js';
+import { BATCH_REFUSED, BatchGate, RPC_INVALID_REQUEST } from './batch.js';
+import { advertiseStaticLists, createMcpServer } from './server.js';
 
 /** JSON-RPC error code of a refused token, as the HTTP endpoint answers it. */
 const RPC_UNAUTHORIZED = -32001;
@@ -181,6 +182,7 @@ export async function runStdio(target: StdioLocal | StdioProxy, logger: Logger):
       const server = createMcpServer(grant, deps);
       registerSkillPrompts(server, skills);
       catalog.attach(server);
+      advertiseStaticLists(server);
       return server;
     };
     finish = async () => undefined;
@@ -200,13 +202,23 @@ export async function runStdio(target: StdioLocal | StdioProxy, logger: Logger):
       server.server.setRequestHandler('tools/call', async (req) => remote.callTool(req.params));
       registerSkillPrompts(server, skills);
       catalog.attach(server);
+      advertiseStaticLists(server);
       return server;
     };
     finish = () => remote.close();
     logger.info({ remote: endpoint.origin }, 'svc plugin run: proxying tools over stdio');
   }
 
-  const transport = new CheckedTransport(new StdioServerTransport(), check, () => closed());
+  // A batch line is answered -32600 (id null: a batch has no single id) and never reaches the server.
+  const stdio: StdioServerTransport = new StdioServerTransport(
+    process.stdin.pipe(
+      new BatchGate(() => {
+        const refusal = { jsonrpc: JSONRPC_VERSION, id: null, error: { code: RPC_INVALID_REQUEST, message: BATCH_REFUSED } };
+        stdio.send(refusal as unknown as JSONRPCMessage).catch(() => undefined);
+      }),
+    ),
+  );
+  const transport = new CheckedTransport(stdio, check, () => closed());
   const handle = serveStdio(factory, {
     transport,
     onerror: (err) => logger.warn({ err: { message: err.message, name: err.name } }, 'stdio MCP error'),

@@ -67,11 +67,23 @@ export async function callOk(client: Client, name: string, args: Record<string, 
   return r.structuredContent;
 }
 
+/**
+ * The error of a failed tool result ({ code, message, details }): the JSON of
+ * its text content. A failed result carries no structuredContent (the tool's
+ * outputSchema would reject it); either is a test failure here.
+ */
+export function errorOf(r: any): { code: string; message: string; details: any } {
+  if (!r?.isError) throw new Error(`expected a failed tool result, got ${JSON.stringify(r?.structuredContent ?? r)}`);
+  if (r.structuredContent !== undefined) throw new Error(`a failed tool result carries structuredContent: ${JSON.stringify(r.structuredContent)}`);
+  const text = r.content?.[0]?.type === 'text' ? (r.content[0].text as string) : '';
+  return (JSON.parse(text) as { error: { code: string; message: string; details: any } }).error;
+}
+
 /** Calls a tool that must fail; returns its error ({ code, message, details }). */
 export async function callErr(client: Client, name: string, args: Record<string, unknown> = {}): Promise<{ code: string; message: string; details: any }> {
   const r = await call(client, name, args);
   if (!r.isError) throw new Error(`${name} unexpectedly succeeded: ${JSON.stringify(r.structuredContent)}`);
-  return (r.structuredContent as { error: { code: string; message: string; details: any } }).error;
+  return errorOf(r);
 }
 
 /** Polls `fn` until `done` holds (or throws after `timeoutMs`). */

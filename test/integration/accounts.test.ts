@@ -5,7 +5,7 @@ import type { Client } from '@modelcontextprotocol/client';
 import { TOOLS } from '../../src/mcp/tools/index.js';
 import { cleanup, cli, cliJson, createSite, post, startSvc, tempDir, type Svc } from '../helpers/svc.js';
 import { execute, query } from '../helpers/db.js';
-import { call, callOk, McpClients, mintToken } from '../helpers/mcp-client.js';
+import { callErr, callOk, McpClients, mintToken } from '../helpers/mcp-client.js';
 
 let svc: Svc;
 let dataDir: string;
@@ -14,12 +14,6 @@ let otherSite: string;
 const tok = { owner: '', read: '', readRO: '', areas: '', admin: '', noDestroy: '', other: '' };
 const mcp = new McpClients(() => svc.url);
 const DAY = 86_400_000;
-
-async function errorOf(client: Client, name: string, args: Record<string, unknown> = {}): Promise<any> {
-  const r = await call(client, name, args);
-  expect(r.isError, `${name} should fail`).toBe(true);
-  return r.structuredContent.error;
-}
 
 const ingest = (p: string, body: Record<string, unknown>, ip?: string) => post(`${svc.url}${p}`, { site_id: site, ...body }, ip ? { 'x-forwarded-for': ip } : {});
 
@@ -102,7 +96,7 @@ describe('accounts_resolve_domain', () => {
     ];
     for (const [value, domain] of cases) expect(await callOk(c, 'accounts_resolve_domain', { value }), value).toMatchObject({ ok: true, domain, refusal: null });
     expect(await callOk(c, 'accounts_resolve_domain', { value: 'bob@gmail.com' })).toMatchObject({ ok: false, refusal: 'free_mail', domain: 'gmail.com', input_kind: 'email' });
-    expect(await errorOf(c, 'accounts_resolve_domain', { value: 'co.uk' })).toMatchObject({ code: 'validation_failed' });
+    expect(await callErr(c, 'accounts_resolve_domain', { value: 'co.uk' })).toMatchObject({ code: 'validation_failed' });
   });
 });
 
@@ -112,7 +106,7 @@ describe('accounts and company signals', () => {
     const csv = 'cidr,domain,name\n198.51.100.0/24,acme.com,"Acme, Inc."\n203.0.113.0/24,https://www.beta.co.uk/,Beta\n';
     expect(await callOk(owner, 'accounts_ip_ranges_load', { csv })).toEqual({ loaded: 2, replaced: 0, companies: 2 });
     expect(await callOk(owner, 'accounts_upsert', { website: 'https://www.Delta.example.co.uk/about', name: 'Delta' })).toMatchObject({ domain: 'example.co.uk', sources: ['record'] });
-    expect(await errorOf(owner, 'accounts_upsert', { website: 'gmail.com' })).toMatchObject({ code: 'validation_failed', details: { reason: 'free_mail' } });
+    expect(await callErr(owner, 'accounts_upsert', { website: 'gmail.com' })).toMatchObject({ code: 'validation_failed', details: { reason: 'free_mail' } });
     const r = await mcp.connect(tok.read);
     const { accounts, next_after } = await callOk(r, 'accounts_list', {});
     expect(next_after).toBeNull();
@@ -130,7 +124,7 @@ describe('accounts and company signals', () => {
     expect((await callOk(r, 'accounts_list', { source: 'record' })).accounts.map((a: any) => a.domain)).toEqual(['example.co.uk']);
     const other = await mcp.connect(tok.other);
     expect((await callOk(other, 'accounts_list', {})).accounts.map((a: any) => a.domain)).toEqual(['acme.com']);
-    expect(await errorOf(r, 'accounts_get', { account: 'nobody.example.org' })).toMatchObject({ code: 'not_found' });
+    expect(await callErr(r, 'accounts_get', { account: 'nobody.example.org' })).toMatchObject({ code: 'not_found' });
   });
 
   it('aggregates visit signals at company level, by contact or IP range, without listing a person', async () => {
@@ -163,7 +157,7 @@ describe('accounts and company signals', () => {
     expect(gamma.signals.sessions).toBe(0);
     const gamma14 = await callOk(r, 'accounts_signals', { account: 'gamma.io', days: 7, until: new Date(Date.now() - 7 * DAY).toISOString() });
     expect(gamma14.current).toMatchObject({ sessions: 2, known_visitors: 2, page_views: 2 });
-    expect(await errorOf(r, 'accounts_signals', { account: 'bob@gmail.com' })).toMatchObject({ code: 'validation_failed', details: { reason: 'free_mail' } });
+    expect(await callErr(r, 'accounts_signals', { account: 'bob@gmail.com' })).toMatchObject({ code: 'validation_failed', details: { reason: 'free_mail' } });
   });
 
   it('ranks hot accounts by the rise against the previous window, with why', async () => {
@@ -185,9 +179,9 @@ describe('accounts and company signals', () => {
   it('loads IP ranges only for admins, refuses a bad file whole, and replaces on reload (also from the CLI)', async () => {
     const before = query(dataDir, 'SELECT cidr, domain, name FROM company_ip_ranges WHERE site_id = ? ORDER BY cidr', site);
     const r = await mcp.connect(tok.read);
-    expect(await errorOf(r, 'accounts_ip_ranges_load', { csv: '10.0.0.0/8,acme.com' })).toMatchObject({ code: 'insufficient_scope' });
+    expect(await callErr(r, 'accounts_ip_ranges_load', { csv: '10.0.0.0/8,acme.com' })).toMatchObject({ code: 'insufficient_scope' });
     const owner = await mcp.connect(tok.owner);
-    const bad = await errorOf(owner, 'accounts_ip_ranges_load', { csv: '10.0.0.0/8,acme.com\n10.1.0.0/16,bob@gmail.com\nnope,acme.com' });
+    const bad = await callErr(owner, 'accounts_ip_ranges_load', { csv: '10.0.0.0/8,acme.com\n10.1.0.0/16,bob@gmail.com\nnope,acme.com' });
     expect(bad.code).toBe('validation_failed');
     expect(bad.details.errors.map((e: any) => e.line)).toEqual([2, 3]);
     expect(query(dataDir, 'SELECT cidr, domain, name FROM company_ip_ranges WHERE site_id = ? ORDER BY cidr', site)).toEqual(before);
@@ -228,10 +222,10 @@ describe('account members', () => {
     const owner = await mcp.connect(tok.owner);
     const admin = await mcp.connect(tok.admin);
     const invite = await callOk(owner, 'access_member_invite', { email: 'new.member@shop.test', role: 'member' });
-    expect(await errorOf(admin, 'access_member_set_role', { user: invite.user_id, role: 'owner' })).toMatchObject({ code: 'insufficient_scope' });
+    expect(await callErr(admin, 'access_member_set_role', { user: invite.user_id, role: 'owner' })).toMatchObject({ code: 'insufficient_scope' });
     expect(await callOk(admin, 'access_member_set_role', { user: 'new.member@shop.test', role: 'admin' })).toEqual({ id: invite.user_id, previous_role: 'member', role: 'admin' });
-    expect(await errorOf(owner, 'access_member_set_role', { user: 'owner@localhost', role: 'admin' })).toMatchObject({ code: 'conflict' });
-    expect(await errorOf(owner, 'access_member_set_role', { user: 'nobody@shop.test', role: 'admin' })).toMatchObject({ code: 'not_found' });
+    expect(await callErr(owner, 'access_member_set_role', { user: 'owner@localhost', role: 'admin' })).toMatchObject({ code: 'conflict' });
+    expect(await callErr(owner, 'access_member_set_role', { user: 'nobody@shop.test', role: 'admin' })).toMatchObject({ code: 'not_found' });
     expect(query(dataDir, "SELECT role FROM users WHERE email = 'owner@localhost'")).toEqual([{ role: 'owner' }]);
     expect(await callOk(owner, 'access_member_set_role', { user: invite.user_id, role: 'owner' })).toMatchObject({ role: 'owner' });
     expect(await callOk(owner, 'access_member_set_role', { user: invite.user_id, role: 'member' })).toMatchObject({ role: 'member' });
@@ -242,23 +236,23 @@ describe('account members', () => {
     const invite = await callOk(owner, 'access_member_invite', { email: 'leaver@shop.test' });
     const theirs = await mcp.connect(invite.token);
     expect((await callOk(theirs, 'whoami')).scope).toBe('read');
-    expect(await errorOf(await mcp.connect(tok.noDestroy), 'access_member_remove', { user: invite.user_id })).toMatchObject({ code: 'insufficient_scope', details: { reason: 'block_destructive' } });
-    expect(await errorOf(owner, 'access_member_remove', { user: 'owner@localhost' })).toMatchObject({ code: 'conflict' });
+    expect(await callErr(await mcp.connect(tok.noDestroy), 'access_member_remove', { user: invite.user_id })).toMatchObject({ code: 'insufficient_scope', details: { reason: 'block_destructive' } });
+    expect(await callErr(owner, 'access_member_remove', { user: 'owner@localhost' })).toMatchObject({ code: 'conflict' });
     expect(await callOk(owner, 'access_member_remove', { user: 'leaver@shop.test' })).toEqual({ removed: invite.user_id, role: 'member', tokens_revoked: 1 });
     await expect(mcp.connect(invite.token)).rejects.toThrow();
     expect(query(dataDir, "SELECT count(*) AS n FROM users WHERE email = 'leaver@shop.test'")).toEqual([{ n: 0 }]);
     const admin = await mcp.connect(tok.admin);
-    expect(await errorOf(admin, 'access_member_remove', { user: 'owner@localhost' })).toMatchObject({ code: 'insufficient_scope' });
+    expect(await callErr(admin, 'access_member_remove', { user: 'owner@localhost' })).toMatchObject({ code: 'insufficient_scope' });
   });
 });
 
 describe('site settings and lift', () => {
   it('validates and changes the time zone, holdout share and currency', async () => {
     const owner = await mcp.connect(tok.owner);
-    expect(await errorOf(owner, 'sites_settings_update', { timezone: 'Mars/Olympus_Mons' })).toMatchObject({ code: 'validation_failed', details: { field: 'timezone' } });
-    expect(await errorOf(owner, 'sites_settings_update', { holdout_share: 0.51 })).toMatchObject({ code: 'validation_failed' });
-    expect(await errorOf(owner, 'sites_settings_update', { holdout_share: -0.01 })).toMatchObject({ code: 'validation_failed' });
-    expect(await errorOf(await mcp.connect(tok.read), 'sites_settings_update', { holdout_share: 0.1 })).toMatchObject({ code: 'insufficient_scope' });
+    expect(await callErr(owner, 'sites_settings_update', { timezone: 'Mars/Olympus_Mons' })).toMatchObject({ code: 'validation_failed', details: { field: 'timezone' } });
+    expect(await callErr(owner, 'sites_settings_update', { holdout_share: 0.51 })).toMatchObject({ code: 'validation_failed' });
+    expect(await callErr(owner, 'sites_settings_update', { holdout_share: -0.01 })).toMatchObject({ code: 'validation_failed' });
+    expect(await callErr(await mcp.connect(tok.read), 'sites_settings_update', { holdout_share: 0.1 })).toMatchObject({ code: 'insufficient_scope' });
     const r = await callOk(owner, 'sites_settings_update', { timezone: 'europe/berlin', holdout_share: 0.5 });
     expect(r).toMatchObject({ timezone: 'Europe/Berlin', holdout_share: 0.5, currency: 'USD', changed: ['timezone', 'holdout_share'] });
     expect(await callOk(await mcp.connect(tok.readRO), 'sites_settings_get')).toMatchObject({ timezone: 'Europe/Berlin', holdout_share: 0.5 });
@@ -290,7 +284,7 @@ describe('site settings and lift', () => {
     expect(lift.conversion_rate_lift.ci_high).toBeCloseTo(13.19814, 4);
     expect(lift.conversion_rate_lift.significant).toBe(false);
     expect(lift.revenue_per_visitor_lift.relative).toBeCloseTo(2.75, 10);
-    expect(await errorOf(await mcp.connect(tok.read), 'analytics_lift', { segment_id: 'seg_nope' })).toMatchObject({ code: 'not_found' });
+    expect(await callErr(await mcp.connect(tok.read), 'analytics_lift', { segment_id: 'seg_nope' })).toMatchObject({ code: 'not_found' });
     // By segment: Jane (Gold) is found through her visitor identity, the exposure names no profile.
     expose('va1', 0);
     const gold = query<{ id: string }>(dataDir, "SELECT id FROM segments WHERE name = 'Gold'")[0]!.id;
@@ -358,6 +352,6 @@ describe('tool discovery', () => {
     const rm = await callOk(c, 'tools_describe', { name: 'access_member_remove' });
     expect(rm).toMatchObject({ allowed: false, flags: { destructive: true } });
     expect(rm.refusal).toMatch(/scope|read-only/);
-    expect(await errorOf(c, 'tools_describe', { name: 'nope_nope' })).toMatchObject({ code: 'not_found' });
+    expect(await callErr(c, 'tools_describe', { name: 'nope_nope' })).toMatchObject({ code: 'not_found' });
   });
 });

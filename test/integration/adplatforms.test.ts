@@ -4,6 +4,7 @@ import { cleanup, cli, cliJson, post, startSvc, tempDir, type Svc } from '../hel
 import { query, storedBytes } from '../helpers/db.js';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { GOOGLE, META_TOKEN, startAdPlatforms } from '../helpers/adplatforms-mock.js';
+import { errorOf } from '../helpers/mcp-client.js';
 
 const sha = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
 const UA = 'Mozilla/5.0 (X11; Linux x86_64) svc-test';
@@ -308,10 +309,10 @@ describe('conversion fan-out to Meta and Google Ads', () => {
       expect(listed.structuredContent.connections.map((c) => c.id)).toEqual([metaId, googleId]);
       const refused = (await reader.callTool({ name: 'adplatforms_add', arguments: { platform: 'meta', settings: { pixel_id: '999999' }, secrets: { access_token: META_TOKEN } } })) as { isError?: boolean; structuredContent?: unknown };
       expect(refused.isError).toBe(true);
-      expect(JSON.stringify(refused.structuredContent)).toContain('insufficient_scope');
+      expect(errorOf(refused).code).toBe('insufficient_scope');
       const bad = (await admin.callTool({ name: 'adplatforms_add', arguments: { platform: 'meta', settings: { pixel_id: 'x' }, secrets: { access_token: META_TOKEN } } })) as { isError?: boolean; structuredContent?: unknown };
       expect(bad.isError).toBe(true);
-      expect(JSON.stringify(bad.structuredContent)).toContain('pixel_id must be 5 to 20 digits');
+      expect(JSON.stringify(errorOf(bad))).toContain('pixel_id must be 5 to 20 digits');
       const added = (await admin.callTool({ name: 'adplatforms_add', arguments: { platform: 'meta', name: 'second pixel', settings: { pixel_id: '999999' }, secrets: { access_token: 'EAAsecondpixeltoken0123456789' } } })) as { structuredContent: { id: string; secrets: string[] } };
       expect(added.structuredContent.secrets).toEqual(['access_token']);
       expect(JSON.stringify(added)).not.toContain('EAAsecondpixeltoken');

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanup, cli, cliJson, createSite, post, startSvc, tempDir, type Svc } from '../helpers/svc.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { execute, query } from '../helpers/db.js';
-import { call, callOk, McpClients, mintToken } from '../helpers/mcp-client.js';
+import { call, callOk, errorOf, McpClients, mintToken } from '../helpers/mcp-client.js';
 import { validatePayload, type EventType } from '../../src/webhooks/catalogue.js';
 
 /**
@@ -131,15 +131,15 @@ describe('campaigns through MCP', () => {
       await callOk(w, 'campaigns_add_component', { id: c.id, kind, ref_id });
     }
     const missing = await call(w, 'campaigns_add_component', { id: c.id, kind: 'placement', ref_id: 'plc_nope' });
-    expect(missing.structuredContent.error).toMatchObject({ code: 'not_found' });
+    expect(errorOf(missing)).toMatchObject({ code: 'not_found' });
     const badKind = await call(w, 'campaigns_add_component', { id: c.id, kind: 'coupon', ref_id: 'x' });
-    expect(badKind.structuredContent.error.code).toBe('validation_failed');
+    expect(errorOf(badKind).code).toBe('validation_failed');
 
     // The draft variant is required: the launch is rolled back, nothing of it stays applied.
     const failed = await call(w, 'campaigns_launch', { id: c.id });
     expect(failed.isError).toBe(true);
-    expect(failed.structuredContent.error).toMatchObject({ code: 'conflict', details: { result: 'rolled_back' } });
-    expect(failed.structuredContent.error.details.steps).toContainEqual(
+    expect(errorOf(failed)).toMatchObject({ code: 'conflict', details: { result: 'rolled_back' } });
+    expect(errorOf(failed).details.steps).toContainEqual(
       expect.objectContaining({ kind: 'variant', ref_id: 'var_draft', step: 'publish', outcome: 'failed', error_code: 'not_approved' }),
     );
     expect([variantStatus('var_sale'), placementEnabled('plc_sale'), experimentStatus('exp_layout'), triggerEnabled(trg.id)]).toEqual(['approved', 0, 'draft', 0]);
@@ -147,7 +147,7 @@ describe('campaigns through MCP', () => {
     const afterFail = await callOk(w, 'campaigns_get', { id: c.id });
     expect(afterFail.status).toBe('draft');
     expect(afterFail.runs).toHaveLength(1);
-    expect(afterFail.runs[0]).toMatchObject({ action: 'launch', result: 'rolled_back', id: failed.structuredContent.error.details.run_id });
+    expect(afterFail.runs[0]).toMatchObject({ action: 'launch', result: 'rolled_back', id: errorOf(failed).details.run_id });
 
     // Made optional, the draft's failure is recorded but the launch goes ahead.
     const opt = await callOk(w, 'campaigns_add_component', { id: c.id, kind: 'variant', ref_id: 'var_draft', required: false });
@@ -156,11 +156,11 @@ describe('campaigns through MCP', () => {
     // A propose-only token may not launch (it publishes) or close; it may not change anything either way.
     const p = await mcp.connect(tok.propose);
     const refused = await call(p, 'campaigns_launch', { id: c.id });
-    expect(refused.structuredContent.error).toMatchObject({ code: 'insufficient_scope', details: { reason: 'propose_only' } });
-    expect((await call(p, 'campaigns_close', { id: c.id })).structuredContent.error.details.reason).toBe('propose_only');
+    expect(errorOf(refused)).toMatchObject({ code: 'insufficient_scope', details: { reason: 'propose_only' } });
+    expect(errorOf(await call(p, 'campaigns_close', { id: c.id })).details.reason).toBe('propose_only');
     expect(variantStatus('var_sale')).toBe('approved');
     const r = await mcp.connect(tok.read);
-    expect((await call(r, 'campaigns_create', { name: 'nope' })).structuredContent.error.code).toBe('insufficient_scope');
+    expect(errorOf(await call(r, 'campaigns_create', { name: 'nope' })).code).toBe('insufficient_scope');
 
     const launched = await callOk(w, 'campaigns_launch', { id: c.id });
     expect(launched.campaign.status).toBe('live');
@@ -188,7 +188,7 @@ describe('campaigns through MCP', () => {
     expect((await callOk(w, 'triggers_get', { id: trg.id })).enabled).toBe(true);
     expect((await callOk(w, 'experiments_get', { id: 'exp_layout' })).status).toBe('running');
     const editLive = await call(w, 'campaigns_remove_component', { id: c.id, kind: 'variant', ref_id: 'var_draft' });
-    expect(editLive.structuredContent.error.code).toBe('conflict');
+    expect(errorOf(editLive).code).toBe('conflict');
 
     // Traffic while live: the known visitor sees the sale variant, then converts; another visitor is in the holdout.
     execute(dataDir, 'INSERT INTO exposures (site_id, visitor_id, zone_id, variant_id, holdout, url, created_at) VALUES (?, ?, ?, ?, 0, ?, ?)', site, 'cv-1', 'zn_hero', 'var_sale', '/', Date.now());
@@ -236,7 +236,7 @@ describe('campaigns through MCP', () => {
       ['segment', 'none', 'skipped'],
     ]);
     expect([variantStatus('var_sale'), experimentStatus('exp_layout')]).toEqual(['disabled', 'ended']);
-    expect((await call(w, 'campaigns_launch', { id: c.id })).structuredContent.error.code).toBe('conflict');
+    expect(errorOf(await call(w, 'campaigns_launch', { id: c.id })).code).toBe('conflict');
 
     const list = await callOk(w, 'campaigns_list', { status: 'closed' });
     expect(list.campaigns).toEqual([expect.objectContaining({ id: c.id, name: 'Summer sale', components: 6, status: 'closed' })]);
@@ -280,10 +280,10 @@ describe('campaigns through MCP', () => {
     const theirs = cliJson<{ token: string }>(['token', 'mint', '--site', other, '--scope', 'write', '--data', dataDir]).token;
     const o = await mcp.connect(theirs);
     const mine = (await callOk(await mcp.connect(tok.read), 'campaigns_list', {})).campaigns[0];
-    expect((await call(o, 'campaigns_get', { id: mine.id })).structuredContent.error.code).toBe('not_found');
+    expect(errorOf(await call(o, 'campaigns_get', { id: mine.id })).code).toBe('not_found');
     const c = await callOk(o, 'campaigns_create', { name: 'Theirs' });
     const r = await call(o, 'campaigns_add_component', { id: c.id, kind: 'variant', ref_id: 'var_sale' });
-    expect(r.structuredContent.error.code).toBe('not_found');
+    expect(errorOf(r).code).toBe('not_found');
   });
 
   it('renames, pages the list newest first, and refuses changes to a closed campaign', async () => {
@@ -299,9 +299,9 @@ describe('campaigns through MCP', () => {
     expect(second.campaigns.map((x: any) => x.id)).toEqual([made[0]]);
     expect(second.next_before).toBeNull();
     await callOk(w, 'campaigns_close', { id: made[0] });
-    expect((await call(w, 'campaigns_update', { id: made[0], name: 'late' })).structuredContent.error.code).toBe('conflict');
-    expect((await call(w, 'campaigns_add_component', { id: made[0], kind: 'variant', ref_id: 'var_sale' })).structuredContent.error.code).toBe('conflict');
-    expect((await call(w, 'campaigns_launch', { id: made[1] })).structuredContent.error).toMatchObject({ code: 'validation_failed' });
-    expect((await call(w, 'campaigns_get', { id: 'cmp_nope' })).structuredContent.error.code).toBe('not_found');
+    expect(errorOf(await call(w, 'campaigns_update', { id: made[0], name: 'late' })).code).toBe('conflict');
+    expect(errorOf(await call(w, 'campaigns_add_component', { id: made[0], kind: 'variant', ref_id: 'var_sale' })).code).toBe('conflict');
+    expect(errorOf(await call(w, 'campaigns_launch', { id: made[1] }))).toMatchObject({ code: 'validation_failed' });
+    expect(errorOf(await call(w, 'campaigns_get', { id: 'cmp_nope' })).code).toBe('not_found');
   });
 });

@@ -9,7 +9,7 @@ import type { Client } from '@modelcontextprotocol/client';
 import { cleanup, cli, createSite, post, startSvc, tempDir, type Svc } from '../helpers/svc.js';
 import { execute, query } from '../helpers/db.js';
 import { startReceiver } from '../helpers/receiver.js';
-import { call, callOk, McpClients, mintToken } from '../helpers/mcp-client.js';
+import { call, callOk, errorOf, McpClients, mintToken } from '../helpers/mcp-client.js';
 import { assignArm } from '../../src/domain/experiments/assign.js';
 import { validatePayload } from '../../src/webhooks/catalogue.js';
 
@@ -24,8 +24,8 @@ const c = {} as Record<'write' | 'propose' | 'readOnly' | 'writeRO' | 'other', C
 async function refused(client: Client, name: string, args: Record<string, unknown>, code: string): Promise<any> {
   const r = await call(client, name, args);
   expect(r.isError, `${name} should fail with ${code}`).toBe(true);
-  expect(r.structuredContent.error.code).toBe(code);
-  return r.structuredContent.error;
+  expect(errorOf(r).code).toBe(code);
+  return errorOf(r);
 }
 
 /** Webhook payloads of one type the receiver got, each checked against the catalogue. */

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanup, cli, cliJson, createSite, post, startSvc, stats, tempDir, type Svc } from '../helpers/svc.js';
 import { execute, query } from '../helpers/db.js';
-import { call, callOk, McpClients, mintToken } from '../helpers/mcp-client.js';
+import { call, callOk, errorOf, McpClients, mintToken } from '../helpers/mcp-client.js';
 
 let svc: Svc;
 let dataDir: string;
@@ -226,11 +226,11 @@ describe('tools over real data', () => {
     expect((await callOk(r, 'profiles_get', { by: 'visitor_id', value: 'mcp-v1' })).profile_id).toBe(byEmail.profile_id);
     const missing = await call(r, 'profiles_get', { by: 'external_id', value: 'nobody' });
     expect(missing.isError).toBe(true);
-    expect(missing.structuredContent.error.code).toBe('not_found');
+    expect(errorOf(missing).code).toBe('not_found');
 
     const other = await mcp.connect(tok.other);
     const foreign = await call(other, 'profiles_get', { by: 'profile_id', value: byEmail.profile_id });
-    expect(foreign.structuredContent.error.code).toBe('not_found');
+    expect(errorOf(foreign).code).toBe('not_found');
     expect((await callOk(other, 'profiles_search', { rule: { trait: 'plan', op: 'exists' } })).profile_ids).toEqual([]);
 
     const admin = await mcp.connect(tok.admin);
@@ -246,10 +246,10 @@ describe('tools over real data', () => {
     expect(page2.profile_ids).toHaveLength(1);
     expect(page2.next_after).toBeNull();
     const pii = await call(r, 'profiles_search', { rule: { trait: 'email', op: 'exists' } });
-    expect(pii.structuredContent.error.code).toBe('insufficient_scope');
+    expect(errorOf(pii).code).toBe('insufficient_scope');
     const badRule = await call(r, 'profiles_search', { rule: { all: [{ trait: 'plan', op: 'nope' }] } });
-    expect(badRule.structuredContent.error).toMatchObject({ code: 'validation_failed' });
-    expect(badRule.structuredContent.error.details.field).toContain('rule');
+    expect(errorOf(badRule)).toMatchObject({ code: 'validation_failed' });
+    expect(errorOf(badRule).details.field).toContain('rule');
 
     const tl = await callOk(r, 'profiles_timeline', { by: 'external_id', value: 'crm-ada' });
     const kinds = tl.items.map((i: any) => i.kind).sort();
@@ -269,16 +269,16 @@ describe('tools over real data', () => {
     expect((await callOk(w, 'segments_members', { id: seg.id })).profile_ids).toEqual([ada.profile_id]);
     expect((await callOk(w, 'profiles_get', { by: 'external_id', value: 'crm-ada' })).segments.primary).toBe(seg.id);
     const dup = await call(w, 'segments_create', { name: 'Gold', rule: { trait: 'plan', op: 'exists' } });
-    expect(dup.structuredContent.error.code).toBe('conflict');
+    expect(errorOf(dup).code).toBe('conflict');
     const upd = await callOk(w, 'segments_update', { id: seg.id, rule: { trait: 'plan', op: 'exists' } });
     expect(upd.members).toBe(2);
     const del = await call(w, 'segments_delete', { id: seg.id });
-    expect(del.structuredContent.error).toMatchObject({ code: 'insufficient_scope', details: { missing: 'scope:admin' } });
+    expect(errorOf(del)).toMatchObject({ code: 'insufficient_scope', details: { missing: 'scope:admin' } });
     const a = await mcp.connect(tok.admin);
     expect(await callOk(a, 'segments_delete', { id: seg.id })).toEqual({ removed: seg.id, members: 2 });
     expect(query(dataDir, 'SELECT * FROM segments WHERE id = ?', seg.id)).toHaveLength(0);
     const other = await mcp.connect(tok.other);
-    expect((await call(other, 'segments_get', { id: upd.id })).structuredContent.error.code).toBe('not_found');
+    expect(errorOf(await call(other, 'segments_get', { id: upd.id })).code).toBe('not_found');
   });
 
   it('leads, conversions, events and analytics', async () => {
@@ -292,7 +292,7 @@ describe('tools over real data', () => {
     expect(await callOk(w, 'leads_set_status', { id: leads[0].id, status: 'qualified' })).toMatchObject({ id: leads[0].id, status: 'qualified' });
     expect(query<{ status: string }>(dataDir, 'SELECT status FROM leads WHERE id = ?', leads[0].id)[0]!.status).toBe('qualified');
     const badStatus = await call(w, 'leads_set_status', { id: leads[0].id, status: 'married' });
-    expect(badStatus.structuredContent.error).toMatchObject({ code: 'validation_failed', details: { field: 'status' } });
+    expect(errorOf(badStatus)).toMatchObject({ code: 'validation_failed', details: { field: 'status' } });
     const a = await mcp.connect(tok.admin);
     expect((await callOk(a, 'leads_get', { id: leads[0].id })).email).toBe('ada.lovelace@example.com');
 
@@ -321,7 +321,7 @@ describe('tools over real data', () => {
       execute(dataDir, "DELETE FROM conversions WHERE id = 'cnv_eur'");
     }
     const invalid = await call(r, 'analytics_summary', { days: 0 });
-    expect(invalid.structuredContent.error).toMatchObject({ code: 'validation_failed', details: { field: 'days' } });
+    expect(errorOf(invalid)).toMatchObject({ code: 'validation_failed', details: { field: 'days' } });
   });
 
   it('webhooks: destinations, deliveries and replay', async () => {
@@ -332,9 +332,9 @@ describe('tools over real data', () => {
     expect((await callOk(w, 'webhooks_list')).destinations.map((x: any) => x.id)).toContain(d.id);
     expect(await callOk(w, 'webhooks_update', { id: d.id, enabled: false, description: 'paused' })).toMatchObject({ enabled: false, description: 'paused' });
     const badEvents = await call(w, 'webhooks_create', { url: 'http://127.0.0.1:9/x', events: ['nope'] });
-    expect(badEvents.structuredContent.error).toMatchObject({ code: 'validation_failed', details: { field: 'events' } });
+    expect(errorOf(badEvents)).toMatchObject({ code: 'validation_failed', details: { field: 'events' } });
     const refusedUrl = await call(w, 'webhooks_create', { url: 'ftp://example.com/x', events: ['all'] });
-    expect(refusedUrl.structuredContent.error.code).toBe('destination_refused');
+    expect(errorOf(refusedUrl).code).toBe('destination_refused');
     expect((await callOk(w, 'webhooks_deliveries', { destination_id: d.id })).deliveries).toEqual([]);
     execute(
       dataDir,
@@ -345,7 +345,7 @@ describe('tools over real data', () => {
     expect(await callOk(w, 'webhooks_replay', { delivery_id: 'dlv_failed_x' })).toEqual({ delivery_id: 'dlv_failed_x', requeued: true });
     expect(query<{ state: string }>(dataDir, "SELECT state FROM deliveries WHERE id = 'dlv_failed_x'")[0]!.state).not.toBe('failed');
     const again = await call(w, 'webhooks_replay', { delivery_id: 'dlv_failed_x' });
-    expect(['conflict']).toContain(again.structuredContent.error.code);
+    expect(['conflict']).toContain(errorOf(again).code);
     const a = await mcp.connect(tok.admin);
     expect(await callOk(a, 'webhooks_delete', { id: d.id })).toEqual({ removed: d.id });
     expect(query(dataDir, 'SELECT id FROM destinations WHERE id = ?', d.id)).toHaveLength(0);
@@ -372,16 +372,16 @@ describe('tools over real data', () => {
     ]);
     const invited = await mcp.connect(invite.token);
     expect(await callOk(invited, 'whoami')).toMatchObject({ token_id: invite.token_id, scope: 'read' });
-    expect((await call(a, 'access_member_invite', { email: 'new.person@example.com' })).structuredContent.error).toMatchObject({ code: 'conflict', details: { field: 'email' } });
-    expect((await call(a, 'access_member_invite', { email: 'not-an-email' })).structuredContent.error).toMatchObject({ code: 'validation_failed', details: { field: 'email' } });
+    expect(errorOf(await call(a, 'access_member_invite', { email: 'new.person@example.com' }))).toMatchObject({ code: 'conflict', details: { field: 'email' } });
+    expect(errorOf(await call(a, 'access_member_invite', { email: 'not-an-email' }))).toMatchObject({ code: 'validation_failed', details: { field: 'email' } });
     const memberMint = cli(['token', 'mint', '--site', site, '--scope', 'read', '--as', 'new.person@example.com', '--data', dataDir]);
     expect(memberMint.code).toBe(1);
     const noIssuance = await mcp.connect(tok.areas);
     const refused = await call(noIssuance, 'access_link_token_mint', {});
-    expect(refused.structuredContent.error).toMatchObject({ code: 'insufficient_scope', details: { reason: 'area' } });
+    expect(errorOf(refused)).toMatchObject({ code: 'insufficient_scope', details: { reason: 'area' } });
     const writeTok = await mcp.connect(tok.noDestroy);
     const r2 = await call(writeTok, 'access_link_token_mint', {});
-    expect(r2.structuredContent.error.details.reason).toBe('credential_issuance');
+    expect(errorOf(r2).details.reason).toBe('credential_issuance');
   });
 
   it('profiles: merge (write) and GDPR erase (admin) really change the rows', async () => {
@@ -400,9 +400,9 @@ describe('tools over real data', () => {
     expect(merged.identity.trait_keys).toEqual(['external_id', 'plan', 'tier']);
 
     const erase = await call(w, 'profiles_erase', { by: 'profile_id', value: p2 });
-    expect(erase.structuredContent.error).toMatchObject({ code: 'insufficient_scope', details: { missing: 'scope:admin' } });
+    expect(errorOf(erase)).toMatchObject({ code: 'insufficient_scope', details: { missing: 'scope:admin' } });
     const blocked = await mcp.connect(tok.noDestroy);
-    expect((await call(blocked, 'profiles_erase', { by: 'profile_id', value: p2 })).structuredContent.error.details.reason).toBe('block_destructive');
+    expect(errorOf(await call(blocked, 'profiles_erase', { by: 'profile_id', value: p2 })).details.reason).toBe('block_destructive');
 
     const a = await mcp.connect(tok.admin);
     const gone = await callOk(a, 'profiles_erase', { by: 'external_id', value: 'crm-m2' });
@@ -416,7 +416,7 @@ describe('tools over real data', () => {
     for (const needle of [p1, p2, 'crm-m1', 'crm-m2', 'mcp-m1v', 'mcp-m2v']) {
       expect(query(dataDir, 'SELECT id FROM outbox WHERE instr(payload, ?) > 0', needle), needle).toHaveLength(0);
     }
-    expect((await call(a, 'profiles_get', { by: 'external_id', value: 'crm-m1' })).structuredContent.error.code).toBe('not_found');
+    expect(errorOf(await call(a, 'profiles_get', { by: 'external_id', value: 'crm-m1' })).code).toBe('not_found');
     expect((await callOk(a, 'profiles_erase', { by: 'external_id', value: 'crm-ada' })).removed.leads).toBe(1);
   });
 });
@@ -433,8 +433,8 @@ describe('policy at the server', () => {
       for (const [who, c] of [['read', r], ['write --read-only', ro]] as const) {
         const res = await call(c, t.name, { id: 'x', name: 'n', rule: { trait: 'plan', op: 'exists' }, by: 'profile_id', value: 'x' });
         expect(res.isError, `${t.name} with ${who}`).toBe(true);
-        expect(res.structuredContent.error.code, `${t.name} with ${who}`).toBe('insufficient_scope');
-        expect(res.structuredContent.error.details.missing, `${t.name} with ${who}`).toMatch(/^(scope|restriction|area):/);
+        expect(errorOf(res).code, `${t.name} with ${who}`).toBe('insufficient_scope');
+        expect(errorOf(res).details.missing, `${t.name} with ${who}`).toMatch(/^(scope|restriction|area):/);
       }
     }
     expect(stats(dataDir, site)).toEqual(before.stats);
@@ -444,9 +444,9 @@ describe('policy at the server', () => {
   it('decides before validating: refused even with invalid arguments; area-limited tokens see only their area', async () => {
     const r = await mcp.connect(tok.read);
     const res = await call(r, 'segments_create', { name: 12345, rule: 'garbage' });
-    expect(res.structuredContent.error).toMatchObject({ code: 'insufficient_scope', details: { reason: 'scope', missing: 'scope:write' } });
+    expect(errorOf(res)).toMatchObject({ code: 'insufficient_scope', details: { reason: 'scope', missing: 'scope:write' } });
     const area = await mcp.connect(tok.areas);
-    expect((await call(area, 'segments_list')).structuredContent.error).toMatchObject({ code: 'insufficient_scope', details: { missing: 'area:segments' } });
+    expect(errorOf(await call(area, 'segments_list'))).toMatchObject({ code: 'insufficient_scope', details: { missing: 'area:segments' } });
     expect((await callOk(area, 'profiles_search', { rule: { trait: 'plan', op: 'exists' } })).profile_ids.length).toBeGreaterThan(0);
   });
 

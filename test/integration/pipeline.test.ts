@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanup, cli, createSite, post, startSvc, tempDir, type Svc } from '../helpers/svc.js';
 import { startReceiver, type Received } from '../helpers/receiver.js';
 import { execute, query } from '../helpers/db.js';
-import { call, callOk, McpClients, mintToken } from '../helpers/mcp-client.js';
+import { call, callOk, errorOf, McpClients, mintToken } from '../helpers/mcp-client.js';
 import { validatePayload } from '../../src/webhooks/catalogue.js';
 
 const PRIVATE = ['--allow-private-destinations'];
@@ -74,12 +74,12 @@ describe('leads pipeline', () => {
     expect((await callOk(r, 'leads_list', { status: 'new' })).leads.map((l: any) => l.id).sort()).toEqual([leads.a, leads.b, leads.c].sort());
     expect((await callOk(r, 'leads_list', { status: 'unworkable' })).leads.map((l: any) => l.id)).toEqual([leads.d]);
     const bad = await call(w, 'leads_set_status', { id: leads.d, status: 'working' });
-    expect(bad.structuredContent.error).toMatchObject({ code: 'conflict', details: { field: 'status' } });
-    expect((await call(w, 'leads_set_status', { id: leads.a, status: 'contacted' })).structuredContent.error.code).toBe('validation_failed');
+    expect(errorOf(bad)).toMatchObject({ code: 'conflict', details: { field: 'status' } });
+    expect(errorOf(await call(w, 'leads_set_status', { id: leads.a, status: 'contacted' })).code).toBe('validation_failed');
 
     const owned = await callOk(w, 'leads_assign_owner', { id: leads.a, owner: 'owner@localhost' });
     expect(owned.owner_id).toMatch(/^usr_/);
-    expect((await call(w, 'leads_assign_owner', { id: leads.a, owner: 'nobody@example.com' })).structuredContent.error.code).toBe('not_found');
+    expect(errorOf(await call(w, 'leads_assign_owner', { id: leads.a, owner: 'nobody@example.com' })).code).toBe('not_found');
     expect((await callOk(r, 'leads_list', { owner_id: owned.owner_id })).leads.map((l: any) => l.id)).toEqual([leads.a]);
     expect((await callOk(r, 'leads_list', { unowned: true })).leads).toHaveLength(3);
 
@@ -132,10 +132,10 @@ describe('leads pipeline', () => {
     expect(rec.transcript).toBeUndefined();
     const tasks = await callOk(w, 'leads_tasks_list', { lead_id: leads.a, state: 'open' });
     expect(tasks.tasks).toEqual([expect.objectContaining({ id: rec.task_id, call_id: 'tel-1001', due_at: '2026-03-31T13:00:00.000Z' })]);
-    expect((await call(w, 'calls_record', { call: { call_id: 'tel-1001', lead_id: leads.a, started_at: '2026-03-27T10:00:00Z', outcome: 'voicemail' } })).structuredContent.error.code).toBe(
+    expect(errorOf(await call(w, 'calls_record', { call: { call_id: 'tel-1001', lead_id: leads.a, started_at: '2026-03-27T10:00:00Z', outcome: 'voicemail' } })).code).toBe(
       'conflict',
     );
-    expect((await call(w, 'calls_get', { call_id: 'tel-1001', include_transcript: true })).structuredContent.error.code).toBe('insufficient_scope');
+    expect(errorOf(await call(w, 'calls_get', { call_id: 'tel-1001', include_transcript: true })).code).toBe('insufficient_scope');
     const a = await mcp.connect(tok.admin);
     expect((await callOk(a, 'calls_get', { call_id: 'tel-1001', include_transcript: true })).transcript).toContain(TRANSCRIPT_MARK);
 
@@ -149,9 +149,9 @@ describe('leads pipeline', () => {
     ];
     const badCsv = `${header}\n${rows[0]}\ntel-2003,${leads.b},,not-a-date,,connected,,\n`;
     const refused = await call(w, 'calls_import', { csv: badCsv });
-    expect(refused.structuredContent.error).toMatchObject({ code: 'validation_failed', details: { row: 2, field: 'started_at' } });
+    expect(errorOf(refused)).toMatchObject({ code: 'validation_failed', details: { row: 2, field: 'started_at' } });
     const missing = await call(w, 'calls_import', { csv: `${header}\n${rows[0]}\ntel-2004,lead_nope,,2026-03-27T12:00:00Z,,connected,,\n` });
-    expect(missing.structuredContent.error).toMatchObject({ code: 'not_found', details: { row: 2, field: 'lead_id' } });
+    expect(errorOf(missing)).toMatchObject({ code: 'not_found', details: { row: 2, field: 'lead_id' } });
     expect(query(dataDir, "SELECT id FROM lead_calls WHERE id LIKE 'tel-2%'")).toHaveLength(0);
     expect(query<{ status: string }>(dataDir, 'SELECT status FROM leads WHERE id = ?', leads.b)[0]!.status).toBe('new');
 
@@ -191,13 +191,13 @@ describe('triggered messages', () => {
     const t = await callOk(w, 'triggers_create', { name: 'Demo follow-up', on_kind: 'event', event_type: 'demo_viewed', message_id: 'tpl_demo', message_values: { cta: 'Book a call' }, include_email: true });
     trg.event = t.id;
     expect(t).toMatchObject({ enabled: false, cap: { count: 1, window_hours: 24 }, quiet_hours: null, include_email: true });
-    expect((await call(w, 'triggers_enable', { id: t.id })).structuredContent.error.code).toBe('conflict');
-    expect((await call(w, 'triggers_endpoint_set', { url: `${msgRx.url}/live` })).structuredContent.error.code).toBe('insufficient_scope');
+    expect(errorOf(await call(w, 'triggers_enable', { id: t.id })).code).toBe('conflict');
+    expect(errorOf(await call(w, 'triggers_endpoint_set', { url: `${msgRx.url}/live` })).code).toBe('insufficient_scope');
     const a = await mcp.connect(tok.admin);
     const bad = await call(a, 'triggers_create', { name: 'x', on_kind: 'segment_entered', message_id: 'm' });
-    expect(bad.structuredContent.error).toMatchObject({ code: 'validation_failed', details: { field: 'segment_id' } });
+    expect(errorOf(bad)).toMatchObject({ code: 'validation_failed', details: { field: 'segment_id' } });
     const half = await call(a, 'triggers_create', { name: 'x', on_kind: 'score', min_score: 5, message_id: 'm', quiet_start: '22:00' });
-    expect(half.structuredContent.error).toMatchObject({ code: 'validation_failed', details: { field: 'quiet_start' } });
+    expect(errorOf(half)).toMatchObject({ code: 'validation_failed', details: { field: 'quiet_start' } });
     const ep = await callOk(a, 'triggers_endpoint_set', { url: `${msgRx.url}/live`, secret: SECRET, test_url: `${testRx.url}/test` });
     expect(ep).toMatchObject({ url: `${msgRx.url}/live`, has_secret: true, test_url: `${testRx.url}/test` });
     expect((await callOk(w, 'triggers_enable', { id: t.id })).enabled).toBe(true);
@@ -276,7 +276,7 @@ describe('triggered messages', () => {
     expect(testRx.received[0]!.headers['x-svc-signature']).toBe(hmac(testRx.received[0]!.body, SECRET));
 
     const refused = await call(w, 'triggers_fire', { id: trg.event, profile: { by: 'profile_id', value: profileId } });
-    expect(refused.structuredContent.error.details.reason).toBe('credential_issuance');
+    expect(errorOf(refused).details.reason).toBe('credential_issuance');
 
     msgRx.setBehaviour((_r, n) => (n === 4 ? { status: 503, body: 'busy' } : { status: 200, body: 'ok' }));
     const a = await mcp.connect(tok.admin);

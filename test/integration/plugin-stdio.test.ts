@@ -6,6 +6,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { SkillsClient } from '@modelcontextprotocol/client/ext/skills';
 import { backendEnv } from '../helpers/backend.js';
+import { errorOf } from '../helpers/mcp-client.js';
 import { BIN, cleanup, cli, cliJson, createSite, ROOT, startSvc, tempDir, type Svc } from '../helpers/svc.js';
 import { skillBody } from '../../src/plugin/skills.js';
 import { SELLER_SKILLS } from '../../src/plugin/validate.js';
@@ -133,8 +134,8 @@ describe('svc plugin run (local store, stdio)', () => {
     expect(me.structuredContent).toMatchObject({ site_id: site, scope: 'read', restrictions: { read_only: true }, personal_data: false });
     const refused = (await client.callTool({ name: 'segments_create', arguments: { name: 'x', rule: GOLD } })) as any;
     expect(refused.isError).toBe(true);
-    expect(refused.structuredContent.error.code).toBe('insufficient_scope');
-    expect(refused.structuredContent.error.details.reason).toBe('scope');
+    expect(errorOf(refused).code).toBe('insufficient_scope');
+    expect(errorOf(refused).details.reason).toBe('scope');
     const segments = cliJson<unknown[]>(['segment', 'list', '--site', site, '--data', dataDir]);
     expect(segments).toEqual([]);
   });
@@ -152,9 +153,9 @@ describe('svc plugin run (local store, stdio)', () => {
     for (const t of refusedTools) {
       const overStdio = (await client.callTool({ name: t.name, arguments: {} })) as any;
       expect(overStdio.isError, t.name).toBe(true);
-      expect(overStdio.structuredContent.error.code, t.name).toBe('insufficient_scope');
+      expect(errorOf(overStdio).code, t.name).toBe('insufficient_scope');
       const overHttp = (await http.callTool({ name: t.name, arguments: {} })) as any;
-      expect(overStdio.structuredContent.error, t.name).toEqual(overHttp.structuredContent.error);
+      expect(errorOf(overStdio), t.name).toEqual(errorOf(overHttp));
     }
     const segments = cliJson<{ id: string }[]>(['segment', 'list', '--site', site, '--data', dataDir]);
     expect(segments.map((s: any) => s.name)).toEqual(['Gold (draft-segment-page)']);
@@ -236,7 +237,7 @@ describe('svc plugin run --url (proxy to a running svc serve)', () => {
     expect(me.structuredContent).toMatchObject({ site_id: site, scope: 'read' });
     const refused = (await client.callTool({ name: 'segments_create', arguments: { name: 'x', rule: GOLD } })) as any;
     expect(refused.isError).toBe(true);
-    expect(refused.structuredContent.error.code).toBe('insufficient_scope');
+    expect(errorOf(refused).code).toBe('insufficient_scope');
     const { prompts } = await client.listPrompts();
     expect(prompts.map((p) => p.name)).toEqual([...SELLER_SKILLS]);
   });

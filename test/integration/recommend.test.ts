@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { cleanup, cli, cliJson, createSite, post, startSvc, tempDir, type Svc } from '../helpers/svc.js';
 import { query } from '../helpers/db.js';
+import { errorOf } from '../helpers/mcp-client.js';
 
 /**
  * Through the running server: conversions posted to /api/convert update the
@@ -198,6 +199,6 @@ describe('MCP recommendations_co_purchased', () => {
     expect(empty.structuredContent.items).toEqual([]);
     const bad: any = await client.callTool({ name: 'recommendations_co_purchased', arguments: { skus: [], k: 500 } });
     expect(bad.isError).toBe(true);
-    expect(bad.structuredContent.error).toMatchObject({ code: 'validation_failed', details: { field: 'skus' } });
+    expect(errorOf(bad)).toMatchObject({ code: 'validation_failed', details: { field: 'skus' } });
   });
 });

@@ -3,7 +3,7 @@ import { REPORT_LINK_PURPOSE, signReportLink } from '../../src/domain/access/rep
 import { SecretBox } from '../../src/store/secret-box.js';
 import { cleanup, createSite, post, startSvc, tempDir, type Svc } from '../helpers/svc.js';
 import { query } from '../helpers/db.js';
-import { call, callOk, McpClients, mintTokenRecord } from '../helpers/mcp-client.js';
+import { call, callOk, errorOf, McpClients, mintTokenRecord } from '../helpers/mcp-client.js';
 
 /**
  * Signed report links end to end: minted with access_report_link_mint through the MCP endpoint (SDK
@@ -87,25 +87,25 @@ describe('signed report links', () => {
 
   it('refuses to mint without credential issuance, for a write tool, an unknown tool, bad arguments or an area the token lacks', async () => {
     const read = await call(await mcp.connect(tok.read), 'access_report_link_mint', { tool: 'accounts_list' });
-    expect(read.structuredContent.error).toMatchObject({ code: 'insufficient_scope', details: { reason: 'scope' } });
+    expect(errorOf(read)).toMatchObject({ code: 'insufficient_scope', details: { reason: 'scope' } });
     const plain = await call(await mcp.connect(tok.plainAdmin), 'access_report_link_mint', { tool: 'accounts_list' });
-    expect(plain.structuredContent.error).toMatchObject({ code: 'insufficient_scope', details: { reason: 'credential_issuance' } });
+    expect(errorOf(plain)).toMatchObject({ code: 'insufficient_scope', details: { reason: 'credential_issuance' } });
     const issuer = await mcp.connect(tok.issuer.token);
-    expect((await call(issuer, 'access_report_link_mint', { tool: 'accounts_upsert', arguments: { website: 'acme.com' } })).structuredContent.error).toMatchObject({
+    expect(errorOf(await call(issuer, 'access_report_link_mint', { tool: 'accounts_upsert', arguments: { website: 'acme.com' } }))).toMatchObject({
       code: 'validation_failed',
       details: { field: 'tool' },
     });
-    expect((await call(issuer, 'access_report_link_mint', { tool: 'nope_nope' })).structuredContent.error.code).toBe('not_found');
-    expect((await call(issuer, 'access_report_link_mint', { tool: 'accounts_signals', arguments: { account: 'acme.com', days: 0 } })).structuredContent.error).toMatchObject({
+    expect(errorOf(await call(issuer, 'access_report_link_mint', { tool: 'nope_nope' })).code).toBe('not_found');
+    expect(errorOf(await call(issuer, 'access_report_link_mint', { tool: 'accounts_signals', arguments: { account: 'acme.com', days: 0 } }))).toMatchObject({
       code: 'validation_failed',
       details: { field: 'arguments.days' },
     });
-    expect((await call(issuer, 'access_report_link_mint', { tool: 'accounts_list', expires_in_minutes: 24 * 60 + 1 })).structuredContent.error).toMatchObject({
+    expect(errorOf(await call(issuer, 'access_report_link_mint', { tool: 'accounts_list', expires_in_minutes: 24 * 60 + 1 }))).toMatchObject({
       code: 'validation_failed',
       details: { field: 'expires_in_minutes' },
     });
     const narrow = await call(await mcp.connect(tok.narrow), 'access_report_link_mint', { tool: 'analytics_lift' });
-    expect(narrow.structuredContent.error).toMatchObject({ code: 'insufficient_scope', details: { reason: 'area' } });
+    expect(errorOf(narrow)).toMatchObject({ code: 'insufficient_scope', details: { reason: 'area' } });
   });
 
   it('answers 401 for a missing, malformed, altered or expired link, and keeps the link out of the log', async () => {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { cleanup, cliJson, createSite, startSvc, tempDir, type Svc } from '../helpers/svc.js';
 import { query } from '../helpers/db.js';
+import { errorOf } from '../helpers/mcp-client.js';
 
 /** Triggered messages go out through the destination guard: without --allow-private-destinations a private endpoint is refused and nothing is stored. */
 let svc: Svc;
@@ -35,8 +36,8 @@ describe('trigger endpoints and the destination guard', () => {
     ]) {
       const r = (await client.callTool({ name: 'triggers_endpoint_set', arguments: args })) as any;
       expect(r.isError, JSON.stringify(args)).toBe(true);
-      expect(r.structuredContent.error.code, JSON.stringify(args)).toBe('destination_refused');
-      if (args.test_url) expect(r.structuredContent.error.details.field).toBe('test_url');
+      expect(errorOf(r).code, JSON.stringify(args)).toBe('destination_refused');
+      if (args.test_url) expect(errorOf(r).details.field).toBe('test_url');
     }
     expect(query(dataDir, 'SELECT url, test_url FROM trigger_endpoints WHERE site_id = ?', site)).toEqual([]);
     // A public address literal is accepted (no DNS needed).

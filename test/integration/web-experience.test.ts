@@ -4,7 +4,7 @@ import { cleanup, createSite, post, startSvc, tempDir, type Svc } from '../helpe
 import { startReceiver } from '../helpers/receiver.js';
 import { execute, query } from '../helpers/db.js';
 import { PG_BASE_URL } from '../helpers/backend.js';
-import { call, callOk, mcpClient, mintToken } from '../helpers/mcp-client.js';
+import { call, callOk, errorOf, mcpClient, mintToken } from '../helpers/mcp-client.js';
 import { validatePayload, type EventType } from '../../src/webhooks/catalogue.js';
 import { assignArm } from '../../src/domain/experiments/assign.js';
 
@@ -19,8 +19,8 @@ const ids: Record<string, string> = {};
 async function fails(client: Client, name: string, args: Record<string, unknown>, code: string): Promise<any> {
   const r = await call(client, name, args);
   expect(r.isError, `${name} should fail with ${code}`).toBe(true);
-  expect(r.structuredContent.error.code).toBe(code);
-  return r.structuredContent.error;
+  expect(errorOf(r).code).toBe(code);
+  return errorOf(r);
 }
 
 async function decide(params: Record<string, string>, method = 'GET', base = svc.url): Promise<{ status: number; body: any; headers: Headers }> {
