@@ -37,6 +37,9 @@ import { TOOLS } from '../mcp/tools/index.js';
 import { instrument } from './instrument.js';
 import { handleReady, Readiness } from './readiness.js';
 import { holdServeLock } from '../store/serve-lock.js';
+import { answerClientError, MAX_HEADER_BYTES } from './client-error.js';
+import { sendError } from '../http/respond.js';
+import { AppError } from '../http/errors.js';
 
 export interface RunningServer {
   url: string;
@@ -180,7 +183,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   let draining: (() => void) | null = null;
   let shuttingDown = false;
   const instrumentation = { logger, trustProxy: config.trustProxy, metrics, draining: () => shuttingDown };
-  const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+  const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
     inFlight++;
     res.once('close', () => {
       inFlight--;
@@ -190,6 +193,11 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     const q = url.indexOf('?');
     const pathname = q === -1 ? url : url.slice(0, q);
     instrument(req, res, pathname, instrumentation);
+    if (req.headers.host === undefined && req.httpVersion === '1.1') {
+      res.setHeader('Connection', 'close');
+      sendError(res, new AppError('bad_request', 'malformed HTTP request: an HTTP/1.1 request must carry a Host header'));
+      return;
+    }
     if (hostGuard && !hostGuard(req.headers.host, req.headers.origin)) {
       res.writeHead(403, { 'Content-Type': 'application/json' });
       res.end(
@@ -212,12 +220,21 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       return;
     }
     app(req, res);
-  });
-  server.on('clientError', (err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
-    else socket.destroy();
-    logger.debug({ err: err.message }, 'client error');
-  });
+  };
+  const server = http.createServer(
+    {
+      keepAliveTimeout: config.keepAliveTimeoutMs,
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      // How often the two timeouts above are checked (Node's default, 30 s, would let a slow request run that much over).
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(config.headersTimeoutMs / 4))),
+      maxHeaderSize: MAX_HEADER_BYTES,
+      // A missing Host is answered below with our error shape rather than Node's empty 400.
+      requireHostHeader: false,
+    },
+    onRequest,
+  );
+  server.on('clientError', answerClientError(logger));
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
