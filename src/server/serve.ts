@@ -25,7 +25,8 @@ import { startContentJobs } from '../workers/content-jobs.js';
 import { StallWorker } from '../workers/stall.js';
 import { TriggerFireWorker } from '../workers/trigger-fires.js';
 import { ExperimentsWorker } from '../workers/experiments.js';
-import { releaseDeadLocalLeases } from '../workers/lane-lease.js';
+import { INSTANCE_ID, releaseDeadLocalLeases } from '../workers/lane-lease.js';
+import { claimHolder, type HolderClaim } from '../workers/holder-lock.js';
 import { DECIDE_PATH, handleDecide, type DecideDeps } from '../ingest/decide.js';
 import { decisionService } from '../domain/web/decisions.js';
 import { loggerFor, requestIdOf } from '../http/request-context.js';
@@ -72,6 +73,14 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   if (config.databaseUrl === undefined && serveLock === null) {
     throw new Error(`a restore is running in ${config.dataDir}: start svc serve once it has finished`);
   }
+  // This process as a lease holder of the data directory; earlier ones that are gone are found here.
+  let holder: HolderClaim;
+  try {
+    holder = claimHolder(config.dataDir, INSTANCE_ID);
+  } catch (err) {
+    serveLock?.release();
+    throw err;
+  }
   let store: Store;
   try {
     store = await openConfiguredStore(config, {
@@ -79,6 +88,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       onPoolError: (err) => logger.warn({ err: err.message }, 'database connection lost; reconnecting on demand'),
     });
   } catch (err) {
+    holder.release();
     serveLock?.release();
     throw err;
   }
@@ -253,13 +263,14 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     } catch (err) {
       server.close();
       await store.close();
+      holder.release();
       serveLock?.release();
       throw err;
     }
   }
 
   // A process of this host that was killed holding leases need not be waited for.
-  const freed = await releaseDeadLocalLeases(store).catch((err: unknown) => {
+  const freed = await releaseDeadLocalLeases(store, holder.dead).catch((err: unknown) => {
     logger.warn({ err: (err as Error).message }, 'could not look for leases of dead processes');
     return [];
   });
@@ -331,6 +342,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       ]);
       await checkpointer.stop();
       await store.close();
+      holder.release();
       serveLock?.release();
       await metricsServer?.close();
       logger.info('stopped');
