@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { privateDbFile, privateDir } from './private-files.js';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { MIGRATIONS, type Migration } from './migrations.js';
@@ -30,7 +30,8 @@ export function databasePath(dataDir: string): string {
 
 /** Opens (creating if needed) the SQLite database of a data directory and applies pending migrations. */
 export function openDatabase(opts: OpenOptions): Db {
-  mkdirSync(opts.dataDir, { recursive: true });
+  privateDir(opts.dataDir);
+  privateDbFile(databasePath(opts.dataDir));
   const db = new Database(databasePath(opts.dataDir));
   db.pragma('journal_mode = WAL');
   const inline = opts.synchronous === 'full-inline' || (opts.synchronous !== 'normal' && !opts.offThreadFsync);

@@ -1,4 +1,5 @@
-import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
+import { privateDbFile, privateDir } from '../store/private-files.js';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
@@ -60,8 +61,10 @@ export interface HolderClaim {
  */
 export function claimHolder(dataDir: string, holderId: string): HolderClaim {
   const dir = holdersDir(dataDir);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  privateDir(dataDir);
+  privateDir(dir);
   const own = path.join(dir, `${Date.now().toString(36)}-${randomBytes(6).toString('hex')}.lock`);
+  privateDbFile(own);
   const db = new Database(own);
   try {
     db.pragma('busy_timeout = 2000');
