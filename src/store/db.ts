@@ -34,6 +34,8 @@ export function openDatabase(opts: OpenOptions): Db {
   privateDbFile(databasePath(opts.dataDir));
   const db = new Database(databasePath(opts.dataDir));
   db.pragma('journal_mode = WAL');
+  // Deleted rows are overwritten with zeros, not left in free space where the file's bytes would still show them.
+  db.pragma('secure_delete = ON');
   const inline = opts.synchronous === 'full-inline' || (opts.synchronous !== 'normal' && !opts.offThreadFsync);
   db.pragma(`synchronous = ${inline ? 'FULL' : 'NORMAL'}`);
   db.pragma('busy_timeout = 5000');
