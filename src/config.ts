@@ -142,6 +142,17 @@ export const configSchema = z.object({
     .min(100)
     .default(10_000)
     .describe('/readyz fails when writes have waited this long with no commit (SVC_READY_STALL_MS).'),
+  headersTimeoutMs: positiveInt
+    .min(100)
+    .default(20_000)
+    .describe('A request whose headers have not all arrived this long after it began gets 408 (SVC_HEADERS_TIMEOUT_MS).'),
+  requestTimeoutMs: positiveInt
+    .min(100)
+    .default(60_000)
+    .describe('A request whose headers and body have not all arrived this long after it began gets 408 (SVC_REQUEST_TIMEOUT_MS).'),
+  keepAliveTimeoutMs: positiveInt
+    .default(75_000)
+    .describe('How long an idle keep-alive connection is kept open; keep it above the idle timeout of the load balancer in front (SVC_KEEP_ALIVE_TIMEOUT_MS).'),
   ingestRouter: z.enum(['raw', 'express']).default('raw').describe('How ingestion routes are mounted (SVC_INGEST_ROUTER); for benchmarks.'),
 });
 
@@ -189,6 +200,9 @@ const ENV: Record<keyof Config, string> = {
   shutdownDrainMs: 'SVC_SHUTDOWN_DRAIN_MS',
   readyTimeoutMs: 'SVC_READY_TIMEOUT_MS',
   readyStallMs: 'SVC_READY_STALL_MS',
+  headersTimeoutMs: 'SVC_HEADERS_TIMEOUT_MS',
+  requestTimeoutMs: 'SVC_REQUEST_TIMEOUT_MS',
+  keepAliveTimeoutMs: 'SVC_KEEP_ALIVE_TIMEOUT_MS',
   ingestRouter: 'SVC_INGEST_ROUTER',
 };
 
@@ -201,7 +215,18 @@ export function loadConfig(flags: Partial<Record<keyof Config, unknown>>, env: N
     if (fromFlag !== undefined) merged[key] = fromFlag;
     else if (fromEnv !== undefined && fromEnv !== "") merged[key] = fromEnv;
   }
-  return configSchema.parse(merged);
+  const config = configSchema.parse(merged);
+  if (config.headersTimeoutMs > config.requestTimeoutMs) {
+    throw new z.ZodError([
+      {
+        code: 'custom',
+        path: ['headersTimeoutMs'],
+        message: `SVC_HEADERS_TIMEOUT_MS (${config.headersTimeoutMs}) must not exceed SVC_REQUEST_TIMEOUT_MS (${config.requestTimeoutMs})`,
+        input: config.headersTimeoutMs,
+      },
+    ]);
+  }
+  return config;
 }
 
 export function envName(key: keyof Config): string {

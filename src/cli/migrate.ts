@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { SUMMARIES } from './summaries.js';
+import { privateDbFile, privateDir } from '../store/private-files.js';
 import Database from 'better-sqlite3';
-import { mkdirSync } from 'node:fs';
 import pg from 'pg';
 import { databasePath, migrate, schemaVersion } from '../store/db.js';
 import { MIGRATIONS } from '../store/migrations.js';
@@ -33,7 +33,8 @@ export function registerMigrate(program: Command): void {
       }
       list = PG_MIGRATIONS;
     } else {
-      mkdirSync(config.dataDir, { recursive: true });
+      privateDir(config.dataDir);
+      privateDbFile(databasePath(config.dataDir));
       const db = new Database(databasePath(config.dataDir));
       try {
         db.pragma('busy_timeout = 5000');

@@ -13,6 +13,7 @@ export const ERROR_CODES = {
   not_found: 404,
   method_not_allowed: 405,
   not_acceptable: 406,
+  request_timeout: 408,
   identity_conflict: 409,
   conflict: 409,
   payload_too_large: 413,

@@ -1,4 +1,5 @@
 import { jsonPath } from './zod-error.js';
+import { AppError } from './errors.js';
 
 /** How deep an ingestion body may nest objects and arrays (the body object itself is level 1). */
 export const MAX_JSON_DEPTH = 64;
@@ -6,7 +7,7 @@ export const MAX_JSON_DEPTH = 64;
 export interface JsonProblem {
   /** The offending field as a JSON path (`$.props.list[2]`). */
   path: string;
-  code: 'too_deep' | 'duplicate_key' | 'forbidden_key' | 'invalid_string';
+  code: 'too_deep' | 'duplicate_key' | 'forbidden_key' | 'invalid_string' | 'unrepresentable_number';
   message: string;
 }
 
@@ -19,14 +20,20 @@ interface Frame {
 }
 
 const HEX = /^[0-9a-fA-F]{4}$/;
+/** A JSON number token: sign, integer part, fraction, exponent. */
+const NUMBER = /-?(\d+)(\.\d+)?([eE][+-]?\d+)?/y;
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 /**
  * Checks the text of a body that JSON.parse already accepted for what the
  * store could not keep faithfully or what parsers disagree on: nesting deeper
  * than `maxDepth`, duplicate keys (JSON.parse silently keeps the last one),
  * `__proto__` keys (dropped by object schemas), and strings holding U+0000
- * (PostgreSQL text refuses it) or an unpaired surrogate. One pass over the
- * text; returns the first problem with its path, or null.
+ * (PostgreSQL text refuses it) or an unpaired surrogate, and numbers a
+ * consumer cannot get back as written (I-JSON, RFC 7493): one that overflows
+ * to ±Infinity, a nonzero one that underflows to 0, an integer beyond
+ * ±(2^53−1). One pass over the text; returns the first problem with its
+ * path, or null.
  */
 export function checkJsonText(text: string, maxDepth = MAX_JSON_DEPTH): JsonProblem | null {
   const stack: Frame[] = [];
@@ -100,8 +107,34 @@ export function checkJsonText(text: string, maxDepth = MAX_JSON_DEPTH): JsonProb
         top.keys!.add(key);
       }
       i++;
+    } else if (c === 0x2d /* - */ || (c >= 0x30 && c <= 0x39)) {
+      NUMBER.lastIndex = i;
+      const m = NUMBER.exec(text);
+      if (!m) {
+        i++;
+        continue;
+      }
+      const bad = badNumber(m[0], m[2] === undefined && m[3] === undefined);
+      if (bad) return { path: path(), code: 'unrepresentable_number', message: bad };
+      i += m[0].length;
     } else {
       i++;
+    }
+  }
+  return null;
+}
+
+/** Why the number `token` (an integer when `integer`) would not reach every consumer as written, or null. */
+function badNumber(token: string, integer: boolean): string | null {
+  const value = Number(token);
+  if (!Number.isFinite(value)) return `${token.slice(0, 40)} is beyond the range of a double-precision number`;
+  if (value === 0 && /[1-9]/.test(token.replace(/[eE].*$/, ''))) {
+    return `${token.slice(0, 40)} is too small to be told apart from 0 by a double-precision number`;
+  }
+  if (integer && !Number.isSafeInteger(value)) {
+    const big = BigInt(token);
+    if (big > MAX_SAFE || big < -MAX_SAFE) {
+      return `${token.slice(0, 40)} is an integer beyond ±(2^53−1), which JSON consumers cannot keep exactly; send it as a string`;
     }
   }
   return null;
@@ -122,4 +155,25 @@ function badCodeUnit(code: number, text: string, at: number): string | null {
 /** The partial key text read so far, for naming a key whose own text is the problem. */
 function safeKey(partial: string): string {
   return partial.slice(1).replace(/\\/g, '');
+}
+
+/** The 400 validation_failed for a problem checkJsonText found, naming the field. */
+export function jsonProblemError(problem: JsonProblem): AppError {
+  const field = problem.path.replace(/^\$\.?/, '') || '(body)';
+  return new AppError('validation_failed', `${field}: ${problem.message}`, { field, issues: [problem] });
+}
+
+/**
+ * express.json's `verify` hook: applies checkJsonText to a body that parses
+ * (one that does not is left to the parser's own error).
+ */
+export function verifyJsonBody(_req: unknown, _res: unknown, buf: Buffer): void {
+  const text = buf.toString('utf8');
+  try {
+    JSON.parse(text);
+  } catch {
+    return;
+  }
+  const problem = checkJsonText(text);
+  if (problem) throw jsonProblemError(problem);
 }

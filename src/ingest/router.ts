@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import { AppError, isStorageUnavailable, storageUnavailable } from '../http/errors.js';
 import { isUtf8 } from 'node:buffer';
 import { readBody } from '../http/body.js';
-import { checkJsonText } from '../http/json-guard.js';
+import { checkJsonText, jsonProblemError } from '../http/json-guard.js';
 import { sendError, sendJson } from '../http/respond.js';
 import { validationError } from '../http/zod-error.js';
 import { describePolicy, type RateLimiter } from '../http/rate-limit.js';
@@ -116,10 +116,7 @@ export async function handleIngest(deps: IngestDeps, path: IngestPath, req: Inco
       throw new AppError('validation_failed', 'body must be a JSON object', { field: '(body)' });
     }
     const problem = checkJsonText(raw);
-    if (problem) {
-      const field = problem.path.replace(/^\$\.?/, '') || '(body)';
-      throw new AppError('validation_failed', `${field}: ${problem.message}`, { field, issues: [problem] });
-    }
+    if (problem) throw jsonProblemError(problem);
     const route = ROUTES[path];
     const result = route.schema.safeParse(parsed);
     if (!result.success) throw validationError(result.error);

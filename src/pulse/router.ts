@@ -2,6 +2,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import type { z } from 'zod';
 import { AppError } from '../http/errors.js';
 import { jsonPath } from '../http/zod-error.js';
+import { verifyJsonBody } from '../http/json-guard.js';
 import { createRateLimiter, describePolicy } from '../http/rate-limit.js';
 import type { Store } from '../store/store.js';
 import { authenticateKey, requireScope, type CallerKey } from './auth.js';
@@ -36,7 +37,7 @@ export function createPulseRouter(store: Store, deps: Omit<PulseDeps, 'store'>):
     if (!req.accepts('application/json')) throw new AppError('not_acceptable', 'openapi.json is served as application/json only; accept it (or */*)');
     res.json(openapi);
   });
-  const jsonBody = express.json({ limit: '64kb', strict: true, type: () => true });
+  const jsonBody = express.json({ limit: '64kb', strict: true, type: () => true, verify: verifyJsonBody });
   for (const spec of ROUTES) {
     const limiter = deps.rateLimit ? createRateLimiter(store, spec.limit) : null;
     const expressPath = spec.path.replace(/\{(\w+)\}/g, ':$1');

@@ -25,7 +25,8 @@ import { startContentJobs } from '../workers/content-jobs.js';
 import { StallWorker } from '../workers/stall.js';
 import { TriggerFireWorker } from '../workers/trigger-fires.js';
 import { ExperimentsWorker } from '../workers/experiments.js';
-import { releaseDeadLocalLeases } from '../workers/lane-lease.js';
+import { INSTANCE_ID, releaseDeadLocalLeases } from '../workers/lane-lease.js';
+import { claimHolder, type HolderClaim } from '../workers/holder-lock.js';
 import { DECIDE_PATH, handleDecide, type DecideDeps } from '../ingest/decide.js';
 import { decisionService } from '../domain/web/decisions.js';
 import { loggerFor, requestIdOf } from '../http/request-context.js';
@@ -37,6 +38,9 @@ import { TOOLS } from '../mcp/tools/index.js';
 import { instrument } from './instrument.js';
 import { handleReady, Readiness } from './readiness.js';
 import { holdServeLock } from '../store/serve-lock.js';
+import { answerClientError, MAX_HEADER_BYTES } from './client-error.js';
+import { sendError } from '../http/respond.js';
+import { AppError } from '../http/errors.js';
 
 export interface RunningServer {
   url: string;
@@ -69,6 +73,14 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   if (config.databaseUrl === undefined && serveLock === null) {
     throw new Error(`a restore is running in ${config.dataDir}: start svc serve once it has finished`);
   }
+  // This process as a lease holder of the data directory; earlier ones that are gone are found here.
+  let holder: HolderClaim;
+  try {
+    holder = claimHolder(config.dataDir, INSTANCE_ID);
+  } catch (err) {
+    serveLock?.release();
+    throw err;
+  }
   let store: Store;
   try {
     store = await openConfiguredStore(config, {
@@ -76,6 +88,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       onPoolError: (err) => logger.warn({ err: err.message }, 'database connection lost; reconnecting on demand'),
     });
   } catch (err) {
+    holder.release();
     serveLock?.release();
     throw err;
   }
@@ -180,7 +193,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   let draining: (() => void) | null = null;
   let shuttingDown = false;
   const instrumentation = { logger, trustProxy: config.trustProxy, metrics, draining: () => shuttingDown };
-  const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+  const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
     inFlight++;
     res.once('close', () => {
       inFlight--;
@@ -190,6 +203,11 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     const q = url.indexOf('?');
     const pathname = q === -1 ? url : url.slice(0, q);
     instrument(req, res, pathname, instrumentation);
+    if (req.headers.host === undefined && req.httpVersion === '1.1') {
+      res.setHeader('Connection', 'close');
+      sendError(res, new AppError('bad_request', 'malformed HTTP request: an HTTP/1.1 request must carry a Host header'));
+      return;
+    }
     if (hostGuard && !hostGuard(req.headers.host, req.headers.origin)) {
       res.writeHead(403, { 'Content-Type': 'application/json' });
       res.end(
@@ -212,12 +230,21 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       return;
     }
     app(req, res);
-  });
-  server.on('clientError', (err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
-    else socket.destroy();
-    logger.debug({ err: err.message }, 'client error');
-  });
+  };
+  const server = http.createServer(
+    {
+      keepAliveTimeout: config.keepAliveTimeoutMs,
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      // How often the two timeouts above are checked (Node's default, 30 s, would let a slow request run that much over).
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(config.headersTimeoutMs / 4))),
+      maxHeaderSize: MAX_HEADER_BYTES,
+      // A missing Host is answered below with our error shape rather than Node's empty 400.
+      requireHostHeader: false,
+    },
+    onRequest,
+  );
+  server.on('clientError', answerClientError(logger));
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -236,13 +263,14 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     } catch (err) {
       server.close();
       await store.close();
+      holder.release();
       serveLock?.release();
       throw err;
     }
   }
 
   // A process of this host that was killed holding leases need not be waited for.
-  const freed = await releaseDeadLocalLeases(store).catch((err: unknown) => {
+  const freed = await releaseDeadLocalLeases(store, holder.dead).catch((err: unknown) => {
     logger.warn({ err: (err as Error).message }, 'could not look for leases of dead processes');
     return [];
   });
@@ -314,6 +342,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       ]);
       await checkpointer.stop();
       await store.close();
+      holder.release();
       serveLock?.release();
       await metricsServer?.close();
       logger.info('stopped');

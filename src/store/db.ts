@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { privateDbFile, privateDir } from './private-files.js';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { MIGRATIONS, type Migration } from './migrations.js';
@@ -30,9 +30,12 @@ export function databasePath(dataDir: string): string {
 
 /** Opens (creating if needed) the SQLite database of a data directory and applies pending migrations. */
 export function openDatabase(opts: OpenOptions): Db {
-  mkdirSync(opts.dataDir, { recursive: true });
+  privateDir(opts.dataDir);
+  privateDbFile(databasePath(opts.dataDir));
   const db = new Database(databasePath(opts.dataDir));
   db.pragma('journal_mode = WAL');
+  // Deleted rows are overwritten with zeros, not left in free space where the file's bytes would still show them.
+  db.pragma('secure_delete = ON');
   const inline = opts.synchronous === 'full-inline' || (opts.synchronous !== 'normal' && !opts.offThreadFsync);
   db.pragma(`synchronous = ${inline ? 'FULL' : 'NORMAL'}`);
   db.pragma('busy_timeout = 5000');

@@ -15,13 +15,36 @@ export interface ErasureCounts {
   deliveries: number;
 }
 
+/** The tables an erasure deletes from (PostgreSQL vacuums them afterwards). */
+export const ERASED_TABLES = [
+  'profile_companies',
+  'lead_notes',
+  'lead_tasks',
+  'lead_calls',
+  'trigger_fires',
+  'identities',
+  'identity_hashes',
+  'sessions',
+  'events',
+  'scores',
+  'conversions',
+  'leads',
+  'segment_members',
+  'outbox',
+  'deliveries',
+  'profiles',
+] as const;
+
 /**
  * GDPR erasure: deletes every row of a person in a site. Runs inside a write
  * operation. Outbox rows and webhook deliveries whose payload names one of
  * the person's ids or identifiers are deleted too, so nothing is sent later.
  */
 export class PrivacyRepo {
-  constructor(private readonly x: Sql) {}
+  constructor(
+    private readonly x: Sql,
+    private readonly erasures: { pending: boolean },
+  ) {}
 
   async erase(siteId: string, profileId: string): Promise<ErasureCounts> {
     const x = this.x;
@@ -49,6 +72,7 @@ export class PrivacyRepo {
         profiles: 0,
       };
     }
+    this.erasures.pending = true;
     const marks = ids.map(() => '?').join(',');
     const needles = new Set<string>(ids);
     for (const r of await x.all<{ value: string }>(`SELECT value FROM identities WHERE site_id = ? AND profile_id IN (${marks})`, [siteId, ...ids])) {

@@ -37,10 +37,12 @@ export interface RepoShared {
   sites: SiteCache;
   /** Deliveries: webhook deliveries created or put back in the queue (the instance holding their lane must hear of them). */
   enqueued: { outbox: number; adJobs: number; fires: number; deliveries: number };
+  /** Set by an erasure: the store then clears what the deleted rows left in its files (Store.write). */
+  erasures: { pending: boolean };
 }
 
 export function newRepoShared(): RepoShared {
-  return { sites: new Map(), enqueued: { outbox: 0, adJobs: 0, fires: 0, deliveries: 0 } };
+  return { sites: new Map(), enqueued: { outbox: 0, adJobs: 0, fires: 0, deliveries: 0 }, erasures: { pending: false } };
 }
 
 /**
@@ -94,7 +96,7 @@ export class Repos {
     this.audit = new AuditRepo(sql);
     this.users = new UsersRepo(sql);
     this.insights = new InsightsRepo(sql);
-    this.privacy = new PrivacyRepo(sql);
+    this.privacy = new PrivacyRepo(sql, shared.erasures);
     this.adplatforms = new AdPlatformsRepo(sql, shared.enqueued);
     this.copurchase = new CopurchaseRepo(sql);
     this.counts = new StatsRepo(sql);

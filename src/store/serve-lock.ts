@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { privateDbFile, privateDir } from './private-files.js';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 
@@ -23,7 +23,8 @@ function isBusy(err: unknown): boolean {
  * Null when a restore holds the directory.
  */
 export function holdServeLock(dataDir: string): { release: () => void } | null {
-  mkdirSync(dataDir, { recursive: true });
+  privateDir(dataDir);
+  privateDbFile(lockPath(dataDir));
   const db = new Database(lockPath(dataDir));
   try {
     db.pragma('busy_timeout = 2000');
@@ -43,7 +44,8 @@ export function holdServeLock(dataDir: string): { release: () => void } | null {
  * holds the store (or another restore runs); `release` lets servers start again.
  */
 export function takeRestoreLock(dataDir: string): { release: () => void } | null {
-  mkdirSync(dataDir, { recursive: true });
+  privateDir(dataDir);
+  privateDbFile(lockPath(dataDir));
   const db = new Database(lockPath(dataDir));
   try {
     db.pragma('busy_timeout = 0');

@@ -8,6 +8,7 @@ import type { SiteStats } from './stats.js';
 import type { GroupCommitListener } from './observe.js';
 import type { GroupCommitListeners } from './group-commits.js';
 import type { AppliedMigration } from './schema-compat.js';
+import { ERASED_TABLES } from './privacy.js';
 
 /** What another instance changed (PostgreSQL notifications): `work` is new outbox rows, jobs, deliveries or trigger fires; `all` means notifications may have been missed. */
 export type RemoteTopic = 'segments' | 'web' | 'work' | 'all';
@@ -122,9 +123,53 @@ export class Store extends Repos {
    */
   write<T>(fn: WriteOp<T>): Promise<T> {
     if (this.writesInFlight++ === 0) this.progressAt = Date.now();
-    return this.writer.run(fn).finally(() => {
-      this.writesInFlight--;
+    return this.writer
+      .run(fn)
+      .finally(() => {
+        this.writesInFlight--;
+      })
+      .then((r) => {
+        if (this.shared.erasures.pending) this.clearErased();
+        return r;
+      });
+  }
+
+  private vacuuming: Promise<void> | null = null;
+
+  /**
+   * After an erasure, leaves nothing of the deleted rows readable in the
+   * store's files. SQLite (secure_delete zeroes deleted content) : a TRUNCATE
+   * checkpoint copies the zeroed pages into svc.db and empties the WAL that
+   * still holds the old ones; when a transaction is open or a reader holds the
+   * WAL, it is tried again after the next write. PostgreSQL: VACUUM of the
+   * erased tables, in the background (dead tuples stay until then; WAL and
+   * backups are outside svc's reach).
+   */
+  private clearErased(): void {
+    const db = this.db;
+    if (db !== null) {
+      if (!db.open || db.inTransaction) return;
+      try {
+        const [row] = db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[];
+        if (row?.busy === 0) this.shared.erasures.pending = false;
+      } catch {
+        // busy: tried again after the next write
+      }
+      return;
+    }
+    if (this.vacuuming) return;
+    this.shared.erasures.pending = false;
+    this.vacuuming = (async () => {
+      for (const table of ERASED_TABLES) await this.sql.run(`VACUUM ${table}`).catch(() => undefined);
+    })().finally(() => {
+      this.vacuuming = null;
+      if (this.shared.erasures.pending) this.clearErased();
     });
+  }
+
+  /** Resolves once a VACUUM started by an erasure on PostgreSQL has finished (for close and tests). */
+  async erasedVacuumed(): Promise<void> {
+    while (this.vacuuming) await this.vacuuming;
   }
 
   onCommit(fn: () => void): void {
@@ -151,6 +196,7 @@ export class Store extends Repos {
   /** Flushes pending writes (waiting for their fsync) and closes the database. */
   async close(): Promise<void> {
     await this.writer.close();
+    await this.erasedVacuumed();
     await this.onClose();
   }
 }

@@ -1,4 +1,4 @@
-import { readlinkSync } from 'node:fs';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Store } from '../store/store.js';
 import { newId } from '../store/ids.js';
@@ -39,19 +39,35 @@ export function isDeadLocalHolder(holder: string): boolean {
   if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
   try {
     process.kill(pid, 0);
-    return false;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+  return isZombie(pid);
+}
+
+/** A process that has exited but not yet been reaped by its parent (`kill(pid, 0)` still finds it). */
+function isZombie(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // "pid (comm) S ...": the state follows the last ')' (comm may hold parentheses).
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state === 'Z' || state === 'X';
+  } catch {
+    return false;
   }
 }
 
 /**
  * Gives up the leases of holders that died on this host (SIGKILL, a crash, a
  * power cut), so a restarted `svc serve` takes their lanes at once instead of
- * waiting SVC_LANE_LEASE_MS for them to run out. Returns the lanes freed.
+ * waiting SVC_LANE_LEASE_MS for them to run out: processes of this PID
+ * namespace that are gone or not yet reaped, and `deadHolders` (earlier
+ * processes of this data directory, found by claimHolder, whichever namespace
+ * they ran in). Returns the lanes freed.
  */
-export async function releaseDeadLocalLeases(store: Store): Promise<string[]> {
-  const dead = (await store.leases.all()).filter((l) => isDeadLocalHolder(l.holder));
+export async function releaseDeadLocalLeases(store: Store, deadHolders: readonly string[] = []): Promise<string[]> {
+  const gone = new Set(deadHolders);
+  const dead = (await store.leases.all()).filter((l) => gone.has(l.holder) || isDeadLocalHolder(l.holder));
   if (dead.length === 0) return [];
   await store.write(async (tx) => {
     for (const l of dead) await tx.leases.release(l.lane, l.holder);

@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -94,10 +94,23 @@ export interface Svc {
 
 /** Starts `svc serve --port 0` as a child process and waits for its listening line. */
 export async function startSvc(
-  opts: { dataDir?: string; env?: Record<string, string>; args?: string[] } = {},
+  opts: {
+    dataDir?: string;
+    env?: Record<string, string>;
+    args?: string[];
+    /**
+     * Run svc under a parent that never reaps it: after kill() it stays a zombie (as a process killed just
+     * before a restart is for a moment), and `kill(pid, 0)` still finds it; stop() then ends that parent.
+     */
+    unreaped?: boolean;
+  } = {},
 ): Promise<Svc> {
   const dataDir = opts.dataDir ?? tempDir();
-  const proc = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--data', dataDir, ...(opts.args ?? [])], {
+  const argv = [BIN, 'serve', '--port', '0', '--data', dataDir, ...(opts.args ?? [])];
+  const [cmd, cmdArgs] = opts.unreaped
+    ? ['sh', ['-c', '"$0" "$@" & exec sleep 3600', process.execPath, ...argv]]
+    : [process.execPath, argv];
+  const proc = spawn(cmd, cmdArgs, {
     cwd: ROOT,
     // No drain delay on SIGTERM unless a test asks for one: stop() would otherwise wait 5 s for a balancer that is not there.
     env: { ...process.env, SVC_LOG_LEVEL: 'warn', SVC_SHUTDOWN_DRAIN_MS: '0', ...backendEnv(dataDir), ...opts.env },
@@ -143,10 +156,27 @@ export async function startSvc(
       return exited;
     },
     kill: async () => {
-      proc.kill('SIGKILL');
-      await exited;
+      if (!opts.unreaped) {
+        proc.kill('SIGKILL');
+        await exited;
+        return;
+      }
+      const pid = Number(/:(\d+)$/.exec(instance)![1]);
+      process.kill(pid, 'SIGKILL');
+      for (let i = 0; i < 500 && !isZombie(pid); i++) await new Promise((r) => setTimeout(r, 20));
+      if (!isZombie(pid)) throw new Error(`svc ${pid} did not become a zombie`);
     },
   };
+}
+
+/** Whether a process has exited but not been reaped (Linux /proc). */
+function isZombie(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z';
+  } catch {
+    return false;
+  }
 }
 
 /** Removes a test's data directory and, on PostgreSQL, its schema. */

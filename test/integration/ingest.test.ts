@@ -270,7 +270,7 @@ describe('POST /api/lead/capture', () => {
 
 describe('POST /api/events and /api/score', () => {
   it('stores custom keys verbatim, byte for byte', async () => {
-    const raw = `{"site_id":"${site}","session_id":"vb-1","type":"signup_step","big":12345678901234567890,"f":1.50,"e":1E2,"s":"caf\\u00e9 ☕","nested":{"a":[1,{"b":null}],"":true},"neg":-0}`;
+    const raw = `{"site_id":"${site}","session_id":"vb-1","type":"signup_step","big":9007199254740991,"f":1.50,"e":1E2,"s":"caf\\u00e9 ☕","nested":{"a":[1,{"b":null}],"":true},"neg":-0}`;
     const r = await post(`${svc.url}/api/events`, raw);
     expect(r.status).toBe(201);
     const id = Number(String(r.body.event_id).replace('evt_', ''));
@@ -450,6 +450,11 @@ describe('bad input never stores and never 500s', () => {
     ['/api/convert', '{"site_id":"SITE","session_id":"h","revenue":1e308,"revenue":5}', 'revenue'],
     ['/api/identify', '{"site_id":"SITE","session_id":"h","traits":{"__proto__":"x","a":"b"}}', 'traits.__proto__'],
     ['/api/events', '{"site_id":"SITE","session_id":"h","type":"pageview","__proto__":{"type":"x"}}', '__proto__'],
+    ['/api/events', '{"site_id":"SITE","session_id":"h","type":"pageview","p":{"x":1e400}}', 'p.x'],
+    ['/api/events', '{"site_id":"SITE","session_id":"h","type":"pageview","y":-1e400}', 'y'],
+    ['/api/events', '{"site_id":"SITE","session_id":"h","type":"pageview","z":123456789012345678901234567890}', 'z'],
+    ['/api/score', '{"site_id":"SITE","session_id":"h","w":[0,1e-400]}', 'w[1]'],
+    ['/api/convert', '{"site_id":"SITE","session_id":"h","revenue":5,"line_items":[{"sku":"a","qty":9007199254740993,"price":1}]}', 'line_items[0].qty'],
   ])('%s refuses %s naming %s, storing nothing', async (path, raw, field) => {
     const before = stats(dataDir, site);
     const r = await post(`${svc.url}${path}`, raw.replace('SITE', site));

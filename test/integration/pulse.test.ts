@@ -217,6 +217,19 @@ describe('segments, members and profiles/query', () => {
     const bad = await q({ rule: { all: [{ trait: 'plan', op: 'eq', value: 'gold' }, { trait: 'n', op: 'bogus', value: 5 }] } });
     expect(bad.status).toBe(400);
     expect(bad.body.error.details.field).toContain('all[1]');
+    // Numbers a JSON consumer cannot keep are refused by name, as in ingestion bodies.
+    for (const [raw, field] of [
+      ['{"rule":{"trait":"n","op":"lt","value":1e400}}', 'rule.value'],
+      ['{"rule":{"trait":"n","op":"lt","value":5},"limit":123456789012345678901}', 'limit'],
+    ] as const) {
+      const res = await fetch(`${svc.url}/api/pulse/v1/profiles/query`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${keys.seg}`, 'content-type': 'application/json' },
+        body: raw,
+      });
+      expect(res.status, raw).toBe(400);
+      expect(((await res.json()) as any).error).toMatchObject({ code: 'bad_request', details: { field } });
+    }
     const pii = await q({ rule: { trait: 'email', op: 'contains', value: '@example.com' } });
     expect(pii.status).toBe(403);
     const ok = await q({ rule: { trait: 'email', op: 'contains', value: '@example.com' } }, keys.segpii);

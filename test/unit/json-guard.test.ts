@@ -27,4 +27,20 @@ describe('checkJsonText', () => {
     expect(checkJsonText('{"a":"\\ud800\\u0041"}')).toMatchObject({ code: 'invalid_string' });
     expect(checkJsonText('{"k\\u0000":1}')).toMatchObject({ code: 'invalid_string' });
   });
+
+  it('refuses numbers that overflow, underflow or exceed the exact integer range, naming them', () => {
+    expect(checkJsonText('{"p":{"x":1e400}}')).toMatchObject({ path: '$.p.x', code: 'unrepresentable_number' });
+    expect(checkJsonText('{"y":-1e400}')).toMatchObject({ path: '$.y', code: 'unrepresentable_number' });
+    expect(checkJsonText('{"a":[1,123456789012345678901234567890]}')).toMatchObject({ path: '$.a[1]', code: 'unrepresentable_number' });
+    expect(checkJsonText('{"w":1e-400}')).toMatchObject({ path: '$.w', code: 'unrepresentable_number' });
+    expect(checkJsonText('{"w":-0.5e-400}')).toMatchObject({ path: '$.w', code: 'unrepresentable_number' });
+    expect(checkJsonText('{"n":9007199254740992}')).toMatchObject({ path: '$.n', code: 'unrepresentable_number' });
+    expect(checkJsonText('{"n":-9007199254740992}')).toMatchObject({ path: '$.n', code: 'unrepresentable_number' });
+  });
+
+  it('keeps numbers a double holds: the safe integer range, zero spelt any way, ordinary floats, digits in strings', () => {
+    expect(checkJsonText('{"a":9007199254740991,"b":-9007199254740991,"c":0,"d":-0,"e":0e-400,"f":0.000e5}')).toBeNull();
+    expect(checkJsonText('{"g":1.5e300,"h":5e-324,"i":1.7976931348623157e308,"j":-2.5,"k":1E2}')).toBeNull();
+    expect(checkJsonText('{"s":"123456789012345678901234567890","t":"1e400","u":[true,false,null]}')).toBeNull();
+  });
 });

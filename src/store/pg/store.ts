@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { privateDir } from '../private-files.js';
 import pg from 'pg';
 import { newRepoShared, Repos, type RepoShared, type WriteOp } from '../repos.js';
 import { Store, type WriteRunner } from '../store.js';
@@ -496,7 +496,7 @@ export async function openPgStore(
     await pool.end().catch(() => undefined);
     throw err;
   }
-  mkdirSync(s.dataDir, { recursive: true });
+  privateDir(s.dataDir);
   let listener: PgListener | null = null;
   const shared = newRepoShared();
   const writer = new PgWriteRunner(pool, shared, writeLanes(s.poolSize ?? 10));
