@@ -27,6 +27,7 @@ import { ExperimentsRepo } from './experiments.js';
 import { WebRepo } from './web.js';
 import { CampaignsRepo } from './campaigns.js';
 import { DraftsRepo } from './drafts.js';
+import { IdempotencyRepo } from './idempotency.js';
 
 /**
  * What the repositories of one store share whichever connection they run on:
@@ -78,6 +79,7 @@ export class Repos {
   readonly web: WebRepo;
   readonly campaigns: CampaignsRepo;
   readonly drafts: DraftsRepo;
+  readonly idempotency: IdempotencyRepo;
 
   constructor(
     readonly sql: Sql,
@@ -111,6 +113,7 @@ export class Repos {
     this.web = new WebRepo(sql);
     this.campaigns = new CampaignsRepo(sql);
     this.drafts = new DraftsRepo(sql);
+    this.idempotency = new IdempotencyRepo(sql);
   }
 }
 
