@@ -17,6 +17,7 @@ import { registerMigrate } from './migrate.js';
 import { registerPlugin } from './plugin.js';
 import { registerAccounts } from './accounts.js';
 import { registerBackup } from './backup.js';
+import { registerDemo } from './demo.js';
 
 /** Builds the svc command tree. Each command group registers itself from its own file. */
 export function buildProgram(): Command {
@@ -44,6 +45,7 @@ export function buildProgram(): Command {
   registerPlugin(program);
   registerAccounts(program);
   registerBackup(program);
+  registerDemo(program);
   for (const cmd of program.commands) applyExitOverride(cmd);
   return program;
 }

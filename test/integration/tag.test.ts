@@ -62,13 +62,13 @@ describe('GET /tag.js', () => {
     expect(v.headers.get('x-svc-tag-integrity')).toBe(`sha384-${createHash('sha384').update(body).digest('base64')}`);
     const old = await fetch(`${svc.url}/tag/0123456789abcdef.js`);
     expect(old.status).toBe(404);
-    expect((await old.json()).error).toMatchObject({ code: 'not_found', details: { current: versioned } });
+    expect(((await old.json()) as any).error).toMatchObject({ code: 'not_found', details: { current: versioned } });
   });
 
   it('refuses an origin of no site and allows a site origin', async () => {
     const bad = await fetch(`${svc.url}/tag.js`, { headers: { origin: EVIL } });
     expect(bad.status).toBe(403);
-    expect((await bad.json()).error.code).toBe('forbidden_origin');
+    expect(((await bad.json()) as any).error.code).toBe('forbidden_origin');
     const ok = await fetch(`${svc.url}/tag.js`, { headers: { origin: 'https://www.shop.example' } });
     expect(ok.status).toBe(200);
     expect(ok.headers.get('access-control-allow-origin')).toBe('https://www.shop.example');
@@ -140,7 +140,7 @@ describe('CORS of the public paths', () => {
     const q = `${svc.url}/api/decide?site_id=${site}&visitor_id=v1&url=%2F`;
     const bad = await fetch(q, { headers: { origin: EVIL } });
     expect(bad.status).toBe(403);
-    expect((await bad.json()).error.code).toBe('forbidden_origin');
+    expect(((await bad.json()) as any).error.code).toBe('forbidden_origin');
     const ok = await fetch(q, { headers: { origin: SHOP } });
     expect(ok.status).toBe(200);
     expect(ok.headers.get('access-control-allow-origin')).toBe(SHOP);
