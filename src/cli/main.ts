@@ -28,6 +28,7 @@ const LOADERS: Record<CommandName, () => Promise<Register>> = {
   accounts: async () => (await import('./accounts.js')).registerAccounts,
   backup: async () => (await import('./backup.js')).registerBackup,
   restore: async () => (await import('./backup.js')).registerBackup,
+  demo: async () => (await import('./demo.js')).registerDemo,
 };
 
 const isCommandName = (name: string | undefined): name is CommandName => name !== undefined && Object.hasOwn(LOADERS, name);

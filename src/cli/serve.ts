@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
 import { SUMMARIES } from './summaries.js';
+import type { Config } from '../config.js';
+import type { RunningServer, ServerOptions } from '../server/serve.js';
 import { configFrom } from './common.js';
 
 export function registerServe(program: Command): void {
@@ -41,36 +43,45 @@ export function registerServe(program: Command): void {
         metricsHost: opts.metricsHost,
         metricsPort: opts.metricsPort,
       });
-      // Loaded on demand: the other commands start faster without the HTTP stack.
-      const [{ startServer }, { createLogger }, { INSTANCE_ID }] = await Promise.all([
-        import('../server/serve.js'),
-        import('../log.js'),
-        import('../workers/lane-lease.js'),
-      ]);
-      const logger = createLogger(config.logLevel, config.logFormat);
-      const running = await startServer(config, logger);
-      // The name this process holds work-lane leases under (lane_leases.holder), on stderr before the ready
-      // line, so that stdout stays the one ready line scripts wait for.
-      process.stderr.write(`svc instance ${INSTANCE_ID}\n`);
-      if (running.metricsUrl !== null) process.stderr.write(`svc metrics on ${running.metricsUrl}\n`);
-      process.stdout.write(`svc listening on ${running.url}\n`);
-      await new Promise<void>((resolve) => {
-        let stopping = false;
-        const stop = (signal: NodeJS.Signals) => {
-          if (stopping) {
-            // A second signal: stop draining and shut down now.
-            logger.info({ signal }, 'ending the drain early');
-            running.endDrain();
-            return;
-          }
-          stopping = true;
-          logger.info({ signal }, 'shutting down');
-          // SIGTERM comes from a supervisor or orchestrator: drain first. SIGINT is a person at the terminal.
-          void running.shutdown(signal === 'SIGTERM' ? config.shutdownDrainMs : 0).then(resolve);
-        };
-        process.on('SIGTERM', stop);
-        process.on('SIGINT', stop);
-      });
+      await serveUntilSignal(config);
     },
     );
+}
+
+/**
+ * Runs the server until SIGTERM (drained) or SIGINT; `announce` prints what the person at the
+ * terminal needs beside the ready line (svc demo's page).
+ */
+export async function serveUntilSignal(config: Config, options: ServerOptions = {}, announce?: (running: RunningServer) => void): Promise<void> {
+  // Loaded on demand: the other commands start faster without the HTTP stack.
+  const [{ startServer }, { createLogger }, { INSTANCE_ID }] = await Promise.all([
+    import('../server/serve.js'),
+    import('../log.js'),
+    import('../workers/lane-lease.js'),
+  ]);
+  const logger = createLogger(config.logLevel, config.logFormat);
+  const running = await startServer(config, logger, options);
+  // The name this process holds work-lane leases under (lane_leases.holder), on stderr before the ready
+  // line, so that stdout stays the one ready line scripts wait for.
+  process.stderr.write(`svc instance ${INSTANCE_ID}\n`);
+  if (running.metricsUrl !== null) process.stderr.write(`svc metrics on ${running.metricsUrl}\n`);
+  announce?.(running);
+  process.stdout.write(`svc listening on ${running.url}\n`);
+  await new Promise<void>((resolve) => {
+    let stopping = false;
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        // A second signal: stop draining and shut down now.
+        logger.info({ signal }, 'ending the drain early');
+        running.endDrain();
+        return;
+      }
+      stopping = true;
+      logger.info({ signal }, 'shutting down');
+      // SIGTERM comes from a supervisor or orchestrator: drain first. SIGINT is a person at the terminal.
+      void running.shutdown(signal === 'SIGTERM' ? config.shutdownDrainMs : 0).then(resolve);
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  });
 }

@@ -3,6 +3,7 @@ import { SUMMARIES } from './summaries.js';
 import { z } from 'zod';
 import { AppError } from '../http/errors.js';
 import { print, table, withData, withStore, usageError } from './common.js';
+import { parseTagSettings, tagSettingsView, type TagSettingsInput } from '../domain/sites/tag-settings.js';
 
 const domainSchema = z
   .string()
@@ -39,9 +40,16 @@ export function registerSite(program: Command): void {
       .argument('<id>', 'site_id')
       .option('--domain <domain>', 'the site domain, e.g. example.com')
       .option('--currency <code>', 'default ISO 4217 currency of conversions (convert carries none)')
+      .option('--allowed-origins <origins>', 'extra browser origins allowed besides the domain, comma-separated (https://app.example.net); "" for none')
+      .option('--url-params <names>', 'query parameters the browser tag keeps in page URLs, comma-separated, * as a suffix (default utm_*); "" for none')
+      .option('--consent-required <yes|no>', 'the browser tag sets no cookie and sends nothing until svc.consent(true)')
+      .option('--honour-privacy-signals <yes|no>', 'the browser tag treats Do-Not-Track and Global Privacy Control as consent refused')
       .option('--json', 'print JSON'),
-  ).action(async (id: string, opts: { domain?: string; currency?: string; json?: boolean; data?: string }) => {
-    if (opts.domain === undefined && opts.currency === undefined) throw usageError('name a setting to change: --domain or --currency');
+  ).action(async (id: string, opts: { domain?: string; currency?: string; json?: boolean; data?: string } & TagSettingsInput) => {
+    const tag = parseTagSettings(opts);
+    if (opts.domain === undefined && opts.currency === undefined && Object.keys(tag).length === 0) {
+      throw usageError('name a setting to change: --domain, --currency, --allowed-origins, --url-params, --consent-required or --honour-privacy-signals');
+    }
     if (opts.domain !== undefined && !domainSchema.safeParse(opts.domain).success) {
       throw usageError(`--domain: ${JSON.stringify(opts.domain)} must be a domain name such as example.com`);
     }
@@ -51,10 +59,10 @@ export function registerSite(program: Command): void {
     const row = await withStore(opts, (s) =>
       s.write(async (tx) => {
         if (!(await tx.sites.get(id))) throw new AppError('not_found', `no site ${id}`);
-        return (await tx.sites.update(id, { domain: opts.domain?.toLowerCase(), currency: opts.currency }))!;
+        return (await tx.sites.update(id, { domain: opts.domain?.toLowerCase(), currency: opts.currency, ...tag }))!;
       }),
     );
-    const out = { site_id: row.id, name: row.name, domain: row.domain, currency: row.currency };
+    const out = { site_id: row.id, name: row.name, domain: row.domain, currency: row.currency, ...tagSettingsView(row) };
     print(opts.json, out, () => `${row.id} updated (domain ${row.domain ?? '-'}, currency ${row.currency})`);
   });
   withData(site.command('list').description('List sites').option('--json', 'print JSON')).action(

@@ -21,6 +21,7 @@ export const SUMMARIES = {
   accounts: 'Company accounts and their signals',
   backup: 'Copy the embedded SQLite store to FILE while svc serve keeps running (a consistent point in time; mode 0600)',
   restore: 'Put a backup made by svc backup back as the embedded store of the data directory (refused while svc serve runs on it)',
+  demo: 'Serve a demo shop at /demo that uses the browser tag: a demo site with zones, a published variant and a running layout test',
 } as const;
 
 export type CommandName = keyof typeof SUMMARIES;

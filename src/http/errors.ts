@@ -10,6 +10,7 @@ export const ERROR_CODES = {
   unknown_site: 400,
   unauthorized: 401,
   insufficient_scope: 403,
+  forbidden_origin: 403,
   not_found: 404,
   method_not_allowed: 405,
   not_acceptable: 406,

@@ -6,6 +6,7 @@ import { validationError } from '../http/zod-error.js';
 import { describePolicy, type RateLimiter } from '../http/rate-limit.js';
 import type { IngestionService } from '../domain/ingestion/service.js';
 import type { DecisionService } from '../domain/web/decisions.js';
+import { visitorCookie, type OriginPolicy } from '../http/origins.js';
 
 export const DECIDE_PATH = '/api/decide';
 
@@ -18,6 +19,8 @@ export interface DecideDeps {
   /** Per site; null when rate limiting is off. */
   siteLimiter: RateLimiter | null;
   trustProxy: boolean;
+  /** The CORS check of browser requests (Origin must be one of the site's). */
+  origins: OriginPolicy;
   /** Logs an unexpected failure of `req` (with its request id). */
   onUnexpected: (err: unknown, req: IncomingMessage) => void;
 }
@@ -31,28 +34,20 @@ export const decideQuerySchema = z
   })
   .meta({ id: 'DecideQuery' });
 
-const CORS = {
-  'Access-Control-Allow-Origin': '*',
-  'Access-Control-Allow-Methods': 'GET, OPTIONS',
-  'Access-Control-Max-Age': '86400',
-};
-
 /**
  * GET /api/decide?site_id=&visitor_id=&url= for the browser tag: public like
  * ingestion (the site id is public), rate-limited per client address and per
  * site, answered from the site's cached snapshot. Records one exposure per zone
  * decided in one write; the response lists every zone with what it shows and why.
+ * Answered under the site's own origin (reverse-proxied), it sets the visitor
+ * cookie itself, so Safari keeps it longer than a script cookie.
  */
 export async function handleDecide(deps: DecideDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
   res.setHeader('Access-Control-Allow-Origin', '*');
   res.setHeader('Cache-Control', 'no-store');
-  if (req.method === 'OPTIONS') {
-    res.writeHead(204, CORS);
-    res.end();
-    return;
-  }
   req.resume();
   try {
+    if (req.method === 'OPTIONS') return await deps.origins.preflight(req, res, 'GET, OPTIONS');
     if (req.method !== 'GET') {
       throw new AppError('method_not_allowed', `${req.method} is not allowed on ${DECIDE_PATH}; use GET`, {}, { Allow: 'GET, OPTIONS' });
     }
@@ -77,7 +72,8 @@ export async function handleDecide(deps: DecideDeps, req: IncomingMessage, res: 
     const parsed = decideQuerySchema.safeParse(raw);
     if (!parsed.success) throw validationError(parsed.error);
     const q = parsed.data;
-    await deps.ingestion.site(q.site_id);
+    const site = await deps.ingestion.site(q.site_id);
+    deps.origins.check(site, req, res);
     if (deps.siteLimiter) {
       const d = await deps.siteLimiter.take(q.site_id);
       if (!d.ok) {
@@ -91,6 +87,8 @@ export async function handleDecide(deps: DecideDeps, req: IncomingMessage, res: 
     }
     const r = await deps.decisions.decideAndRecord(q.site_id, q.visitor_id, q.url);
     if (!r) throw new AppError('validation_failed', 'url: an absolute http(s) URL or a path starting with "/"', { field: 'url' });
+    const cookie = visitorCookie(site, req, deps.trustProxy, q.visitor_id);
+    if (cookie) res.setHeader('Set-Cookie', cookie);
     sendJson(res, 200, {
       site_id: q.site_id,
       visitor_id: q.visitor_id,

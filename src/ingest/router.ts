@@ -9,7 +9,8 @@ import { validationError } from '../http/zod-error.js';
 import { describePolicy, type RateLimiter } from '../http/rate-limit.js';
 import type { IngestionService, RequestContext } from '../domain/ingestion/service.js';
 import { BODY_LIMITS, type IngestPath } from './limits.js';
-import { convertSchema, eventSchema, identifySchema, leadSchema, scoreSchema } from './schemas.js';
+import { convertSchema, eventSchema, identifySchema, idempotencyKeySchema, leadSchema, scoreSchema } from './schemas.js';
+import type { OriginPolicy } from '../http/origins.js';
 
 export interface IngestDeps {
   service: IngestionService;
@@ -18,12 +19,14 @@ export interface IngestDeps {
   /** Per site; null when rate limiting is off. */
   siteLimiter: RateLimiter | null;
   trustProxy: boolean;
+  /** The CORS check of browser requests (Origin must be one of the site's). */
+  origins: OriginPolicy;
   /** Logs an unexpected failure of `req` (with its request id). */
   onUnexpected: (err: unknown, path: string, req: IncomingMessage) => void;
 }
 
 interface Route {
-  schema: z.ZodType<{ site_id: string }>;
+  schema: z.ZodType<{ site_id: string; idempotency_key?: string | undefined }>;
   status: number;
   run: (deps: IngestDeps, input: never, raw: string, ctx: RequestContext) => Promise<unknown>;
 }
@@ -36,13 +39,6 @@ const ROUTES: Record<IngestPath, Route> = {
   '/api/score': { schema: scoreSchema, status: 201, run: (d, i, r, c) => d.service.recordScore(i, r, c) },
 };
 
-const CORS = {
-  'Access-Control-Allow-Origin': '*',
-  'Access-Control-Allow-Methods': 'POST, OPTIONS',
-  'Access-Control-Allow-Headers': 'Content-Type',
-  'Access-Control-Max-Age': '86400',
-};
-
 /** The ingestion paths this router answers. */
 export function isIngestPath(pathname: string): pathname is IngestPath {
   return Object.prototype.hasOwnProperty.call(ROUTES, pathname);
@@ -51,17 +47,18 @@ export function isIngestPath(pathname: string): pathname is IngestPath {
 /**
  * Handles one ingestion request on the bare node:http request/response pair.
  * Order: method, client-address limit, body (streamed, capped), content type,
- * JSON, schema, site, site limit, then the write; every refusal stores nothing.
+ * JSON, schema, site, browser origin, site limit, then the write (or the first
+ * answer of its idempotency key); every refusal stores nothing.
  */
 export async function handleIngest(deps: IngestDeps, path: IngestPath, req: IncomingMessage, res: ServerResponse): Promise<void> {
   res.setHeader('Access-Control-Allow-Origin', '*');
-  if (req.method === 'OPTIONS') {
-    res.writeHead(204, CORS);
-    res.end();
-    return;
-  }
   const limit = BODY_LIMITS[path];
   try {
+    if (req.method === 'OPTIONS') {
+      req.resume();
+      await deps.origins.preflight(req, res, 'POST, OPTIONS');
+      return;
+    }
     if (req.method !== 'POST') {
       req.resume();
       throw new AppError('method_not_allowed', `${req.method} is not allowed on ${path}; use POST`, {}, { Allow: 'POST, OPTIONS' });
@@ -121,8 +118,9 @@ export async function handleIngest(deps: IngestDeps, path: IngestPath, req: Inco
     const result = route.schema.safeParse(parsed);
     if (!result.success) throw validationError(result.error);
     const input = result.data;
+    deps.origins.check(await deps.service.site(input.site_id), req, res);
+    const key = idempotencyKey(req, input.idempotency_key);
     if (deps.siteLimiter) {
-      await deps.service.site(input.site_id);
       const d = await deps.siteLimiter.take(input.site_id);
       if (!d.ok) {
         throw new AppError(
@@ -133,11 +131,13 @@ export async function handleIngest(deps: IngestDeps, path: IngestPath, req: Inco
         );
       }
     }
-    const out = await route.run(deps, input as never, raw, {
+    const ctx: RequestContext = {
       ip,
       userAgent: req.headers['user-agent'],
-    });
-    sendJson(res, route.status, out);
+      idempotency: key === undefined ? undefined : { key, path, status: route.status },
+    };
+    const out = await route.run(deps, input as never, raw, ctx);
+    sendJson(res, route.status, out, ctx.replayed ? { 'Idempotent-Replayed': 'true' } : undefined);
   } catch (err) {
     if (res.headersSent || res.destroyed) return;
     if (err instanceof AppError) {
@@ -151,6 +151,15 @@ export async function handleIngest(deps: IngestDeps, path: IngestPath, req: Inco
     deps.onUnexpected(err, path, req);
     sendError(res, new AppError('internal_error', 'internal error; nothing was stored'));
   }
+}
+
+/** The Idempotency-Key header (which wins) or the body's idempotency_key; validation_failed when malformed. */
+function idempotencyKey(req: IncomingMessage, fromBody: string | undefined): string | undefined {
+  const header = req.headers['idempotency-key'];
+  if (header === undefined) return fromBody;
+  const r = idempotencyKeySchema.safeParse(Array.isArray(header) ? header.join(',') : header);
+  if (!r.success) throw new AppError('validation_failed', 'Idempotency-Key: 1 to 128 printable ASCII characters without spaces', { field: 'Idempotency-Key' });
+  return r.data;
 }
 
 function clientAddress(req: IncomingMessage, trustProxy: boolean): string {

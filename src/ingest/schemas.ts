@@ -7,6 +7,14 @@ import { z } from 'zod';
 const id = (what: string) => z.string().min(1).max(128).describe(what);
 const siteId = z.string().min(1).max(64).describe('Public site identifier.');
 
+/** A client-made key of one request: a retry with the same key for the same site within 24 hours stores nothing new. */
+export const idempotencyKeySchema = z
+  .string()
+  .min(1)
+  .max(128)
+  .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces')
+  .describe('Client-made id of this request (or the Idempotency-Key header, which wins): a retry with the same key for the same site within 24 hours stores nothing new and gets the first answer.');
+
 export const TRAIT_LIMITS = { keys: 100, keyLength: 128, valueLength: 2048, email: 320 } as const;
 
 export const identifySchema = z
@@ -14,6 +22,7 @@ export const identifySchema = z
     session_id: id('The visitor session to attach the identity to.'),
     visitor_id: id('Persistent visitor ID (the persistent visitor cookie).').optional(),
     site_id: siteId,
+    idempotency_key: idempotencyKeySchema.optional(),
     traits: z
       .record(
         z.string().min(1).max(TRAIT_LIMITS.keyLength),
@@ -42,6 +51,7 @@ export const convertSchema = z
   .strictObject({
     session_id: id('The converting session.'),
     site_id: siteId,
+    idempotency_key: idempotencyKeySchema.optional(),
     revenue: z
       .number()
       .refine(Number.isFinite, 'must be a finite number')
@@ -64,6 +74,7 @@ const optionalText = (max: number, what: string) =>
 export const leadSchema = z
   .strictObject({
     site_id: siteId,
+    idempotency_key: idempotencyKeySchema.optional(),
     visitor_id: id('Persistent visitor ID to attach the lead to (preferred).').nullish(),
     session_id: id('Alternative to visitor_id when only the session is known.').nullish(),
     email: optionalText(320, 'Email address (at most 320 characters).'),
@@ -103,6 +114,7 @@ export const eventSchema = z
       .regex(/^[\x21-\x7e]+$/, 'type is printable ASCII without spaces')
       .describe('pageview, click, add_to_cart, abandon_cart or any custom name.'),
     timestamp: timestamp.optional(),
+    idempotency_key: idempotencyKeySchema.optional(),
   })
   .meta({ id: 'Event' });
 export type EventRequest = z.infer<typeof eventSchema>;
@@ -114,6 +126,7 @@ export const scoreSchema = z
     session_id: id('The session the score belongs to.'),
     visitor_id: id('Persistent visitor ID.').optional(),
     score: z.number().refine(Number.isFinite, 'must be a finite number').optional().describe('Numeric score.'),
+    idempotency_key: idempotencyKeySchema.optional(),
   })
   .meta({ id: 'Score' });
 export type ScoreRequest = z.infer<typeof scoreSchema>;

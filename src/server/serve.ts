@@ -41,6 +41,8 @@ import { holdServeLock } from '../store/serve-lock.js';
 import { answerClientError, MAX_HEADER_BYTES } from './client-error.js';
 import { sendError } from '../http/respond.js';
 import { AppError } from '../http/errors.js';
+import { OriginPolicy } from '../http/origins.js';
+import { handleTag, isTagPath, loadTag, type TagDeps } from '../ingest/tag.js';
 
 export interface RunningServer {
   url: string;
@@ -63,8 +65,13 @@ export interface RunningServer {
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
+export interface ServerOptions {
+  /** Extra pages served before the API (svc demo's shop); true when it answered the request. */
+  pages?: (pathname: string, req: http.IncomingMessage, res: http.ServerResponse) => boolean;
+}
+
 /** Starts every HTTP surface of svc in this process. */
-export async function startServer(config: Config, logger: Logger): Promise<RunningServer> {
+export async function startServer(config: Config, logger: Logger, options: ServerOptions = {}): Promise<RunningServer> {
   const mcpLimit = mcpRatePolicy();
   const policy = webhookPolicy(config);
   const adRetry = adRetryPolicy(config);
@@ -113,6 +120,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
   if (metrics) store.onGroupCommit((info) => metrics.groupCommit(info));
   const membership = new SegmentMembership(store);
   const service = new IngestionService(store, membership);
+  const origins = new OriginPolicy(store, config.trustProxy);
   const limited = config.rateLimit === 'on';
   if (!limited) logger.warn('SVC_RATE_LIMIT=off: every rate limit is disabled; use this for benchmarks only');
   if (config.allowPrivateDestinations) {
@@ -127,6 +135,7 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       ? createRateLimiter(store, { name: 'ingest-site', rate: config.ingestSiteRate, windowMs: 1000, burst: config.ingestSiteBurst })
       : null,
     trustProxy: config.trustProxy,
+    origins,
     onUnexpected: (err, path, req) =>
       loggerFor(req, logger).error({ err: { message: (err as Error)?.message, code: (err as { code?: string })?.code }, path }, 'ingestion failed'),
   };
@@ -138,9 +147,18 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     ipLimiter: limited ? createRateLimiter(store, { name: 'decide-client', rate: config.ingestIpRate, windowMs: 1000, burst: config.ingestIpBurst }) : null,
     siteLimiter: limited ? createRateLimiter(store, { name: 'decide-site', rate: config.ingestSiteRate, windowMs: 1000, burst: config.ingestSiteBurst }) : null,
     trustProxy: config.trustProxy,
+    origins,
     onUnexpected: (err, req) =>
       loggerFor(req, logger).error({ err: { message: (err as Error)?.message, code: (err as { code?: string })?.code } }, 'decision failed'),
   };
+  const tagDeps: TagDeps = {
+    asset: loadTag(),
+    origins,
+    ingestion: service,
+    onUnexpected: (err, req) =>
+      loggerFor(req, logger).error({ err: { message: (err as Error)?.message, code: (err as { code?: string })?.code } }, 'tag request failed'),
+  };
+  if (!tagDeps.asset) logger.warn('the browser tag is not built (dist/tag/tag.js): /tag.js answers 404');
 
   const dispatcher = new WebhookDispatcher(store, {
     ...policy,
@@ -208,7 +226,10 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
       sendError(res, new AppError('bad_request', 'malformed HTTP request: an HTTP/1.1 request must carry a Host header'));
       return;
     }
-    if (hostGuard && !hostGuard(req.headers.host, req.headers.origin)) {
+    // The browser's public paths check Origin against the site's origins instead.
+    const isPublic = pathname === DECIDE_PATH || isIngestPath(pathname) || isTagPath(pathname);
+    if (!isPublic && options.pages?.(pathname, req, res)) return;
+    if (!isPublic && hostGuard && !hostGuard(req.headers.host, req.headers.origin)) {
       res.writeHead(403, { 'Content-Type': 'application/json' });
       res.end(
         JSON.stringify({
@@ -223,6 +244,10 @@ export async function startServer(config: Config, logger: Logger): Promise<Runni
     }
     if (pathname === DECIDE_PATH) {
       void handleDecide(decideDeps, req, res);
+      return;
+    }
+    if (isTagPath(pathname)) {
+      void handleTag(tagDeps, pathname, req, res);
       return;
     }
     if (config.ingestRouter === 'raw' && isIngestPath(pathname)) {

@@ -1153,4 +1153,28 @@ CREATE TABLE company_index_state (
 );
 `,
   },
+  {
+    version: 24,
+    expand: true,
+    name: 'browser tag: consent and privacy-signal settings, allowed origins and URL parameters per site; idempotency keys of ingestion',
+    sql: `
+-- Site settings the browser tag and the CORS check of the public paths read. allowed_origins and url_params
+-- are JSON arrays of strings; url_params entries may end in * (a prefix).
+ALTER TABLE sites ADD COLUMN consent_required INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sites ADD COLUMN honour_privacy_signals INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sites ADD COLUMN allowed_origins TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE sites ADD COLUMN url_params TEXT NOT NULL DEFAULT '["utm_*"]';
+-- One ingestion request per (site, Idempotency-Key) within 24 hours: the answer given the first time.
+CREATE TABLE idempotency_keys (
+  site_id TEXT NOT NULL,
+  key TEXT NOT NULL,
+  path TEXT NOT NULL,
+  status INTEGER NOT NULL,
+  response TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (site_id, key)
+);
+CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);
+`,
+  },
 ];

@@ -27,6 +27,7 @@ import { ExperimentsRepo } from './experiments.js';
 import { WebRepo } from './web.js';
 import { CampaignsRepo } from './campaigns.js';
 import { DraftsRepo } from './drafts.js';
+import { IdempotencyRepo } from './idempotency.js';
 
 /**
  * What the repositories of one store share whichever connection they run on:
@@ -80,6 +81,7 @@ export class Repos {
   readonly web: WebRepo;
   readonly campaigns: CampaignsRepo;
   readonly drafts: DraftsRepo;
+  readonly idempotency: IdempotencyRepo;
 
   constructor(
     readonly sql: Sql,
@@ -113,6 +115,7 @@ export class Repos {
     this.web = new WebRepo(sql);
     this.campaigns = new CampaignsRepo(sql);
     this.drafts = new DraftsRepo(sql);
+    this.idempotency = new IdempotencyRepo(sql);
   }
 }
 

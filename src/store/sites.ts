@@ -11,8 +11,30 @@ export interface SiteRow {
   timezone: string;
   /** Share of visitors (0..1) held out of personalization: they always see zone defaults. */
   holdout_share: number;
+  /** 1: the browser tag sets no cookie and sends nothing until the page calls svc.consent(true). */
+  consent_required: number;
+  /** 1: the browser tag treats Do-Not-Track and Global Privacy Control as consent refused. */
+  honour_privacy_signals: number;
+  /** JSON array of extra browser origins (scheme://host[:port]) allowed besides the domain's. */
+  allowed_origins: string;
+  /** JSON array of URL query parameters the tag keeps in page URLs (a trailing * is a prefix). */
+  url_params: string;
   created_at: number;
 }
+
+/** The settings of SiteRow that `update` changes. */
+export interface SitePatch {
+  domain?: string | null | undefined;
+  currency?: string | undefined;
+  timezone?: string | undefined;
+  holdout_share?: number | undefined;
+  consent_required?: number | undefined;
+  honour_privacy_signals?: number | undefined;
+  allowed_origins?: string | undefined;
+  url_params?: string | undefined;
+}
+
+const PATCH_KEYS = ['domain', 'currency', 'timezone', 'holdout_share', 'consent_required', 'honour_privacy_signals', 'allowed_origins', 'url_params'] as const;
 
 export interface AccountUser {
   id: string;
@@ -51,13 +73,10 @@ export class SitesRepo {
   }
 
   /** Changes a site's settings; returns the updated site, or undefined when there is none. */
-  async update(
-    id: string,
-    patch: { domain?: string | null | undefined; currency?: string | undefined; timezone?: string | undefined; holdout_share?: number | undefined },
-  ): Promise<SiteRow | undefined> {
+  async update(id: string, patch: SitePatch): Promise<SiteRow | undefined> {
     const sets: string[] = [];
     const params: unknown[] = [];
-    for (const key of ['domain', 'currency', 'timezone', 'holdout_share'] as const) {
+    for (const key of PATCH_KEYS) {
       if (patch[key] === undefined) continue;
       sets.push(`${key} = ?`);
       params.push(patch[key]);
@@ -105,6 +124,10 @@ export class SitesRepo {
       currency: input.currency ?? 'USD',
       timezone: 'UTC',
       holdout_share: 0,
+      consent_required: 0,
+      honour_privacy_signals: 0,
+      allowed_origins: '[]',
+      url_params: '["utm_*"]',
       created_at: Date.now(),
     };
     await this.x.run('INSERT INTO sites (id, account_id, name, domain, currency, created_at) VALUES (?, ?, ?, ?, ?, ?)', [

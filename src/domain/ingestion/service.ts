@@ -2,7 +2,8 @@ import { AppError } from '../../http/errors.js';
 import { WriteConflict } from '../../store/errors.js';
 import { newId } from '../../store/ids.js';
 import type { Store } from '../../store/store.js';
-import type { Repos } from '../../store/repos.js';
+import type { Repos, WriteOp } from '../../store/repos.js';
+import { IDEMPOTENCY_WINDOW_MS } from '../../store/idempotency.js';
 import type { SessionContext } from '../../store/profiles.js';
 import type { SiteRow } from '../../store/sites.js';
 import type { SegmentMembership } from '../segments/membership.js';
@@ -27,6 +28,10 @@ import type { ConvertRequest, EventRequest, IdentifyRequest, LeadRequest, ScoreR
 export interface RequestContext {
   ip?: string | undefined;
   userAgent?: string | undefined;
+  /** The request's idempotency key (Idempotency-Key header or the body's idempotency_key), its path and success status. */
+  idempotency?: { key: string; path: string; status: number } | undefined;
+  /** Set by the service when the answer is the one first given for the idempotency key (nothing new was stored). */
+  replayed?: boolean;
 }
 
 export interface IdentifyResult {
@@ -43,7 +48,7 @@ interface IdentifyCoreInput {
   traits: Record<string, string>;
 }
 
-const EVENT_KEYS = new Set(['site_id', 'session_id', 'visitor_id', 'type', 'timestamp']);
+const EVENT_KEYS = new Set(['site_id', 'session_id', 'visitor_id', 'type', 'timestamp', 'idempotency_key']);
 
 /**
  * The operations behind the ingestion endpoints. Each validates the site,
@@ -67,7 +72,7 @@ export class IngestionService {
 
   async identify(req: IdentifyRequest, ctx: RequestContext): Promise<IdentifyResult> {
     await this.site(req.site_id);
-    return this.store.write(async (tx) => {
+    return this.write(req.site_id, ctx, async (tx) => {
       const now = Date.now();
       const r = await this.identifyCore(
         tx,
@@ -83,7 +88,7 @@ export class IngestionService {
   async convert(req: ConvertRequest, ctx: RequestContext): Promise<{ conversion_id: string; profile_id: string }> {
     const site = await this.site(req.site_id);
     const lineItems: LineItem[] = (req.line_items ?? []).map((i) => ({ sku: i.sku, qty: i.qty, price: i.price }));
-    return this.store.write(async (tx) => {
+    return this.write(site.id, ctx, async (tx) => {
       const now = Date.now();
       const s = await tx.profiles.ensureSession(site.id, req.session_id, undefined, sessionCtx(ctx), now);
       const id = newId('cnv');
@@ -157,7 +162,7 @@ export class IngestionService {
     if (email !== undefined) traits.email = email;
     if (name !== undefined) traits.name = name;
     if (phone !== undefined) traits.phone = phone;
-    return this.store.write(async (tx) => {
+    return this.write(req.site_id, ctx, async (tx) => {
       const now = Date.now();
       const sessionId = req.session_id ?? undefined;
       const visitorId = req.visitor_id ?? undefined;
@@ -203,7 +208,7 @@ export class IngestionService {
     const url = (req as Record<string, unknown>).url;
     const vitals = webVitalsOf(req);
     const render = req.type === 'variant_render' ? parseVariantRender(req) : null;
-    return this.store.write(async (tx) => {
+    return this.write(req.site_id, ctx, async (tx) => {
       const now = Date.now();
       const s = await tx.profiles.ensureSession(
         req.site_id,
@@ -253,7 +258,7 @@ export class IngestionService {
 
   async recordScore(req: ScoreRequest, raw: string, ctx: RequestContext): Promise<{ score_id: string; profile_id: string }> {
     await this.site(req.site_id);
-    return this.store.write(async (tx) => {
+    return this.write(req.site_id, ctx, async (tx) => {
       const now = Date.now();
       const s = await tx.profiles.ensureSession(req.site_id, req.session_id, req.visitor_id, sessionCtx(ctx), now);
       const rowId = await tx.activity.insertScore({
@@ -268,6 +273,35 @@ export class IngestionService {
       await triggers.onScore(tx, req.site_id, s.profileId, rowId, req.score ?? null, now);
       await this.membership.recompute(tx, req.site_id, s.profileId, now);
       return { score_id: scoreId(rowId), profile_id: s.profileId };
+    });
+  }
+
+  /**
+   * One write operation of an ingestion request. With an idempotency key, the answer first
+   * given for the same key and site within IDEMPOTENCY_WINDOW_MS is returned instead (nothing
+   * new is stored, `ctx.replayed` is set); otherwise the answer is remembered in the same
+   * transaction as the data. A key first used on another path is a conflict.
+   */
+  private write<T>(siteId: string, ctx: RequestContext, op: WriteOp<T>): Promise<T> {
+    const idem = ctx.idempotency;
+    if (idem === undefined) return this.store.write(op);
+    return this.store.write(async (tx) => {
+      const now = Date.now();
+      ctx.replayed = false;
+      const prior = await tx.idempotency.get(siteId, idem.key, now - IDEMPOTENCY_WINDOW_MS);
+      if (prior) {
+        if (prior.path !== idem.path) {
+          throw new AppError('conflict', `Idempotency-Key ${JSON.stringify(idem.key)} was used for ${prior.path} within 24 hours; use a new key`, {
+            field: 'idempotency_key',
+            path: prior.path,
+          });
+        }
+        ctx.replayed = true;
+        return JSON.parse(prior.response) as T;
+      }
+      const out = await op(tx);
+      await tx.idempotency.put(siteId, idem.key, { path: idem.path, status: idem.status, response: JSON.stringify(out), created_at: now });
+      return out;
     });
   }
 

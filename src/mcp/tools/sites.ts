@@ -3,6 +3,7 @@ import { AppError } from '../../http/errors.js';
 import type { SiteRow } from '../../store/sites.js';
 import { defineTool } from '../tool.js';
 import { iso } from './shared.js';
+import { normalizeOrigins, normalizeUrlParams, TAG_LIST_MAX, tagSettingsView } from '../../domain/sites/tag-settings.js';
 
 const area = 'sites';
 
@@ -16,11 +17,15 @@ const settingsView = z.object({
   currency: z.string().describe('ISO 4217 currency of revenue figures.'),
   timezone: z.string().describe('IANA time zone (quiet hours, callback dates, ISO weeks).'),
   holdout_share: z.number().describe('Share of visitors (0 to 0.5) who always see zone defaults, for measuring lift (analytics_lift).'),
+  consent_required: z.boolean().describe('The browser tag sets no cookie and sends nothing until the page calls svc.consent(true).'),
+  honour_privacy_signals: z.boolean().describe('The browser tag treats Do-Not-Track and Global Privacy Control as consent refused.'),
+  allowed_origins: z.array(z.string()).describe("Browser origins allowed besides the domain and its subdomains (CORS of the public paths)."),
+  url_params: z.array(z.string()).describe('Query parameters the browser tag keeps in page URLs (* as a suffix is a prefix).'),
   created_at: z.string(),
 });
 
 function view(s: SiteRow): z.input<typeof settingsView> {
-  return { site_id: s.id, name: s.name, domain: s.domain, currency: s.currency, timezone: s.timezone, holdout_share: s.holdout_share, created_at: iso(s.created_at)! };
+  return { site_id: s.id, name: s.name, domain: s.domain, currency: s.currency, timezone: s.timezone, holdout_share: s.holdout_share, ...tagSettingsView(s), created_at: iso(s.created_at)! };
 }
 
 /** The canonical IANA name of a time zone Intl knows (europe/berlin -> Europe/Berlin), or null. */
@@ -36,7 +41,7 @@ export function canonicalTimeZone(tz: string): string | null {
 export const sitesSettingsGet = defineTool({
   name: 'sites_settings_get',
   title: 'Read the site settings',
-  description: "The site's settings: name, domain, currency, time zone and holdout share.",
+  description: "The site's settings: name, domain, currency, time zone, holdout share and the browser tag's (consent, privacy signals, allowed origins, kept URL parameters).",
   area,
   scope: 'read',
   flags: { changesData: false, idempotent: true },
@@ -49,7 +54,7 @@ export const sitesSettingsUpdate = defineTool({
   name: 'sites_settings_update',
   title: 'Change the site settings',
   description:
-    "Changes the site's time zone (an IANA name such as Europe/Berlin), holdout share (0 to 0.5: the share of visitors who always see defaults, the baseline of analytics_lift) and currency (ISO 4217). Omitted fields stay as they are.",
+    "Changes the site's time zone (an IANA name such as Europe/Berlin), holdout share (0 to 0.5: the share of visitors who always see defaults, the baseline of analytics_lift), currency (ISO 4217) and the browser tag's settings (consent_required, honour_privacy_signals, allowed_origins, url_params; lists replace the current ones). Omitted fields stay as they are.",
   area,
   scope: 'admin',
   flags: { changesData: true, idempotent: true },
@@ -61,15 +66,29 @@ export const sitesSettingsUpdate = defineTool({
       .regex(/^[A-Za-z]{3}$/, 'a three-letter ISO 4217 code')
       .optional()
       .describe('ISO 4217 currency code, e.g. EUR. Revenue already recorded keeps its own currency.'),
+    consent_required: z.boolean().optional().describe('Whether the browser tag waits for svc.consent(true) before any cookie or request.'),
+    honour_privacy_signals: z.boolean().optional().describe('Whether Do-Not-Track and Global Privacy Control count as consent refused.'),
+    allowed_origins: z.array(z.string().max(300)).max(TAG_LIST_MAX).optional().describe('Extra browser origins such as https://app.example.net (replaces the list).'),
+    url_params: z.array(z.string().max(65)).max(TAG_LIST_MAX).optional().describe('Query parameters kept in page URLs, e.g. ["utm_*", "ref"] (replaces the list).'),
   }),
   output: settingsView.extend({ changed: z.array(z.string()).describe('The settings that changed.') }),
   handler: async (ctx, input) => {
     const timezone = input.timezone === undefined ? undefined : canonicalTimeZone(input.timezone);
     if (timezone === null) throw new AppError('validation_failed', `timezone: ${input.timezone} is not an IANA time zone`, { field: 'timezone' });
     const before = (await ctx.store.sites.get(ctx.grant.siteId))!;
-    const patch = { timezone, holdout_share: input.holdout_share, currency: input.currency?.toUpperCase() };
+    const bool = (b: boolean | undefined) => (b === undefined ? undefined : b ? 1 : 0);
+    const patch = {
+      timezone,
+      holdout_share: input.holdout_share,
+      currency: input.currency?.toUpperCase(),
+      consent_required: bool(input.consent_required),
+      honour_privacy_signals: bool(input.honour_privacy_signals),
+      allowed_origins: input.allowed_origins && JSON.stringify(normalizeOrigins(input.allowed_origins)),
+      url_params: input.url_params && JSON.stringify(normalizeUrlParams(input.url_params)),
+    };
     const after = (await ctx.store.write((tx) => tx.sites.update(ctx.grant.siteId, patch)))!;
-    const changed = (['timezone', 'holdout_share', 'currency'] as const).filter((k) => before[k] !== after[k]);
+    const keys = ['timezone', 'holdout_share', 'currency', 'consent_required', 'honour_privacy_signals', 'allowed_origins', 'url_params'] as const;
+    const changed = keys.filter((k) => before[k] !== after[k]);
     return { ...view(after), changed };
   },
 });
