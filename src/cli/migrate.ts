@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { SUMMARIES } from './summaries.js';
 import { privateDbFile, privateDir } from '../store/private-files.js';
-import Database from 'better-sqlite3';
+import { Database } from '../store/sqlite-driver.js';
 import pg from 'pg';
 import { databasePath, migrate, schemaVersion } from '../store/db.js';
 import { MIGRATIONS } from '../store/migrations.js';

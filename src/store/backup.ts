@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, copyFileSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import { Database } from './sqlite-driver.js';
+import type BetterSqlite3 from 'better-sqlite3';
 import { databasePath, migrate } from './db.js';
 import { MIGRATIONS } from './migrations.js';
 import { schemaProblem, type AppliedMigration } from './schema-compat.js';
@@ -40,7 +41,7 @@ function privateTemp(target: string, tag: string): string {
 
 /** Checks a SQLite file is an intact svc store; returns its schema version and migrations. */
 function inspect(file: string): { schemaVersion: number; migrations: AppliedMigration[] } {
-  let db: Database.Database;
+  let db: BetterSqlite3.Database;
   try {
     db = new Database(file, { fileMustExist: true });
   } catch (err) {

@@ -1,5 +1,5 @@
 import { parentPort, workerData } from 'node:worker_threads';
-import Database from 'better-sqlite3';
+import { Database } from './sqlite-driver.js';
 
 /** Worker thread body of startCheckpointer: a PASSIVE checkpoint every 200 ms (nearly free when nothing is new). */
 const { file } = workerData as { file: string };

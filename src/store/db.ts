@@ -1,11 +1,12 @@
 import { privateDbFile, privateDir } from './private-files.js';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import { Database } from './sqlite-driver.js';
+import type BetterSqlite3 from 'better-sqlite3';
 import { MIGRATIONS, type Migration } from './migrations.js';
 import { compatibleFromAfter, schemaProblem, type AppliedMigration } from './schema-compat.js';
 import { registerRuleFunctions } from './rule-sql.js';
 
-export type Db = Database.Database;
+export type Db = BetterSqlite3.Database;
 
 /**
  * `full`: a commit is on disk before it is acknowledged (survives power loss).

@@ -1,6 +1,6 @@
 import { privateDbFile, privateDir } from './private-files.js';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import { Database } from './sqlite-driver.js';
 
 /** The lock file of a data directory (a tiny SQLite database of its own, never the store). */
 export function lockPath(dataDir: string): string {

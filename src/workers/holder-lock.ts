@@ -2,7 +2,8 @@ import { readdirSync, rmSync } from 'node:fs';
 import { privateDbFile, privateDir } from '../store/private-files.js';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import Database from 'better-sqlite3';
+import { Database } from '../store/sqlite-driver.js';
+import type BetterSqlite3 from 'better-sqlite3';
 
 /** Where each running `svc serve` of a data directory keeps its holder file. */
 export function holdersDir(dataDir: string): string {
@@ -26,7 +27,7 @@ function remove(file: string): void {
  * not (yet) a complete holder file.
  */
 function deadHolderOf(file: string): string | null {
-  let db: Database.Database | null = null;
+  let db: BetterSqlite3.Database | null = null;
   try {
     db = new Database(file, { fileMustExist: true });
     db.pragma('busy_timeout = 0');

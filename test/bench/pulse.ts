@@ -29,7 +29,8 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import Database from 'better-sqlite3';
+import { Database } from '../../src/store/sqlite-driver.js';
+import type BetterSqlite3 from 'better-sqlite3';
 import { Pool } from 'undici';
 import { ChildRegistry, processCpuMs, runCommand, spawnServer, stopChild } from './lib/child.js';
 import { Histogram, type HistogramSummary } from './lib/histogram.js';
@@ -299,7 +300,7 @@ function sampleIdentifiers(dataDir: string, siteId: string, want: number): Recor
   }
 }
 
-function readOnly<T>(dataDir: string, fn: (db: Database.Database) => T): T {
+function readOnly<T>(dataDir: string, fn: (db: BetterSqlite3.Database) => T): T {
   const db = new Database(path.join(dataDir, 'svc.db'), { readonly: true, fileMustExist: true });
   try {
     return fn(db);
@@ -538,7 +539,7 @@ async function main(): Promise<number> {
       [
         'trait rule',
         TRAIT_RULE,
-        (db: Database.Database) =>
+        (db: BetterSqlite3.Database) =>
           (db
             .prepare(
               "SELECT count(*) AS n FROM profiles WHERE site_id = ? AND merged_into IS NULL AND json_extract(traits, '$.plan') = 'gold' AND CAST(json_extract(traits, '$.n') AS REAL) >= 500",
@@ -548,7 +549,7 @@ async function main(): Promise<number> {
       [
         'event rule',
         EVENT_RULE,
-        (db: Database.Database) =>
+        (db: BetterSqlite3.Database) =>
           (db
             .prepare(
               "SELECT count(DISTINCT e.profile_id) AS n FROM events e JOIN profiles p ON p.id = e.profile_id WHERE e.site_id = ? AND e.type = 'add_to_cart' AND json_extract(e.body, '$.sku') = 'MUG-01' AND p.merged_into IS NULL",

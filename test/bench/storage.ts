@@ -54,7 +54,8 @@ import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import Database from 'better-sqlite3';
+import { Database } from '../../src/store/sqlite-driver.js';
+import type BetterSqlite3 from 'better-sqlite3';
 import {
   DummyDriver,
   Kysely,
@@ -595,7 +596,7 @@ interface CellCtx {
   pgjsMaxPipeline: number;
 }
 
-function openSqlite(file: string): Database.Database {
+function openSqlite(file: string): BetterSqlite3.Database {
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');

@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import { Database } from '../../src/store/sqlite-driver.js';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { databaseUrlFor, pgSync, PG_BASE_URL, toPg } from './backend.js';

@@ -1,4 +1,4 @@
-import Database from 'better-sqlite3';
+import { Database } from '../../src/store/sqlite-driver.js';
 import { describe, expect, it } from 'vitest';
 import { migrate } from '../../src/store/db.js';
 import { MIGRATIONS } from '../../src/store/migrations.js';
