@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { isCurrencyCode } from '../domain/currency.js';
 import { z } from 'zod';
 import { AppError } from '../http/errors.js';
 import { print, table, withData, withStore, usageError } from './common.js';
@@ -6,7 +7,7 @@ import { print, table, withData, withStore, usageError } from './common.js';
 const domainSchema = z
   .string()
   .regex(/^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i, 'must be a domain name such as example.com');
-const currencySchema = z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD');
+const currencySchema = z.string().refine(isCurrencyCode, 'must be an ISO 4217 code such as USD');
 
 export function registerSite(program: Command): void {
   const site = program.command('site').description('Create and list sites (the CLI acts as the local owner)');

@@ -1,4 +1,5 @@
 import type { Sql } from './sql.js';
+import { assertCurrency } from '../domain/currency.js';
 import { newId, newPublicId } from './ids.js';
 
 export interface SiteRow {
@@ -55,6 +56,7 @@ export class SitesRepo {
     id: string,
     patch: { domain?: string | null | undefined; currency?: string | undefined; timezone?: string | undefined; holdout_share?: number | undefined },
   ): Promise<SiteRow | undefined> {
+    if (patch.currency !== undefined) assertCurrency(patch.currency);
     const sets: string[] = [];
     const params: unknown[] = [];
     for (const key of ['domain', 'currency', 'timezone', 'holdout_share'] as const) {
@@ -96,6 +98,7 @@ export class SitesRepo {
 
   /** Creates a site owned by the local owner's account. Writes: call inside a write operation. */
   async create(input: { name: string; domain?: string | undefined; currency?: string | undefined }): Promise<SiteRow> {
+    if (input.currency !== undefined) assertCurrency(input.currency);
     const owner = await this.localOwner();
     const row: SiteRow = {
       id: newPublicId('site'),
