@@ -29,6 +29,7 @@ export function registerSite(program: Command): void {
     }
     const row = await withStore(opts, (s) =>
       s.write((tx) => tx.sites.create({ name: opts.name.trim(), domain: opts.domain?.toLowerCase(), currency: opts.currency })),
+      { create: true },
     );
     print(opts.json, { site_id: row.id }, () => row.id);
   });

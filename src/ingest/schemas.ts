@@ -35,14 +35,22 @@ export const identifySchema = z
   .meta({ id: 'IdentifyRequest' });
 export type IdentifyRequest = z.infer<typeof identifySchema>;
 
-const nonNegative = (what: string) =>
-  z.number().refine(Number.isFinite, 'must be a finite number').min(0, 'must not be negative').describe(what);
+/** Upper bounds of a line item: a unit price no larger than the largest revenue, a quantity of at most a million. */
+export const LINE_ITEM_LIMITS = { qty: 1_000_000, price: 10_000_000 } as const;
+
+const bounded = (max: number, what: string) =>
+  z
+    .number()
+    .refine(Number.isFinite, 'must be a finite number')
+    .min(0, `must be between 0 and ${max.toLocaleString('en-US')}`)
+    .max(max, `must be between 0 and ${max.toLocaleString('en-US')}`)
+    .describe(what);
 
 export const lineItemSchema = z
   .strictObject({
     sku: z.string().min(1).max(256).describe('Stock-keeping unit (the content id sent to ad platforms).'),
-    qty: nonNegative('Quantity.'),
-    price: nonNegative('Unit price.'),
+    qty: bounded(LINE_ITEM_LIMITS.qty, 'Quantity, 0 to 1,000,000.'),
+    price: bounded(LINE_ITEM_LIMITS.price, 'Unit price, 0 to 10,000,000 (the largest revenue).'),
   })
   .meta({ id: 'LineItem' });
 

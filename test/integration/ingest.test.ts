@@ -180,6 +180,8 @@ describe('POST /api/convert', () => {
     ['{"site_id":"SITE","session_id":"x","revenue":1,"line_items":[{"sku":"a","qty":-1,"price":1}]}', 'line_items[0].qty'],
     ['{"site_id":"SITE","session_id":"x","revenue":1,"line_items":[{"sku":"a","qty":1,"price":-5}]}', 'line_items[0].price'],
     ['{"site_id":"SITE","session_id":"x","revenue":1,"line_items":[{"sku":"a","qty":1e999,"price":1}]}', 'line_items[0].qty'],
+    ['{"site_id":"SITE","session_id":"x","revenue":1,"line_items":[{"sku":"a","qty":1000001,"price":1}]}', 'line_items[0].qty'],
+    ['{"site_id":"SITE","session_id":"x","revenue":1,"line_items":[{"sku":"a","qty":1,"price":1},{"sku":"b","qty":1,"price":10000000.01}]}', 'line_items[1].price'],
     ['{"site_id":"SITE","session_id":"x","revenue":1,"line_items":[{"qty":1,"price":1}]}', 'line_items[0].sku'],
     ['{"site_id":"SITE","session_id":"x","revenue":1,"line_items":{}}', 'line_items'],
   ])('rejects %s naming %s, storing nothing', async (raw, field) => {
@@ -468,6 +470,11 @@ describe('bad input never stores and never 500s', () => {
     expect(r.status).toBe(400);
     expect(r.body.error).toMatchObject({ code: 'validation_failed', details: { field } });
     expect(stats(dataDir, site)).toEqual(before);
+  });
+
+  it('accepts line items at their upper bounds', async () => {
+    const r = await post(`${svc.url}/api/convert`, { site_id: site, session_id: 'li-max', revenue: 10_000_000, line_items: [{ sku: 'big', qty: 1_000_000, price: 10_000_000 }] });
+    expect(r.status).toBe(201);
   });
 
   it('stores contact values with any other character, and a malformed email, as sent', async () => {
