@@ -5,6 +5,9 @@ import { AppError } from '../http/errors.js';
 import type { Store } from '../store/store.js';
 import { openConfiguredStore } from '../store/open.js';
 import { configError } from './config-error.js';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { databasePath } from '../store/db.js';
 
 /** Adds `--data DIR` and `--database-url URL` to a command. */
 export function withData(cmd: Command): Command {
@@ -31,9 +34,22 @@ export function configFrom(flags: Partial<Record<keyof Config, unknown>>): Confi
 /**
  * Opens the store named by `--database-url` / SVC_DATABASE_URL (PostgreSQL), else the
  * SQLite store of the data directory named by `--data` / SVC_DATA_DIR, and runs `fn` with it.
+ * A data directory without a store is refused (not_found, exit 1) rather than created,
+ * unless `create` (svc site create makes the first one).
  */
-export async function withStore<T>(opts: { data?: string; databaseUrl?: string }, fn: (store: Store) => T | Promise<T>): Promise<T> {
-  const store = await openConfiguredStore(storeConfig(opts));
+export async function withStore<T>(
+  opts: { data?: string; databaseUrl?: string },
+  fn: (store: Store) => T | Promise<T>,
+  { create = false }: { create?: boolean } = {},
+): Promise<T> {
+  const config = storeConfig(opts);
+  if (!create && config.databaseUrl === undefined && !existsSync(databasePath(config.dataDir))) {
+    throw new AppError(
+      'not_found',
+      `there is no svc data directory at ${path.resolve(config.dataDir)} (no svc.db): create a site there with svc site create, or name another with --data / SVC_DATA_DIR`,
+    );
+  }
+  const store = await openConfiguredStore(config);
   try {
     return await fn(store);
   } finally {

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { SUMMARIES } from './summaries.js';
+import { isCurrencyCode } from '../domain/currency.js';
 import { z } from 'zod';
 import { AppError } from '../http/errors.js';
 import { print, table, withData, withStore, usageError } from './common.js';
@@ -8,7 +9,7 @@ import { parseTagSettings, tagSettingsView, type TagSettingsInput } from '../dom
 const domainSchema = z
   .string()
   .regex(/^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i, 'must be a domain name such as example.com');
-const currencySchema = z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code such as USD');
+const currencySchema = z.string().refine(isCurrencyCode, 'must be an ISO 4217 code such as USD');
 
 export function registerSite(program: Command): void {
   const site = program.command('site').description(SUMMARIES.site);
@@ -30,6 +31,7 @@ export function registerSite(program: Command): void {
     }
     const row = await withStore(opts, (s) =>
       s.write((tx) => tx.sites.create({ name: opts.name.trim(), domain: opts.domain?.toLowerCase(), currency: opts.currency })),
+      { create: true },
     );
     print(opts.json, { site_id: row.id }, () => row.id);
   });

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { contactProblem } from '../domain/contact.js';
+import { PII_TRAITS } from '../domain/profiles/snapshot.js';
 
 /**
  * Request schemas of the ingestion surface. They are the single truth for
@@ -31,19 +33,33 @@ export const identifySchema = z
       .refine((t) => Object.keys(t).length >= 1, 'at least one trait is required')
       .refine((t) => Object.keys(t).length <= TRAIT_LIMITS.keys, `at most ${TRAIT_LIMITS.keys} traits`)
       .refine((t) => (t.email ?? '').length <= TRAIT_LIMITS.email, `email is at most ${TRAIT_LIMITS.email} characters`)
+      .superRefine((t, ctx) => {
+        for (const key of PII_TRAITS) {
+          const problem = t[key] === undefined ? null : contactProblem(t[key]);
+          if (problem) ctx.addIssue({ code: 'custom', path: [key], message: problem });
+        }
+      })
       .describe('At least one trait (email, external_id or any custom attribute); all values are strings.'),
   })
   .meta({ id: 'IdentifyRequest' });
 export type IdentifyRequest = z.infer<typeof identifySchema>;
 
-const nonNegative = (what: string) =>
-  z.number().refine(Number.isFinite, 'must be a finite number').min(0, 'must not be negative').describe(what);
+/** Upper bounds of a line item: a unit price no larger than the largest revenue, a quantity of at most a million. */
+export const LINE_ITEM_LIMITS = { qty: 1_000_000, price: 10_000_000 } as const;
+
+const bounded = (max: number, what: string) =>
+  z
+    .number()
+    .refine(Number.isFinite, 'must be a finite number')
+    .min(0, `must be between 0 and ${max.toLocaleString('en-US')}`)
+    .max(max, `must be between 0 and ${max.toLocaleString('en-US')}`)
+    .describe(what);
 
 export const lineItemSchema = z
   .strictObject({
     sku: z.string().min(1).max(256).describe('Stock-keeping unit (the content id sent to ad platforms).'),
-    qty: nonNegative('Quantity.'),
-    price: nonNegative('Unit price.'),
+    qty: bounded(LINE_ITEM_LIMITS.qty, 'Quantity, 0 to 1,000,000.'),
+    price: bounded(LINE_ITEM_LIMITS.price, 'Unit price, 0 to 10,000,000 (the largest revenue).'),
   })
   .meta({ id: 'LineItem' });
 
@@ -64,10 +80,15 @@ export const convertSchema = z
   .meta({ id: 'ConvertRequest' });
 export type ConvertRequest = z.infer<typeof convertSchema>;
 
-const optionalText = (max: number, what: string) =>
+/** A contact value (email, name, phone): bounded, and free of the characters contactProblem refuses. */
+const contactText = (max: number, what: string) =>
   z
     .string()
     .max(max, `at most ${max} characters`)
+    .superRefine((v, ctx) => {
+      const problem = contactProblem(v);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    })
     .nullish()
     .describe(what);
 
@@ -77,9 +98,9 @@ export const leadSchema = z
     idempotency_key: idempotencyKeySchema.optional(),
     visitor_id: id('Persistent visitor ID to attach the lead to (preferred).').nullish(),
     session_id: id('Alternative to visitor_id when only the session is known.').nullish(),
-    email: optionalText(320, 'Email address (at most 320 characters).'),
-    name: optionalText(200, 'Name (at most 200 characters).'),
-    phone: optionalText(40, 'Phone number (at most 40 characters).'),
+    email: contactText(320, 'Email address (at most 320 characters).'),
+    name: contactText(200, 'Name (at most 200 characters).'),
+    phone: contactText(40, 'Phone number (at most 40 characters).'),
     appointment_slot: z.iso
       .datetime({ offset: true, message: 'must be an ISO 8601 date-time with a time zone (Z or ±hh:mm)' })
       .nullish()

@@ -138,7 +138,7 @@ export class Store extends Repos {
 
   /**
    * After an erasure, leaves nothing of the deleted rows readable in the
-   * store's files. SQLite (secure_delete zeroes deleted content) : a TRUNCATE
+   * store's files. SQLite (secure_delete zeroes deleted content): a TRUNCATE
    * checkpoint copies the zeroed pages into svc.db and empties the WAL that
    * still holds the old ones; when a transaction is open or a reader holds the
    * WAL, it is tried again after the next write. PostgreSQL: VACUUM of the

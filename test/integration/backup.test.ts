@@ -138,7 +138,7 @@ describe.skipIf(PG_BASE_URL !== undefined)('svc backup and svc restore (embedded
     const again = cliJson<{ secret_key: string }>(['restore', '--from', file, '--data', fresh, '--force']);
     expect(again.secret_key).toBe('opens_secrets');
     const other = tempDir();
-    cli(['site', 'list', '--data', other]); // makes a store and a key of its own
+    createSite(other, 'Other'); // makes a store and a key of its own
     const wrong = cli(['restore', '--from', file, '--data', other, '--force', '--json']);
     expect(JSON.parse(wrong.stdout).secret_key).toBe('does_not_open');
     for (const d of [dir, fresh, other]) cleanup(d);

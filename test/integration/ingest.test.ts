@@ -180,6 +180,8 @@ describe('POST /api/convert', () => {
     ['{"site_id":"SITE","session_id":"x","revenue":1,"line_items":[{"sku":"a","qty":-1,"price":1}]}', 'line_items[0].qty'],
     ['{"site_id":"SITE","session_id":"x","revenue":1,"line_items":[{"sku":"a","qty":1,"price":-5}]}', 'line_items[0].price'],
     ['{"site_id":"SITE","session_id":"x","revenue":1,"line_items":[{"sku":"a","qty":1e999,"price":1}]}', 'line_items[0].qty'],
+    ['{"site_id":"SITE","session_id":"x","revenue":1,"line_items":[{"sku":"a","qty":1000001,"price":1}]}', 'line_items[0].qty'],
+    ['{"site_id":"SITE","session_id":"x","revenue":1,"line_items":[{"sku":"a","qty":1,"price":1},{"sku":"b","qty":1,"price":10000000.01}]}', 'line_items[1].price'],
     ['{"site_id":"SITE","session_id":"x","revenue":1,"line_items":[{"qty":1,"price":1}]}', 'line_items[0].sku'],
     ['{"site_id":"SITE","session_id":"x","revenue":1,"line_items":{}}', 'line_items'],
   ])('rejects %s naming %s, storing nothing', async (raw, field) => {
@@ -455,12 +457,33 @@ describe('bad input never stores and never 500s', () => {
     ['/api/events', '{"site_id":"SITE","session_id":"h","type":"pageview","z":123456789012345678901234567890}', 'z'],
     ['/api/score', '{"site_id":"SITE","session_id":"h","w":[0,1e-400]}', 'w[1]'],
     ['/api/convert', '{"site_id":"SITE","session_id":"h","revenue":5,"line_items":[{"sku":"a","qty":9007199254740993,"price":1}]}', 'line_items[0].qty'],
+    ['/api/lead/capture', '{"site_id":"SITE","visitor_id":"c","email":"jane@exa\u202emple.com"}', 'email'],
+    ['/api/lead/capture', '{"site_id":"SITE","visitor_id":"c","name":"Jane\\u0007Doe"}', 'name'],
+    ['/api/lead/capture', '{"site_id":"SITE","visitor_id":"c","phone":"+1 555\uffff"}', 'phone'],
+    ['/api/lead/capture', '{"site_id":"SITE","visitor_id":"c","name":"x\udbff\udfff"}', 'name'],
+    ['/api/identify', '{"site_id":"SITE","session_id":"c","traits":{"email":"a\u2066@b.c"}}', 'traits.email'],
+    ['/api/identify', '{"site_id":"SITE","session_id":"c","traits":{"plan":"p","name":"Ann\u0085"}}', 'traits.name'],
+    ['/api/identify', '{"site_id":"SITE","session_id":"c","traits":{"phone":"\ufdd0 1"}}', 'traits.phone'],
   ])('%s refuses %s naming %s, storing nothing', async (path, raw, field) => {
     const before = stats(dataDir, site);
     const r = await post(`${svc.url}${path}`, raw.replace('SITE', site));
     expect(r.status).toBe(400);
     expect(r.body.error).toMatchObject({ code: 'validation_failed', details: { field } });
     expect(stats(dataDir, site)).toEqual(before);
+  });
+
+  it('accepts line items at their upper bounds', async () => {
+    const r = await post(`${svc.url}/api/convert`, { site_id: site, session_id: 'li-max', revenue: 10_000_000, line_items: [{ sku: 'big', qty: 1_000_000, price: 10_000_000 }] });
+    expect(r.status).toBe(201);
+  });
+
+  it('stores contact values with any other character, and a malformed email, as sent', async () => {
+    const lead = await post(`${svc.url}/api/lead/capture`, { site_id: site, visitor_id: 'uni-1', email: 'not an email', name: 'José Ñúñez 山田 \u200f', phone: '(555) 010-9999' });
+    expect(lead.status).toBe(201);
+    const [row] = query<{ email: string; name: string }>(dataDir, 'SELECT email, name FROM leads WHERE id = ?', lead.body.lead_id);
+    expect(row).toEqual({ email: 'not an email', name: 'José Ñúñez 山田 \u200f' });
+    // A custom trait is not a contact field: only email, name and phone are checked.
+    expect((await post(`${svc.url}/api/identify`, { site_id: site, session_id: 'uni-2', traits: { note: 'tab\there' } })).status).toBe(200);
   });
 
   it('accepts nesting up to 64 levels, the body object included', async () => {
