@@ -92,12 +92,12 @@ export interface Svc {
   kill: () => Promise<void>;
 }
 
-/** Starts `svc serve --port 0` as a child process and waits for its listening line. */
+/** Starts `svc serve --port 0` (or `svc demo`) as a child process and waits for its listening line. */
 export async function startSvc(
-  opts: { dataDir?: string; env?: Record<string, string>; args?: string[] } = {},
+  opts: { dataDir?: string; env?: Record<string, string>; args?: string[]; command?: 'serve' | 'demo' } = {},
 ): Promise<Svc> {
   const dataDir = opts.dataDir ?? tempDir();
-  const proc = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--data', dataDir, ...(opts.args ?? [])], {
+  const proc = spawn(process.execPath, [BIN, opts.command ?? 'serve', '--port', '0', '--data', dataDir, ...(opts.args ?? [])], {
     cwd: ROOT,
     // No drain delay on SIGTERM unless a test asks for one: stop() would otherwise wait 5 s for a balancer that is not there.
     env: { ...process.env, SVC_LOG_LEVEL: 'warn', SVC_SHUTDOWN_DRAIN_MS: '0', ...backendEnv(dataDir), ...opts.env },
