@@ -63,7 +63,7 @@ describe.skipIf(!HAS_CHROMIUM)('the browser tag in Chromium', () => {
     demoSite = /svc demo site (\S+)/.exec(svc.stderr())![1]!;
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
     mkdirSync(OUT, { recursive: true });
-  });
+  }, 120_000);
   afterAll(async () => {
     await browser?.close();
     if (svc) expect(await svc.stop()).toBe(0);
@@ -132,7 +132,7 @@ describe.skipIf(!HAS_CHROMIUM)('the browser tag in Chromium', () => {
     expect(armsAfter).toEqual(armsBefore);
     expect(errors).toEqual([]);
     await ctx.close();
-  });
+  }, 180_000);
 
   it('sets no cookie and sends nothing until consent; withdrawing deletes the cookies', async () => {
     const ctx = await browser.newContext();
