@@ -134,6 +134,26 @@ describe.skipIf(!HAS_CHROMIUM)('the browser tag in Chromium', () => {
     await ctx.close();
   }, 180_000);
 
+  it('sends a pageview on single-page navigation and splits large identifies under the 32 KB cap', async () => {
+    const ctx = await browser.newContext();
+    const page = await ctx.newPage();
+    await page.goto(`${svc.url}/demo`);
+    await page.waitForFunction(() => (globalThis as any).svc?.visitorId());
+    const visitor = await page.evaluate(() => (globalThis as any).svc.visitorId() as string);
+    const mine = (type: string) => events(demoSite, type).filter((e) => e.visitor === visitor);
+    await expect.poll(() => mine('pageview').length, { timeout: 30_000 }).toBe(1);
+    await page.evaluate(() => (globalThis as any).history.pushState({}, '', '/demo/checkout?ref=x&utm_medium=cpc'));
+    await expect.poll(() => mine('pageview').map((e) => e.body.url), { timeout: 30_000 }).toEqual([`${svc.url}/demo`, `${svc.url}/demo/checkout?utm_medium=cpc`]);
+    // 150 traits of 400 characters: about 64 KB, so at least two requests (and at most 100 traits each).
+    const traits = Object.fromEntries(Array.from({ length: 150 }, (_, i) => [`t${i}`, 'x'.repeat(400)]));
+    expect(await page.evaluate((t) => (globalThis as any).svc.identify(t), traits)).toBe(true);
+    const stored = () =>
+      query<{ traits: string }>(dataDir, "SELECT p.traits FROM profiles p JOIN identities i ON i.profile_id = p.id WHERE i.site_id = ? AND i.kind = 'visitor' AND i.value = ?", demoSite, visitor);
+    await expect.poll(() => Object.keys(JSON.parse(stored()[0]?.traits ?? '{}')).length, { timeout: 30_000 }).toBe(150);
+    expect(JSON.parse(stored()[0]!.traits).t149).toBe('x'.repeat(400));
+    await ctx.close();
+  }, 120_000);
+
   it('sets no cookie and sends nothing until consent; withdrawing deletes the cookies', async () => {
     const ctx = await browser.newContext();
     const page = await ctx.newPage();
