@@ -10,7 +10,7 @@ import { describePolicy, type RateLimiter } from '../http/rate-limit.js';
 import type { IngestionService, RequestContext } from '../domain/ingestion/service.js';
 import { BODY_LIMITS, type IngestPath } from './limits.js';
 import { convertSchema, eventSchema, identifySchema, idempotencyKeySchema, leadSchema, scoreSchema } from './schemas.js';
-import type { OriginPolicy } from '../http/origins.js';
+import { visitorCookie, type OriginPolicy } from '../http/origins.js';
 
 export interface IngestDeps {
   service: IngestionService;
@@ -118,7 +118,8 @@ export async function handleIngest(deps: IngestDeps, path: IngestPath, req: Inco
     const result = route.schema.safeParse(parsed);
     if (!result.success) throw validationError(result.error);
     const input = result.data;
-    deps.origins.check(await deps.service.site(input.site_id), req, res);
+    const site = await deps.service.site(input.site_id);
+    deps.origins.check(site, req, res);
     const key = idempotencyKey(req, input.idempotency_key);
     if (deps.siteLimiter) {
       const d = await deps.siteLimiter.take(input.site_id);
@@ -137,6 +138,10 @@ export async function handleIngest(deps: IngestDeps, path: IngestPath, req: Inco
       idempotency: key === undefined ? undefined : { key, path, status: route.status },
     };
     const out = await route.run(deps, input as never, raw, ctx);
+    // Under the site's own origin (reverse-proxied), svc keeps the visitor cookie itself (see visitorCookie).
+    const visitorId = (input as { visitor_id?: unknown }).visitor_id;
+    const cookie = typeof visitorId === 'string' ? visitorCookie(site, req, deps.trustProxy, visitorId) : null;
+    if (cookie) res.setHeader('Set-Cookie', cookie);
     sendJson(res, route.status, out, ctx.replayed ? { 'Idempotent-Replayed': 'true' } : undefined);
   } catch (err) {
     if (res.headersSent || res.destroyed) return;

@@ -121,7 +121,7 @@ function lead(form: HTMLFormElement | Record<string, string>): boolean {
 
 function pageview(): void {
   const url = pageUrl();
-  if (url === lastUrl) return;
+  if (!running || url === lastUrl) return;
   lastUrl = url;
   const ref = document.referrer ? pageUrl(document.referrer) : undefined;
   track('pageview', { title: document.title, ...(ref ? { referrer: ref } : {}) });
@@ -137,24 +137,20 @@ function sendVitals(): void {
   track('web_vitals', { ...vitals, variant_ids: shown });
 }
 
-function run(): void {
-  if (running || !allowed()) return;
-  running = true;
-  start(base);
-  pageview();
+let wired = false;
+
+/** Listeners of the page's life, added once (consent may be withdrawn and given again). */
+function wire(): void {
+  wired = true;
   onLCP((m) => (vitals.lcp = m.value));
   onINP((m) => (vitals.inp = m.value));
   onCLS((m) => (vitals.cls = m.value));
-  const hidden = () => {
-    if (document.visibilityState !== 'hidden') return;
+  const leaving = () => {
     sendVitals();
     flushOnHide();
   };
-  document.addEventListener('visibilitychange', hidden);
-  addEventListener('pagehide', () => {
-    sendVitals();
-    flushOnHide();
-  });
+  document.addEventListener('visibilitychange', () => document.visibilityState === 'hidden' && leaving());
+  addEventListener('pagehide', leaving);
   for (const m of ['pushState', 'replaceState'] as const) {
     const orig = history[m];
     history[m] = function (this: History, ...args: Parameters<History['pushState']>) {
@@ -163,6 +159,14 @@ function run(): void {
     };
   }
   addEventListener('popstate', pageview);
+}
+
+function run(): void {
+  if (running || !allowed()) return;
+  running = true;
+  start(base);
+  if (!wired) wire();
+  pageview();
 }
 
 /** Gives (true) or withdraws (false) consent; withdrawing deletes the tag's cookies and stops sending. */

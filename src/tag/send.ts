@@ -22,6 +22,7 @@ let queue: Item[] = [];
 let busy = false;
 let timer: ReturnType<typeof setTimeout> | undefined;
 let enabled = false;
+let listening = false;
 
 export const bytes = (s: string): number => new Blob([s]).size;
 
@@ -52,7 +53,8 @@ export function start(apiBase: string): void {
   } catch {
     // An unreadable leftover is dropped.
   }
-  addEventListener('online', () => void flush());
+  if (!listening) addEventListener('online', () => void flush());
+  listening = true;
   void flush();
 }
 

@@ -20,9 +20,10 @@ const TABLES: readonly Table[] = ['outbox', 'deliveries', 'adJobs', 'healthLog']
  * Keeps the work tables from growing without bound: every `intervalMs` it
  * deletes, in chunks of short write operations, the outbox rows fanned out,
  * the webhook deliveries and ad-platform jobs delivered, and the health-log
- * rows older than the retention; and it forgets the old webhook secrets of
- * rotations whose grace period has ended. With several instances on one database the
- * pass runs in whichever instance holds the `janitor` lease.
+ * rows older than the retention; it forgets the old webhook secrets of
+ * rotations whose grace period has ended and the idempotency keys past their
+ * 24 hours. With several instances on one database the pass runs in whichever
+ * instance holds the `janitor` lease.
  */
 export class Janitor extends PeriodicWorker<Record<Table, number>> {
   readonly counters = { passes: 0, deleted: 0 };
@@ -54,6 +55,13 @@ export class Janitor extends PeriodicWorker<Record<Table, number>> {
     // Keys of rotations whose grace period has ended sign nothing any more: forget them.
     if (this.stopped || !this.lease.usable()) return done;
     await this.store.write((tx) => tx.webhooks.clearExpiredPreviousSecrets(Date.now()));
+    // Idempotency keys older than their 24-hour window answer nothing any more.
+    for (;;) {
+      if (this.stopped || !this.lease.usable()) return done;
+      const n = await this.store.write((tx) => tx.idempotency.prune(Date.now(), CLEANUP_CHUNK));
+      if (n < CLEANUP_CHUNK) break;
+      await new Promise((r) => setImmediate(r));
+    }
     this.counters.passes++;
     const total = done.outbox + done.deliveries + done.adJobs + done.healthLog;
     this.counters.deleted += total;

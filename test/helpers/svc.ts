@@ -92,12 +92,13 @@ export interface Svc {
   kill: () => Promise<void>;
 }
 
-/** Starts `svc serve --port 0` as a child process and waits for its listening line. */
+/** Starts `svc serve --port 0` (or `svc demo`) as a child process and waits for its listening line. */
 export async function startSvc(
   opts: {
     dataDir?: string;
     env?: Record<string, string>;
     args?: string[];
+    command?: 'serve' | 'demo';
     /**
      * Run svc under a parent that never reaps it: after kill() it stays a zombie (as a process killed just
      * before a restart is for a moment), and `kill(pid, 0)` still finds it; stop() then ends that parent.
@@ -106,7 +107,7 @@ export async function startSvc(
   } = {},
 ): Promise<Svc> {
   const dataDir = opts.dataDir ?? tempDir();
-  const argv = [BIN, 'serve', '--port', '0', '--data', dataDir, ...(opts.args ?? [])];
+  const argv = [BIN, opts.command ?? 'serve', '--port', '0', '--data', dataDir, ...(opts.args ?? [])];
   const [cmd, cmdArgs] = opts.unreaped
     ? ['sh', ['-c', '"$0" "$@" & exec sleep 3600', process.execPath, ...argv]]
     : [process.execPath, argv];

@@ -149,18 +149,23 @@ describe('CORS of the public paths', () => {
 
   it("sets the visitor cookie itself when it answers under the site's own origin", async () => {
     const { port } = new URL(svc.url);
-    const headers = await new Promise<Record<string, string | string[] | undefined>>((resolve, reject) => {
-      const req = request(
-        { host: '127.0.0.1', port, path: `/api/decide?site_id=${site}&visitor_id=v_abc&url=%2F`, headers: { host: 'shop.example', origin: SHOP } },
-        (res) => {
+    const send = (method: string, p: string, body?: string) =>
+      new Promise<Record<string, string | string[] | undefined>>((resolve, reject) => {
+        const headers = { host: 'shop.example', origin: SHOP, 'content-type': 'text/plain' };
+        const req = request({ host: '127.0.0.1', port, method, path: p, headers }, (res) => {
           res.resume();
-          resolve(res.headers);
-        },
-      );
-      req.on('error', reject);
-      req.end();
-    });
-    expect(headers['set-cookie']).toEqual(['svc_vid=v_abc; Domain=shop.example; Path=/; Max-Age=34560000; SameSite=Lax; Secure']);
+          resolve({ ...res.headers, status: String(res.statusCode) });
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    const cookie = (v: string) => [`svc_vid=${v}; Domain=shop.example; Path=/; Max-Age=34560000; SameSite=Lax; Secure`];
+    const decided = await send('GET', `/api/decide?site_id=${site}&visitor_id=v_abc&url=%2F`);
+    expect(decided['set-cookie']).toEqual(cookie('v_abc'));
+    // Pages without zones call no /api/decide: their pageview keeps the cookie too.
+    const tracked = await send('POST', '/api/events', JSON.stringify(event(site, { visitor_id: 'v_def' })));
+    expect(tracked.status).toBe('201');
+    expect(tracked['set-cookie']).toEqual(cookie('v_def'));
   });
 });
 
