@@ -1,3 +1,4 @@
+import type { Tool } from '@modelcontextprotocol/server';
 import type { Grant } from './grant.js';
 import type { ToolDef } from './tool.js';
 
@@ -68,4 +69,21 @@ export async function cachedListing<T>(grant: Grant, filter: ListingFilter, comp
   if (listings.size >= LISTINGS_MAX) listings.delete(listings.keys().next().value!);
   listings.set(key, value);
   return value;
+}
+
+/**
+ * A listed tool without what costs context and says nothing: the input
+ * schema's `$schema` (2020-12 is the dialect MCP assumes without one), the
+ * annotations' copy of the title, and the output schema unless asked for.
+ */
+export function compactListed(tool: Tool, outputSchemas: boolean): Tool {
+  const { outputSchema, ...rest } = tool;
+  const { $schema: _dialect, ...inputSchema } = tool.inputSchema;
+  const out: Tool = { ...rest, inputSchema: inputSchema as Tool['inputSchema'] };
+  if (tool.annotations) {
+    const { title, ...annotations } = tool.annotations;
+    out.annotations = title === undefined || title === tool.title ? annotations : tool.annotations;
+  }
+  if (outputSchemas && outputSchema) out.outputSchema = outputSchema;
+  return out;
 }

@@ -10,7 +10,7 @@ import type { AuditOutcome } from '../store/audit.js';
 import { auditUnknownTool, callTool } from './call.js';
 import { cachedOutput, deferredInput } from './schema.js';
 import { annotationsOf, describeTool } from './describe.js';
-import { ALL_TOOLS, cachedListing, isListed, type ListingFilter } from './listing.js';
+import { ALL_TOOLS, cachedListing, compactListed, isListed, type ListingFilter } from './listing.js';
 import { TOOLS } from './tools/index.js';
 
 export { annotationsOf, describeTool };
@@ -104,7 +104,7 @@ export function createMcpServer(grant: Grant, deps: McpDeps, listing: ListingFil
       const all = (await innerList(request, reqCtx)) as ListToolsResult;
       const listed = new Set(TOOLS.filter((t) => isListed(t, grant, listing)).map((t) => t.name));
       const tools = all.tools.filter((t) => listed.has(t.name));
-      return { ...all, tools: listing.outputSchemas ? tools : tools.map(({ outputSchema: _omitted, ...rest }) => rest) };
+      return { ...all, tools: tools.map((t) => compactListed(t, listing.outputSchemas)) };
     }),
   );
   advertiseStaticLists(server);
