@@ -139,7 +139,7 @@ describe('transport and authentication', () => {
       expect(asked.map((t) => t.name)).toEqual(names);
       for (const t of asked) expect(t.outputSchema?.type, t.name).toBe('object');
     }
-    expect((await callOk(c, 'tools_describe', { name: 'profiles_get' })).output_schema.type).toBe('object');
+    expect((await callOk(c, 'tools_describe', { name: 'events_recent' })).output_schema.type).toBe('object');
     const erase = tools.find((t) => t.name === 'profiles_erase')!;
     expect(erase.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
     expect(erase.description).toContain('Requires the admin scope');
