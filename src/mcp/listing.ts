@@ -1,13 +1,19 @@
+import type { Tool } from '@modelcontextprotocol/server';
 import type { Grant } from './grant.js';
 import type { ToolDef } from './tool.js';
 
-/** How a connection narrows tools/list: product areas (null: all) and read-only tools only. */
+/**
+ * How a connection shapes tools/list: product areas (null: all), read-only
+ * tools only, and whether each tool's output schema is included (off by
+ * default: they were two thirds of the listing; tools_describe always has it).
+ */
 export interface ListingFilter {
   areas: readonly string[] | null;
   readOnly: boolean;
+  outputSchemas: boolean;
 }
 
-export const ALL_TOOLS: ListingFilter = { areas: null, readOnly: false };
+export const ALL_TOOLS: ListingFilter = { areas: null, readOnly: false, outputSchemas: false };
 
 /** Area names of a comma-separated list (`?areas=a,b`, `X-SVC-Areas: a, b`); null when absent or blank. */
 export function parseAreaList(value: string | null | undefined): string[] | null {
@@ -38,9 +44,46 @@ export function flagValue(value: string | null | undefined): boolean {
  * only: a tool left out can still be found with tools_search and called, and
  * the policy alone decides a call.
  */
-export function isListed(tool: ToolDef, grant: Grant, filter: ListingFilter): boolean {
+export function isListed(tool: ToolDef, grant: Grant, filter: Pick<ListingFilter, 'areas' | 'readOnly'>): boolean {
   const areas = intersectAreas(filter.areas, grant.restrictions.areas.length > 0 ? grant.restrictions.areas : null);
   if (areas !== null && !areas.includes(tool.area)) return false;
   if ((filter.readOnly || grant.restrictions.read_only) && tool.flags.changesData) return false;
   return true;
+}
+
+/** Listings kept at most: one per restriction set in use (area lists could otherwise grow it without bound). */
+const LISTINGS_MAX = 64;
+const listings = new Map<string, unknown>();
+
+/**
+ * The tools/list result of a restriction set (the connection's filter and the
+ * token's own areas and read-only flag), computed once per process: the
+ * registry does not change while it runs, and a token's restrictions are part
+ * of the key, so a token with other restrictions gets its own listing.
+ */
+export async function cachedListing<T>(grant: Grant, filter: ListingFilter, compute: () => Promise<T>): Promise<T> {
+  const key = JSON.stringify([filter.areas, filter.readOnly, filter.outputSchemas, grant.restrictions.areas, grant.restrictions.read_only]);
+  const hit = listings.get(key);
+  if (hit !== undefined) return hit as T;
+  const value = await compute();
+  if (listings.size >= LISTINGS_MAX) listings.delete(listings.keys().next().value!);
+  listings.set(key, value);
+  return value;
+}
+
+/**
+ * A listed tool without what costs context and says nothing: the input
+ * schema's `$schema` (2020-12 is the dialect MCP assumes without one), the
+ * annotations' copy of the title, and the output schema unless asked for.
+ */
+export function compactListed(tool: Tool, outputSchemas: boolean): Tool {
+  const { outputSchema, ...rest } = tool;
+  const { $schema: _dialect, ...inputSchema } = tool.inputSchema;
+  const out: Tool = { ...rest, inputSchema: inputSchema as Tool['inputSchema'] };
+  if (tool.annotations) {
+    const { title, ...annotations } = tool.annotations;
+    out.annotations = title === undefined || title === tool.title ? annotations : tool.annotations;
+  }
+  if (outputSchemas && outputSchema) out.outputSchema = outputSchema;
+  return out;
 }

@@ -80,8 +80,9 @@ async function sendWebResponse(r: globalThis.Response, req: Request, res: Respon
 }
 
 /**
- * How this request narrows tools/list: `?areas=a,b` and the `X-SVC-Areas`
- * header (both given: their intersection) and `?read_only=1`. An unknown area
+ * How this request shapes tools/list: `?areas=a,b` and the `X-SVC-Areas`
+ * header (both given: their intersection), `?read_only=1`, and output schemas
+ * with `?output_schemas=1` or `X-SVC-Output-Schemas: 1`. An unknown area
  * name is a 400, so a typo never silently lists nothing.
  */
 export function listingOf(req: Request): ListingFilter {
@@ -96,7 +97,9 @@ export function listingOf(req: Request): ListingFilter {
   }
   const areas = intersectAreas(fromQuery, fromHeader);
   const readOnly = flagValue(query.get('read_only'));
-  return areas === null && !readOnly ? ALL_TOOLS : { areas, readOnly };
+  const outputHeader = req.headers['x-svc-output-schemas'];
+  const outputSchemas = flagValue(query.get('output_schemas')) || flagValue(Array.isArray(outputHeader) ? outputHeader[0] : outputHeader);
+  return areas === null && !readOnly && !outputSchemas ? ALL_TOOLS : { areas, readOnly, outputSchemas };
 }
 
 /**

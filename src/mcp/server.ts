@@ -10,7 +10,7 @@ import type { AuditOutcome } from '../store/audit.js';
 import { auditUnknownTool, callTool } from './call.js';
 import { cachedOutput, deferredInput } from './schema.js';
 import { annotationsOf, describeTool } from './describe.js';
-import { ALL_TOOLS, isListed, type ListingFilter } from './listing.js';
+import { ALL_TOOLS, cachedListing, compactListed, isListed, type ListingFilter } from './listing.js';
 import { TOOLS } from './tools/index.js';
 
 export { annotationsOf, describeTool };
@@ -97,16 +97,16 @@ export function createMcpServer(grant: Grant, deps: McpDeps, listing: ListingFil
     if (!REGISTERED.has(name)) await auditUnknownTool(ctx, name, deps.logger);
     return (await innerCall(request, reqCtx)) as CallToolResult;
   });
-  const hidden = TOOLS.some((t) => !isListed(t, grant, listing));
-  if (hidden) {
-    const inner = access._getRequestHandler('tools/list');
-    if (!inner) throw new Error('the MCP SDK registered no tools/list handler');
-    server.server.setRequestHandler('tools/list', async (request, reqCtx) => {
-      const all = (await inner(request, reqCtx)) as ListToolsResult;
+  const innerList = access._getRequestHandler('tools/list');
+  if (!innerList) throw new Error('the MCP SDK registered no tools/list handler');
+  server.server.setRequestHandler('tools/list', (request, reqCtx) =>
+    cachedListing(grant, listing, async () => {
+      const all = (await innerList(request, reqCtx)) as ListToolsResult;
       const listed = new Set(TOOLS.filter((t) => isListed(t, grant, listing)).map((t) => t.name));
-      return { ...all, tools: all.tools.filter((t) => listed.has(t.name)) };
-    });
-  }
+      const tools = all.tools.filter((t) => listed.has(t.name));
+      return { ...all, tools: tools.map((t) => compactListed(t, listing.outputSchemas)) };
+    }),
+  );
   advertiseStaticLists(server);
   return server;
 }

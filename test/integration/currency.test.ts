@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanup, cli, createSite, startSvc, tempDir, type Svc } from '../helpers/svc.js';
-import { call, callOk, McpClients, mintToken } from '../helpers/mcp-client.js';
+import { call, callOk, McpClients, mintToken, errorOf } from '../helpers/mcp-client.js';
 import { query } from '../helpers/db.js';
 
 describe('site currency is an ISO 4217 code', () => {
@@ -39,7 +39,7 @@ describe('site currency is an ISO 4217 code', () => {
     const before = currency();
     const r = await call(admin, 'sites_settings_update', { currency: 'NaN' });
     expect(r.isError).toBe(true);
-    expect(r.structuredContent.error).toMatchObject({ code: 'validation_failed', details: { field: 'currency' } });
+    expect(errorOf(r)).toMatchObject({ code: 'validation_failed', details: { field: 'currency' } });
     expect(currency()).toBe(before);
     expect((await callOk(admin, 'sites_settings_update', { currency: 'eur' })).currency).toBe('EUR');
     expect(currency()).toBe('EUR');

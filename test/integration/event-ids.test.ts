@@ -55,7 +55,8 @@ describe('event and score ids', () => {
     );
     expect(ids).toEqual({ event: [pageviewId, clickId].sort(), score: [score.body.score_id], conversion: [conv.body.conversion_id] });
     // The listing's schema says so too: a string id, not a number.
-    const tool = (await client.listTools()).tools.find((t) => t.name === 'events_recent')!;
+    const withSchemas = await mcp.connect(mintToken(dataDir, site, ['--scope', 'read']), { query: { output_schemas: '1' } });
+    const tool = (await withSchemas.listTools()).tools.find((t) => t.name === 'events_recent')!;
     const item = (tool.outputSchema as { properties: { events: { items: { properties: { id: { type: string } } } } } }).properties.events.items;
     expect(item.properties.id.type).toBe('string');
   });

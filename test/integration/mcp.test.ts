@@ -130,9 +130,16 @@ describe('transport and authentication', () => {
     for (const t of tools) {
       expect(t.description).toMatch(/Requires the (read|write|admin) scope/);
       expect(t.inputSchema.type).toBe('object');
-      expect(t.outputSchema?.type).toBe('object');
+      expect(t.outputSchema, t.name).toBeUndefined();
       expect(t.annotations).toBeDefined();
     }
+    // Output schemas when asked, by query flag or header (and always in tools_describe).
+    for (const opts of [{ query: { output_schemas: '1' } }, { headers: { 'x-svc-output-schemas': 'true' } }]) {
+      const asked = (await (await mcp.connect(tok.read, opts)).listTools()).tools;
+      expect(asked.map((t) => t.name)).toEqual(names);
+      for (const t of asked) expect(t.outputSchema?.type, t.name).toBe('object');
+    }
+    expect((await callOk(c, 'tools_describe', { name: 'events_recent' })).output_schema.type).toBe('object');
     const erase = tools.find((t) => t.name === 'profiles_erase')!;
     expect(erase.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
     expect(erase.description).toContain('Requires the admin scope');

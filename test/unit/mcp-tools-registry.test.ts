@@ -18,7 +18,7 @@ function grant(restrictions: Partial<Restrictions> = {}): Grant {
   };
 }
 
-const listed = (g: Grant, f: ListingFilter) => TOOLS.filter((t) => isListed(t, g, f)).map((t) => t.name).sort();
+const listed = (g: Grant, f: Pick<ListingFilter, 'areas' | 'readOnly'>) => TOOLS.filter((t) => isListed(t, g, f)).map((t) => t.name).sort();
 const namesWhere = (pred: (t: (typeof TOOLS)[number]) => boolean) =>
   TOOLS.filter(pred)
     .map((t) => t.name)
