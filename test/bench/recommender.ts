@@ -35,6 +35,7 @@ import type { RecommendResult } from '../../src/domain/recommend/schema.js';
 import { Histogram } from './lib/histogram.js';
 import { removeTree } from './lib/targets.js';
 import { UsageError } from './lib/args.js';
+import { mulberry32 } from '../helpers/prng.js';
 
 const SITE = 'site_bench';
 
@@ -112,16 +113,6 @@ function table(rows: string[][], right: boolean[]): string {
   return rows.map((r) => r.map((c, i) => (right[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd()).join('\n');
 }
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 // ---- the synthetic orders ----
 

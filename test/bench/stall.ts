@@ -38,22 +38,12 @@ import { runStallPass } from '../../src/domain/stall/pass.js';
 import { isoWeekAt } from '../../src/domain/stall/week.js';
 import { intFlag, UsageError } from './lib/args.js';
 import { BenchSchemas, databaseUrlError, redact } from './lib/pg.js';
+import { mulberry32 as prng } from '../helpers/prng.js';
 
 const TZ = 'Europe/Berlin';
 const AS_OF = Date.parse('2026-11-18T15:00:00Z');
 const USAGE = 'usage: npm run bench:stall -- [--sessions N] [--cohorts N] [--page-size N] [--database-url postgres://...] [--keep]';
 
-/** mulberry32: a small seeded PRNG, so every run seeds the same data. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Row {
   table: 'profiles' | 'sessions' | 'events' | 'scores' | 'segment_members' | 'conversions';

@@ -77,6 +77,7 @@ import { Histogram, type HistogramSummary } from './lib/histogram.js';
 import { PAGES, REFERRERS, VIEWPORTS } from './lib/event.js';
 import { removeTree } from './lib/targets.js';
 import { UsageError, intFlag } from './lib/args.js';
+import { mulberry32 } from '../helpers/prng.js';
 
 const VARIANTS = ['sqlite-raw', 'sqlite-kysely', 'pg-seq', 'pg-pipeline', 'pg-unnest', 'pg-kysely', 'pg-kysely-pipe', 'pgjs'] as const;
 type VariantName = (typeof VARIANTS)[number];
@@ -151,16 +152,6 @@ interface Op {
   properties: Record<string, unknown>;
 }
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const sessionIdOf = (k: number) => `sess_${String(k).padStart(7, '0')}`;
 const visitorIdOf = (k: number) => `vis_${String(k).padStart(7, '0')}`;

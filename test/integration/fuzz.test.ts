@@ -1,17 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanup, cliJson, createSite, startSvc, tempDir, type Svc } from '../helpers/svc.js';
+import { mulberry32 as prng } from '../helpers/prng.js';
 
-/** A small seeded PRNG (mulberry32): the same corpus on every run. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const NASTY: unknown[] = [
   null, true, 0, -0, -1, 1e308, 5e-324, 9007199254740991, '', ' ', 'a'.repeat(5000), '\u202e\u0007\uffff', '💥', '<script>',

@@ -4,6 +4,7 @@ import { openStore, type Store } from '../../src/store/store.js';
 import { RecommendService } from '../../src/domain/recommend/service.js';
 import { recommendQuerySchema } from '../../src/domain/recommend/schema.js';
 import { cleanup, tempDir } from '../helpers/svc.js';
+import { mulberry32 } from '../helpers/prng.js';
 
 /**
  * A synthetic catalogue of 500 skus whose true companions are known, stored in
@@ -35,16 +36,6 @@ const PLANTED: Record<string, string[]> = {
 };
 const sku = (i: number) => `s${String(i).padStart(3, '0')}`;
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function generate(seed: number): string[][] {
   const rnd = mulberry32(seed);
