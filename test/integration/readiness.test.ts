@@ -39,8 +39,12 @@ describe('GET /healthz and GET /readyz', () => {
     expect(r.body).toMatchObject({
       ready: true,
       failed: [],
-      checks: { shutdown: { ok: true }, store: { ok: true }, migrations: { ok: true }, writer: { ok: true, pending: 0, stalled_ms: 0 } },
+      checks: { shutdown: { ok: true }, store: { ok: true }, migrations: { ok: true }, writer: { ok: true } },
     });
+    // A just-started server may have a background write (lease, schedulers) in its group commit at that moment:
+    // the check reports it, it does not make the server unready.
+    expect(Number.isInteger(r.body.checks.writer.pending) && r.body.checks.writer.pending >= 0).toBe(true);
+    expect(Number.isInteger(r.body.checks.writer.stalled_ms) && r.body.checks.writer.stalled_ms >= 0).toBe(true);
     expect(r.body.checks.migrations.version).toBe(r.body.checks.migrations.expected);
     expect((await fetch(`${svc.url}/readyz`, { method: 'HEAD' })).status).toBe(200);
     const post405 = await post(`${svc.url}/readyz`, {});
