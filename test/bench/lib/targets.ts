@@ -21,6 +21,7 @@ export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const SVC_BIN = path.join(REPO_ROOT, 'bin', 'svc.js');
 const REGISTER_HREF = pathToFileURL(fileURLToPath(new URL('../register.mjs', import.meta.url))).href;
 const BARE_SERVER = fileURLToPath(new URL('./bare-server.ts', import.meta.url));
+const BARE_STORE_SERVER = fileURLToPath(new URL('./bare-store-server.ts', import.meta.url));
 
 export interface SetupContext {
   registry: ChildRegistry;
@@ -81,6 +82,44 @@ export function bareTarget(name = 'bare'): Target {
         pids: s.child.pid === undefined ? [] : [s.child.pid],
         stop: async () => describeStop(await stopChild(s.child, 5_000)),
         stderr: [s.stderr],
+      };
+    },
+  };
+}
+
+/**
+ * The storing baseline (issue 22): bare node:http that parses the body and durably inserts one row into a
+ * table with svc's events columns and indexes, with svc's group commit and off-thread WAL fsync, nothing else.
+ */
+export function bareStoreTarget(name = 'bare-store'): Target {
+  return {
+    name,
+    description: "bare node:http storing one event row per request: svc's events table and indexes, group commit, WAL fsync before 201",
+    instances: 1,
+    setup: async ({ registry, tmpRoot }) => {
+      const dataDir = mkdtempSync(path.join(tmpRoot, `${name}-`));
+      const s = await spawnServer(registry, {
+        name,
+        command: process.execPath,
+        args: ['--import', REGISTER_HREF, BARE_STORE_SERVER, '--port', '0', '--data', dataDir],
+        cwd: REPO_ROOT,
+        ready: /^bare-store listening on (http:\/\/127\.0\.0\.1:\d+)$/,
+      });
+      return {
+        origins: [s.url],
+        path: '/api/events',
+        siteId: BARE_SITE_ID,
+        ackStatus: 201,
+        pids: s.child.pid === undefined ? [] : [s.child.pid],
+        stop: async () => describeStop(await stopChild(s.child, 15_000)),
+        stderr: [s.stderr],
+        countStored: async () => {
+          const r = await runCommand(registry, process.execPath, ['--import', REGISTER_HREF, BARE_STORE_SERVER, '--data', dataDir, '--count'], {
+            cwd: REPO_ROOT,
+          });
+          if (r.code !== 0) throw new Error(`${name}: counting failed: ${r.stderr.trim()}`);
+          return Number(r.stdout.trim());
+        },
       };
     },
   };
@@ -218,6 +257,7 @@ function describeStop(r: { code: number | null; signal: NodeJS.Signals | null; k
 export function ingestTargets(opts: { sync: 'full' | 'normal'; pg?: { databaseUrl: string; schemas: BenchSchemas } }): Target[] {
   const targets: Target[] = [
     bareTarget(),
+    bareStoreTarget(),
     svcTarget({
       name: 'svc-raw',
       description: 'svc, ingestion on the bare node:http fast path, SQLite synchronous=full',
