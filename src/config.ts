@@ -68,7 +68,7 @@ export const configSchema = z.object({
   webhookDisableWindow: z
     .string()
     .default('24h')
-    .describe('...spanning at least this long (SVC_WEBHOOK_DISABLE_WINDOW).'),
+    .describe('A destination is disabled only when those consecutive failures span at least this long (SVC_WEBHOOK_DISABLE_WINDOW).'),
   laneLeaseMs: positiveInt
     .min(10_000)
     .default(30_000)
@@ -228,6 +228,22 @@ export function loadConfig(flags: Partial<Record<keyof Config, unknown>>, env: N
   }
   return config;
 }
+
+/**
+ * Environment variables read outside the config schema, for the settings
+ * reference (docs/settings.md is generated from the schema and this list).
+ */
+export const OTHER_ENV: readonly { name: string; meaning: string }[] = [
+  {
+    name: 'SVC_SECRET_KEY',
+    meaning:
+      'Key for secrets at rest (webhook secrets, ad-platform credentials, report links); without it a random key is kept in `DIR/secret.key` (mode 0600). Every instance on one database needs the same key.',
+  },
+  { name: 'SVC_MCP_RATE', meaning: 'MCP requests per minute per token (default 600).' },
+  { name: 'SVC_MCP_BURST', meaning: 'MCP burst per token (default 120).' },
+  { name: 'SVC_MCP_TOKEN', meaning: '`svc plugin run` and the plugin entry: the MCP token to use when `--token` is not given.' },
+  { name: 'SVC_URL', meaning: 'The plugin\'s HTTP server entry: the base URL of the svc server.' },
+];
 
 export function envName(key: keyof Config): string {
   return ENV[key];

@@ -6,7 +6,7 @@ import { cleanup, cli, cliAsync, createSite, ROOT, tempDir } from '../helpers/sv
 
 // The express receiver of the README, run as written (only its port is made ephemeral) against real signed
 // deliveries from `svc webhooks test`: the documented example must keep working.
-const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+const readme = readFileSync(path.join(ROOT, 'docs', 'webhooks.md'), 'utf8');
 const example = /In a Node receiver[^\n]*\n\n```js\n([\s\S]*?)```/.exec(readme)?.[1];
 const LISTEN = 'app.listen(3000);';
 

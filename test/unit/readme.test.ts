@@ -5,11 +5,15 @@ import { mcpConfigEntry } from '../../src/plugin/mcp-config.js';
 import { loadSkills, PLUGIN_NAME } from '../../src/plugin/skills.js';
 import { packageSpec } from '../../src/plugin/validate.js';
 import { AREAS } from '../../src/mcp/tools/index.js';
-import { areasRow, readmeAreasRow } from '../helpers/readme-areas.js';
+import { areasRow, committedAreasRow } from '../helpers/docs-gen.js';
 
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+const doc = (name: string) => readFileSync(new URL(`../../docs/${name}`, import.meta.url), 'utf8');
+const webhooksDoc = doc('webhooks.md');
+const pluginDoc = doc('plugin.md');
+const mcpDoc = doc('mcp.md');
 
-describe('README stays true', () => {
+describe('README and docs/ stay true', () => {
   it('starts with the install-and-serve command and the test command that .ci/run runs', () => {
     const lines = readme.split('\n');
     expect(lines[1]).toMatch(/^npm install && npx svc serve\b/);
@@ -22,8 +26,8 @@ describe('README stays true', () => {
 
   it('documents every webhook event type with its example payload', () => {
     for (const t of EVENT_TYPES) {
-      expect(readme, t).toContain(`| \`${t}\` | ${CATALOGUE[t].description} |`);
-      expect(readme, t).toContain(JSON.stringify(CATALOGUE[t].example));
+      expect(webhooksDoc, t).toContain(`| \`${t}\` | ${CATALOGUE[t].description} |`);
+      expect(webhooksDoc, t).toContain(JSON.stringify(CATALOGUE[t].example));
     }
   });
 
@@ -31,26 +35,26 @@ describe('README stays true', () => {
     const root = new URL('../..', import.meta.url).pathname;
     const marketplace = JSON.parse(readFileSync(new URL('../../.claude-plugin/marketplace.json', import.meta.url), 'utf8')) as { name: string; plugins: { name: string }[] };
     expect(marketplace.plugins.map((p) => p.name)).toContain(PLUGIN_NAME);
-    expect(readme).toContain('/plugin marketplace add ./path/to/svc-clone\n');
-    expect(readme).toContain(`/plugin install ${PLUGIN_NAME}@${marketplace.name}\n`);
+    expect(pluginDoc).toContain('/plugin marketplace add ./path/to/svc-clone\n');
+    expect(pluginDoc).toContain(`/plugin install ${PLUGIN_NAME}@${marketplace.name}\n`);
     const skills = await loadSkills(new URL('../../skills', import.meta.url).pathname);
     expect(skills).toHaveLength(4);
     for (const s of skills) {
       const line = (s.frontmatter.metadata as Record<string, string>)['svc-token']!;
-      expect(readme, s.dir).toMatch(new RegExp(`^\\| \`${s.dir}\` \\| .+ \\| \`${line.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\` \\|$`, 'm'));
+      expect(pluginDoc, s.dir).toMatch(new RegExp(`^\\| \`${s.dir}\` \\| .+ \\| \`${line.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\` \\|$`, 'm'));
     }
     const entry = mcpConfigEntry({ client: 'claude-desktop', stdio: true, url: 'https://svc.example.com', token: 'mcpt_...', package: packageSpec(root) });
-    const block = /Claude Desktop reads only local servers[\s\S]*?```json\n([\s\S]*?)```/.exec(readme)?.[1];
+    const block = /Claude Desktop reads only local servers[\s\S]*?```json\n([\s\S]*?)```/.exec(pluginDoc)?.[1];
     expect(JSON.parse(block!)).toEqual(entry);
   });
 
-  it('lists exactly the product areas of the tool registry for --areas (npm run readme:areas rewrites the row)', () => {
+  it('lists exactly the product areas of the tool registry for --areas (npm run docs:gen rewrites the row)', () => {
     expect(AREAS.length).toBeGreaterThanOrEqual(28);
-    expect(readmeAreasRow(readme), 'run `npm run readme:areas`').toBe(areasRow());
+    expect(committedAreasRow(mcpDoc), 'run `npm run docs:gen`').toBe(areasRow());
     // The row names every area once, in the registry's order, and no other.
     const named = [...areasRow().matchAll(/`([a-z]+)`/g)].map((m) => m[1]);
     expect(named).toEqual([...AREAS]);
-    expect(readmeAreasRow(readme.replace('`zones`)', '`zones`, `web`)'))).not.toBe(areasRow());
+    expect(committedAreasRow(mcpDoc.replace('`zones`)', '`zones`, `web`)'))).not.toBe(areasRow());
   });
 
   it('names the published package wherever a user installs, imports or runs it outside a clone', () => {
