@@ -343,11 +343,15 @@ function loadNotes(r: JobResult): string[] {
   return notes;
 }
 
-async function baseline(ctx: Ctx, name: string): Promise<PhaseRow> {
+async function baseline(ctx: Ctx, name: string, store = false): Promise<PhaseRow> {
   const { opts } = ctx;
+  const recordDir = store ? mkdtempSync(path.join(ctx.tmpRoot, `${name}-`)) : undefined;
   const range = ctx.seqs.take(opts.maxRequests);
   await ctx.receiver.request({ type: 'track', name, ...range }, 10_000);
-  ctx.log(`\n[${name}] bare undici POST loop -> receiver, ${ctx.concurrency} in flight, Agent connections ${ctx.concurrency * 4} (host load average ${os.loadavg()[0]!.toFixed(2)})`);
+  ctx.log(
+    `\n[${name}] bare undici POST loop -> receiver${store ? ", each outcome stored durably (svc's health_log table, group commit, WAL fsync; all on disk before the run ends)" : ''}, ` +
+      `${ctx.concurrency} in flight, Agent connections ${ctx.concurrency * 4} (host load average ${os.loadavg()[0]!.toFixed(2)})`,
+  );
   const before = await stats(ctx, name);
   const t0 = Date.now();
   const r = await runLoad(
@@ -364,6 +368,7 @@ async function baseline(ctx: Ctx, name: string): Promise<PhaseRow> {
       seqBase: range.from,
       sessions: opts.sessions,
       drainSeconds: 30,
+      ...(recordDir ? { recordDir } : {}),
     },
     (opts.warmup + opts.seconds + 90) * 1000,
   );
@@ -381,7 +386,7 @@ async function baseline(ctx: Ctx, name: string): Promise<PhaseRow> {
   if (after.requests !== r.ok) notes.push(`receiver counted ${after.requests} requests, generator ${r.ok} answers`);
   for (const n of notes) ctx.log(`  note: ${n}`);
   return {
-    name: `${name}: bare undici -> receiver`,
+    name: `${name}: bare undici -> receiver${store ? ' + durable outcome' : ''}`,
     deliveriesPerSec: r.rate,
     compare: true,
     p50Us: r.latency.p50Us,
@@ -886,18 +891,24 @@ async function main(): Promise<number> {
 
   // The baseline runs before and after the svc phases; ratios use the mean of both (the host is shared and noisy).
   const bare: PhaseRow[] = [];
+  // The storing baseline (issue 22): the same loop recording each outcome durably with group commit.
+  const bareStore: PhaseRow[] = [];
   const runBaseline = async (name: string) => {
-    try {
-      bare.push(await baseline(ctx, name));
-    } catch (err) {
-      ctx.failures.push(`${name}: ${(err as Error).message}`);
-      log(`  FAILED: ${(err as Error).message}`);
+    for (const store of [false, true]) {
+      const label = store ? `${name}-store` : name;
+      try {
+        (store ? bareStore : bare).push(await baseline(ctx, label, store));
+      } catch (err) {
+        ctx.failures.push(`${label}: ${(err as Error).message}`);
+        log(`  FAILED: ${(err as Error).message}`);
+      }
     }
   };
-  const meanBare = () => {
-    const rates = bare.map((b) => b.deliveriesPerSec).filter((r): r is number => r !== null && r > 0);
+  const mean = (list: PhaseRow[]) => {
+    const rates = list.map((b) => b.deliveriesPerSec).filter((r): r is number => r !== null && r > 0);
     return rates.length ? rates.reduce((a, b) => a + b, 0) / rates.length : null;
   };
+  const meanBare = () => mean(bare);
   await runBaseline('baseline');
   const svcRows: PhaseRow[] = [];
   if (opts.phases.has('steady')) svcRows.push(...(await steady(ctx, meanBare())));
@@ -911,15 +922,17 @@ async function main(): Promise<number> {
     for (const n of await schemas.dropAll()) log(`note: ${n}`);
   }
   const bareRate = meanBare();
-  const rows = [...bare, ...svcRows];
+  const storeRate = mean(bareStore);
+  const rows = [...bare, ...bareStore, ...svcRows];
 
-  const header = ['phase', 'deliveries/s', 'x bare', 'p50 ms', 'p99 ms', 'ingest acked/s', 'svc CPU', 'pg CPU', 'lost', 'dup'];
+  const header = ['phase', 'deliveries/s', 'x bare', 'x bare-store', 'p50 ms', 'p99 ms', 'ingest acked/s', 'svc CPU', 'pg CPU', 'lost', 'dup'];
   const lines: string[][] = [header];
   for (const r of rows) {
     lines.push([
       r.name,
       r.deliveriesPerSec === null ? '-' : fmt.int(r.deliveriesPerSec),
       r.compare && r.deliveriesPerSec !== null && bareRate ? (r.deliveriesPerSec / bareRate).toFixed(2) : '-',
+      r.compare && r.deliveriesPerSec !== null && storeRate ? (r.deliveriesPerSec / storeRate).toFixed(2) : '-',
       r.p50Us === null ? '-' : fmt.ms(r.p50Us),
       r.p99Us === null ? '-' : fmt.ms(r.p99Us),
       r.ingestPerSec === null ? '-' : fmt.int(r.ingestPerSec),
@@ -931,6 +944,7 @@ async function main(): Promise<number> {
   }
   log(
     `\nsummary: x bare = deliveries/s over the mean of the two baseline runs (${bareRate === null ? '-' : fmt.int(bareRate)}/s); ` +
+      `x bare-store = over the mean of the two storing baseline runs, each outcome durably recorded (${storeRate === null ? '-' : fmt.int(storeRate)}/s); ` +
       `p50/p99 ms: round trip for the baseline, acknowledged-to-delivered for the svc steady phases; svc CPU: % of one core, summed over instances (during the drain for backlog phases); ` +
       `pg CPU: the PostgreSQL backends serving svc during the drain, % of one core; ` +
       `lost: acknowledged (event, destination) pairs never delivered; dup: repeated delivery ids + events under several ids`,
@@ -948,6 +962,18 @@ async function main(): Promise<number> {
       `backlog drain deliveries/s / bare undici: ` +
         backlogRows.map((b) => `${b.name.replace(/^svc backlog drain, /, '').replace(/, .*$/, '')} ${((b.deliveriesPerSec ?? 0) / bareRate).toFixed(2)}`).join(', ') +
         (opts.destinations > 1 ? ` (the baseline has ${concurrency} in flight, one destination's worth; svc up to ${opts.destinations} x ${concurrency})` : ''),
+    );
+  }
+  if (storeRate && backlogRows.length) {
+    log(
+      `target backlog drain >= 0.80 x storing baseline: ` +
+        backlogRows
+          .map((b) => {
+            const q = (b.deliveriesPerSec ?? 0) / storeRate;
+            return `${b.name.replace(/^svc backlog drain, /, '').replace(/, .*$/, '')} ${q.toFixed(2)} (${q >= 0.8 ? 'met' : 'NOT met'})`;
+          })
+          .join(', ') +
+        '; informational, never fails the run',
     );
   }
   const drain = (label: string) => backlogRows.find((b) => b.name.includes(`, ${label}, `))?.deliveriesPerSec;

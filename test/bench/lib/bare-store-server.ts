@@ -16,13 +16,11 @@
  * SIGTERM/SIGINT after the last group is on disk. `--count` with `--data`
  * prints the number of stored rows and exits.
  */
-import { closeSync, fsync, mkdirSync, openSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import Database from 'better-sqlite3';
-import { openDatabase } from '../../../src/store/db.js';
+import { countRows, DurableLog, svcTableSchema } from './durable-log.js';
 
 const { values } = parseArgs({
   options: { port: { type: 'string', default: '0' }, data: { type: 'string' }, count: { type: 'boolean', default: false } },
@@ -32,77 +30,15 @@ const dataDir = values.data;
 const file = path.join(dataDir, 'events.db');
 
 if (values.count) {
-  const db = new Database(file, { readonly: true });
-  process.stdout.write(`${(db.prepare('SELECT count(*) AS n FROM events').get() as { n: number }).n}\n`);
-  db.close();
+  process.stdout.write(`${countRows(file, 'events')}\n`);
   process.exit(0);
 }
 
-/** svc's events table and its indexes, as svc's migrations leave them. */
-function eventsSchema(): string[] {
-  const template = path.join(dataDir, 'template');
-  mkdirSync(template, { recursive: true });
-  const svcDb = openDatabase({ dataDir: template, synchronous: 'normal' });
-  const rows = svcDb
-    .prepare("SELECT sql FROM sqlite_master WHERE tbl_name = 'events' AND sql IS NOT NULL ORDER BY type = 'table' DESC, name")
-    .all() as { sql: string }[];
-  svcDb.close();
-  return rows.map((r) => r.sql);
-}
-
-const db = new Database(file);
-db.pragma('journal_mode = WAL');
-db.pragma('synchronous = NORMAL');
-db.pragma('cache_size = -65536');
-for (const ddl of eventsSchema()) db.exec(ddl);
-const walFd = openSync(`${file}-wal`, 'r');
-
-const insert = db.prepare(
+const log = new DurableLog(
+  file,
+  svcTableSchema(dataDir, 'events'),
   'INSERT INTO events (site_id, session_id, profile_id, visitor_id, type, ts, body, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id',
 );
-const begin = db.prepare('BEGIN IMMEDIATE');
-const commit = db.prepare('COMMIT');
-
-interface Pending {
-  row: unknown[];
-  done: (err: Error | null, id?: number) => void;
-}
-let queue: Pending[] = [];
-let scheduled = false;
-let syncing = false;
-let unsynced: { done: Pending['done']; id: number }[] = [];
-
-function schedule(): void {
-  if (scheduled) return;
-  scheduled = true;
-  setImmediate(flush);
-}
-
-function flush(): void {
-  scheduled = false;
-  if (syncing || queue.length === 0) return;
-  const group = queue;
-  queue = [];
-  begin.run();
-  for (const p of group) {
-    const { id } = insert.get(...p.row) as { id: number };
-    unsynced.push({ done: p.done, id });
-  }
-  commit.run();
-  sync();
-}
-
-function sync(): void {
-  if (syncing || unsynced.length === 0) return;
-  syncing = true;
-  const settled = unsynced;
-  unsynced = [];
-  fsync(walFd, (err) => {
-    syncing = false;
-    for (const s of settled) s.done(err, s.id);
-    if (queue.length > 0) schedule();
-  });
-}
 
 const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   const chunks: Buffer[] = [];
@@ -117,18 +53,14 @@ const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
     }
     const now = Date.now();
     const body = JSON.stringify(e);
-    queue.push({
-      row: [String(e.site_id), String(e.session_id), `prof_${String(e.session_id)}`, e.visitor_id === undefined ? null : String(e.visitor_id), String(e.type), now, body, now],
-      done: (err, id) => {
-        if (err) {
-          res.writeHead(500).end();
-          return;
-        }
+    const row = [String(e.site_id), String(e.session_id), `prof_${String(e.session_id)}`, e.visitor_id === undefined ? null : String(e.visitor_id), String(e.type), now, body, now];
+    log.add(row).then(
+      (id) => {
         const out = Buffer.from(`{"ok":true,"id":${id}}`);
         res.writeHead(201, { 'Content-Type': 'application/json', 'Content-Length': out.length }).end(out);
       },
-    });
-    schedule();
+      () => res.writeHead(500).end(),
+    );
   });
   req.on('error', () => res.destroy());
 });
@@ -141,17 +73,7 @@ server.listen(Number(values.port), '127.0.0.1', () => {
 const stop = () => {
   server.close();
   server.closeAllConnections();
-  const finish = () => {
-    if (queue.length > 0 || syncing || unsynced.length > 0) {
-      flush();
-      setTimeout(finish, 5);
-      return;
-    }
-    closeSync(walFd);
-    db.close();
-    process.exit(0);
-  };
-  finish();
+  void log.close().then(() => process.exit(0));
 };
 process.once('SIGTERM', stop);
 process.once('SIGINT', stop);

@@ -17,12 +17,17 @@
  *
  * Both are bounded in time (warm-up + window + bounded drain) and in requests.
  */
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Agent, request, type Dispatcher, type Pool } from 'undici';
 import { originPools } from './origin-pools.js';
 import { Histogram, type HistogramSummary } from './histogram.js';
 import { isEntryPoint, serveRequests } from './ipc.js';
 import { deliveryLikeBody, pageviewBody } from './webhook-event.js';
+import { DurableLog, svcTableSchema } from './durable-log.js';
+
+const INSERT_HEALTH = `INSERT INTO health_log (site_id, integration, destination_id, delivery_id, event_type, kind, attempt, ok, status, latency_ms, error_class, message, response_excerpt, created_at)
+  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`;
 
 export interface PostJob {
   type: 'post';
@@ -38,6 +43,12 @@ export interface PostJob {
   seqBase: number;
   sessions: number;
   drainSeconds: number;
+  /**
+   * The storing baseline: a directory where each outcome is recorded durably (one row in a table with svc's
+   * health_log columns and indexes, group commit and WAL fsync, lib/durable-log.ts). As in svc's sender, the
+   * slot sends again once the receiver answered; the run ends only when every outcome is on disk.
+   */
+  recordDir?: string;
 }
 
 export interface IngestJob {
@@ -106,6 +117,13 @@ export async function runJob(job: PostJob | IngestJob): Promise<JobResult> {
   let send: (seq: number, worker: number) => Promise<Dispatcher.ResponseData>;
   let dispatchers: Dispatcher[];
   let bodyBytes = 0;
+  let recorder: DurableLog | null = null;
+  let recorded = 0;
+  let recordError: string | null = null;
+  if (job.type === 'post' && job.recordDir) {
+    recorder = new DurableLog(path.join(job.recordDir, 'outcomes.db'), svcTableSchema(job.recordDir, 'health_log'), INSERT_HEALTH);
+  }
+  const siteId = job.siteId;
   if (job.type === 'post') {
     const url = new URL(job.url);
     const agent = new Agent({ connections: job.connections, connect: { timeout: 5_000 }, keepAliveTimeout: 60_000 });
@@ -186,6 +204,16 @@ export async function runJob(job: PostJob | IngestJob): Promise<JobResult> {
           firstNon2xx ??= `${res.statusCode} ${text.slice(0, 500)}`;
         }
         statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1;
+        if (recorder) {
+          const now = Date.now();
+          const latencyMs = Math.round(performance.now() - started);
+          const delivery = `dlv_bench${String(seq).padStart(20, '0')}`;
+          // As svc's sender: the slot is free once the receiver answered; the outcome joins the next group commit.
+          recorder.add([siteId, 'webhook', 'dst_bench', delivery, 'pageview', 'attempt', 1, good ? 1 : 0, res.statusCode, latencyMs, null, null, null, now]).then(
+            () => recorded++,
+            (err: unknown) => (recordError ??= (err as Error).message),
+          );
+        }
         if (good) {
           ok++;
           if (measuring && started >= measureStart) {
@@ -220,6 +248,10 @@ export async function runJob(job: PostJob | IngestJob): Promise<JobResult> {
   const unfinished = drained ? 0 : inFlight;
   if (drained) await Promise.all(dispatchers.map((d) => d.close()));
   else await Promise.all(dispatchers.map((d) => d.destroy()));
+  await recorder?.close();
+  if (recorder && (recordError !== null || recorded !== ok + non2xx)) {
+    throw new Error(`storing baseline: ${recorded} outcomes recorded of ${ok + non2xx} answers${recordError ? `, first error: ${recordError}` : ''}`);
+  }
   const measuredSeconds = (measureEnd - measureStart) / 1000;
   return {
     bodyBytes,
