@@ -11,7 +11,12 @@
  *
  *   - GET /profile by each identifier type (profile_id, visitor_id, email,
  *     external_id, email_sha256, phone_sha256), random existing values read
- *     from the database (read-only): p50/p99 and req/s, closed loop;
+ *     from the database (read-only): p50/p99 and req/s, closed loop; then,
+ *     in the same run, a bare node:http server answering one fixed snapshot
+ *     of the same bytes (lib/bare-snapshot-server.ts): ratio per type, target
+ *     >= 0.3; and at the end the same loops against a separate data
+ *     directory of --small profiles: p99 at full size over p99 there, target
+ *     <= 2;
  *   - GET /segment/{id}/members?limit=100: the first page, and a deep page
  *     (cursors followed to --depth), each fetched repeatedly: deep paging must
  *     cost what the first page costs (keyset pagination), so their ratio is
@@ -25,9 +30,10 @@
  * profile, a walk that disagrees with SQL).
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Database } from '../../src/store/sqlite-driver.js';
 import type BetterSqlite3 from 'better-sqlite3';
@@ -38,6 +44,8 @@ import { REPO_ROOT, removeTree } from './lib/targets.js';
 import { intFlag } from './lib/args.js';
 
 const SVC_BIN = path.join(REPO_ROOT, 'bin', 'svc.js');
+const REGISTER_HREF = pathToFileURL(fileURLToPath(new URL('./register.mjs', import.meta.url))).href;
+const BARE_SNAPSHOT = fileURLToPath(new URL('./lib/bare-snapshot-server.ts', import.meta.url));
 const API = '/api/pulse/v1';
 const SEGMENT_NAME = 'bench-gold';
 const SEGMENT_RULE = { trait: 'plan', op: 'eq', value: 'gold' };
@@ -57,6 +65,8 @@ const HELP = `usage: npm run bench:pulse -- [options]
   --repeat N         fetches of each single page (first/deep page, first query page) (default 200, max 10000)
   --depth N          page (of 100) to follow the member cursors to (default 3000, max 100000)
   --max-walk-seconds N  bound of each cursor walk (default 300)
+  --small N          also seed a separate data directory with N profiles and run the same GET /profile loops
+                     there: p99 at the full size over p99 at N (target <= 2) (default 1000; 0 skips)
   --keep             keep the temporary data directory (reuse it with --data)
   -h, --help         this text`;
 
@@ -73,6 +83,7 @@ function parse(argv: string[]) {
       repeat: { type: 'string' },
       depth: { type: 'string' },
       'max-walk-seconds': { type: 'string' },
+      small: { type: 'string' },
       keep: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -90,6 +101,7 @@ function parse(argv: string[]) {
     repeat: intFlag('repeat', values.repeat, 200, 1, 10_000),
     depth: intFlag('depth', values.depth, 3000, 1, 100_000),
     maxWalkSeconds: intFlag('max-walk-seconds', values['max-walk-seconds'], 300, 1, 3600),
+    small: intFlag('small', values.small, 1000, 0, 1_000_000),
     keep: values.keep,
   };
 }
@@ -336,6 +348,78 @@ function runSeed(registry: ChildRegistry, args: string[], timeoutMs: number, log
   });
 }
 
+/** GET /profile by each identifier type, closed loop; the answer must be the sampled profile. */
+async function profileLoops(
+  client: Client,
+  samples: Record<Lookup, Sample[]>,
+  opts: Options,
+  suffix: string,
+  log: (s: string) => void,
+): Promise<{ measured: Measured[]; problems: string[] }> {
+  const measured: Measured[] = [];
+  const problems: string[] = [];
+  for (const kind of LOOKUPS) {
+    const list = samples[kind];
+    if (list.length === 0) {
+      problems.push(`no ${kind} values to look up${suffix}`);
+      continue;
+    }
+    const order = list.map(() => Math.floor(Math.random() * list.length));
+    const m = await closedLoop(
+      client,
+      `GET /profile?${kind}`,
+      { connections: opts.connections, warmupSeconds: opts.warmup, seconds: opts.seconds, maxRequests: 2_000_000 },
+      (i) => ({ method: 'GET', path: `${API}/profile?${kind}=${encodeURIComponent(list[order[i % order.length]!]!.values[kind]!)}` }),
+      (i, r) => {
+        if (r.status !== 200) return `status ${r.status}: ${r.text.slice(0, 200)}`;
+        const want = list[order[i % order.length]!]!.profileId;
+        const got = (JSON.parse(r.text) as { profile_id?: string }).profile_id;
+        return got === want ? null : `expected ${want}, got ${got}`;
+      },
+    );
+    measured.push(m);
+    log(`  ${kind.padEnd(13)} ${fmt.int(m.rps).padStart(7)} req/s  p50 ${fmt.ms(m.latency.p50Us)} ms  p99 ${fmt.ms(m.latency.p99Us)} ms  (${fmt.int(m.requests)} requests, ${m.failures} wrong)${suffix}`);
+  }
+  return { measured, problems };
+}
+
+/** A separate data directory seeded with --small profiles, served alone, read by the same loops. */
+async function smallDataset(
+  registry: ChildRegistry,
+  tmpRoot: string,
+  opts: Options,
+  env: NodeJS.ProcessEnv,
+  log: (s: string) => void,
+): Promise<{ measured: Measured[]; problems: string[] }> {
+  const dataDir = path.join(tmpRoot, 'small');
+  const svc = async (args: string[]) => {
+    const r = await runCommand(registry, process.execPath, [SVC_BIN, ...args], { env, cwd: REPO_ROOT, timeoutMs: 120_000 });
+    if (r.code !== 0) throw new Error(`svc ${args.join(' ')} exited ${r.code}: ${r.stderr.trim() || r.stdout.trim()}`);
+    return r.stdout;
+  };
+  log(`\n[profile @ ${fmt.int(opts.small)}] a separate data directory seeded with ${fmt.int(opts.small)} profiles, the same GET /profile loops`);
+  const siteId = (JSON.parse(await svc(['site', 'create', '--name', 'bench-pulse-small', '--data', dataDir, '--json'])) as { site_id: string }).site_id;
+  await runSeed(registry, ['--site', siteId, '--profiles', String(opts.small), '--seed', '1', '--data', dataDir], 10 * 60_000, () => undefined);
+  const key = (JSON.parse(await svc(['key', 'mint', '--site', siteId, '--scopes', 'profile:read,profile:read:pii,segment:read', '--data', dataDir, '--json'])) as { key: string }).key;
+  const samples = sampleIdentifiers(dataDir, siteId, Math.min(1000, opts.small));
+  const server = await spawnServer(registry, {
+    name: 'svc-small',
+    command: process.execPath,
+    args: [SVC_BIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--data', dataDir],
+    env,
+    cwd: REPO_ROOT,
+    ready: /^svc listening on (http:\/\/127\.0\.0\.1:\d+)$/,
+    timeoutMs: 60_000,
+  });
+  const pool = new Pool(server.url, { connections: opts.connections, pipelining: 1, keepAliveTimeout: 60_000 });
+  try {
+    return await profileLoops(new Client(pool, key), samples, opts, ` @ ${fmt.int(opts.small)}`, log);
+  } finally {
+    await pool.destroy();
+    await stopChild(server.child, 15_000);
+  }
+}
+
 async function main(): Promise<number> {
   let opts: Options;
   try {
@@ -460,6 +544,7 @@ async function main(): Promise<number> {
   }
   if (performance.now() - drainStart > 500) log(`outbox drained by the server in ${fmt.s(performance.now() - drainStart)} s`);
 
+  const profileP99 = new Map<string, number>();
   const cpu0 = processCpuMs(server.child.pid);
   const wall0 = performance.now();
   const pool = (connections: number) => {
@@ -471,29 +556,46 @@ async function main(): Promise<number> {
   try {
     // --- GET /profile per identifier type ---
     log(`\n[profile] GET ${API}/profile, ${opts.connections} connections, warm-up ${opts.warmup} s, window ${opts.seconds} s per identifier type`);
-    const loopClient = pool(opts.connections);
-    for (const kind of LOOKUPS) {
-      const list = samples[kind];
-      if (list.length === 0) {
-        failures.push(`no ${kind} values to look up`);
-        continue;
+    const profileRuns = await profileLoops(pool(opts.connections), samples, opts, '', log);
+    results.push(...profileRuns.measured);
+    failures.push(...profileRuns.problems);
+    for (const m of profileRuns.measured) profileP99.set(m.name, m.latency.p99Us);
+
+    // --- the bare baseline: node:http answering one fixed snapshot of the same size ---
+    const snapshot = await pool(1).send({ method: 'GET', path: `${API}/profile?profile_id=${encodeURIComponent(samples.profile_id[0]!.profileId)}` });
+    if (snapshot.status === 200) {
+      const bodyFile = path.join(tmpRoot, 'snapshot.json');
+      writeFileSync(bodyFile, snapshot.text);
+      const bare = await spawnServer(registry, {
+        name: 'bare-snapshot',
+        command: process.execPath,
+        args: ['--import', REGISTER_HREF, BARE_SNAPSHOT, '--body', bodyFile],
+        cwd: REPO_ROOT,
+        ready: /^bare-snapshot listening on (http:\/\/127\.0\.0\.1:\d+)$/,
+      });
+      try {
+        const barePool = new Pool(bare.url, { connections: opts.connections, pipelining: 1, keepAliveTimeout: 60_000 });
+        pools.push(barePool);
+        const m = await closedLoop(
+          new Client(barePool, key),
+          'bare node:http, fixed snapshot',
+          { connections: opts.connections, warmupSeconds: opts.warmup, seconds: opts.seconds, maxRequests: 2_000_000 },
+          () => ({ method: 'GET', path: `${API}/profile?profile_id=x` }),
+          (_, r) => (r.status === 200 && r.text.length === snapshot.text.length ? null : `status ${r.status}`),
+        );
+        m.note = `${Buffer.byteLength(snapshot.text)} bytes a snapshot`;
+        results.push(m);
+        log(`  bare snapshot ${fmt.int(m.rps).padStart(7)} req/s  p50 ${fmt.ms(m.latency.p50Us)} ms  p99 ${fmt.ms(m.latency.p99Us)} ms (${Buffer.byteLength(snapshot.text)} bytes)`);
+        for (const p of profileRuns.measured) {
+          const q = m.rps > 0 ? p.rps / m.rps : 0;
+          p.note = `${q.toFixed(2)} x bare`;
+        }
+        const worst = Math.min(...profileRuns.measured.map((p) => (m.rps > 0 ? p.rps / m.rps : 0)));
+        log(`  target GET /profile >= 0.30 x bare at ${fmt.int(counts.profiles)} profiles: worst identifier type ${worst.toFixed(2)} (${worst >= 0.3 ? 'met' : 'NOT met'}; informational)`);
+      } finally {
+        await stopChild(bare.child, 5_000);
       }
-      const order = list.map(() => Math.floor(Math.random() * list.length));
-      const m = await closedLoop(
-        loopClient,
-        `GET /profile?${kind}`,
-        { connections: opts.connections, warmupSeconds: opts.warmup, seconds: opts.seconds, maxRequests: 2_000_000 },
-        (i) => ({ method: 'GET', path: `${API}/profile?${kind}=${encodeURIComponent(list[order[i % order.length]!]!.values[kind]!)}` }),
-        (i, r) => {
-          if (r.status !== 200) return `status ${r.status}: ${r.text.slice(0, 200)}`;
-          const want = list[order[i % order.length]!]!.profileId;
-          const got = (JSON.parse(r.text) as { profile_id?: string }).profile_id;
-          return got === want ? null : `expected ${want}, got ${got}`;
-        },
-      );
-      results.push(m);
-      log(`  ${kind.padEnd(13)} ${fmt.int(m.rps).padStart(7)} req/s  p50 ${fmt.ms(m.latency.p50Us)} ms  p99 ${fmt.ms(m.latency.p99Us)} ms  (${fmt.int(m.requests)} requests, ${m.failures} wrong)`);
-    }
+    } else failures.push(`snapshot for the bare baseline: status ${snapshot.status}`);
 
     // --- segment members: first page vs deep page ---
     const one = pool(1);
@@ -611,6 +713,26 @@ async function main(): Promise<number> {
     const stopped = await stopChild(server.child, 15_000);
     if (stopped.killed) log('note: the server did not stop within 15 s; killed');
     if (server.stderr.errorLines > 0) log(`note: the server logged ${server.stderr.errorLines} error line(s); last: ${server.stderr.lastLines(3)}`);
+  }
+
+  // --- the same reads at a small size: p99 must not grow with the data set ---
+  if (opts.small > 0 && profileP99.size > 0) {
+    try {
+      const small = await smallDataset(registry, tmpRoot, opts, env, log);
+      for (const m of small.measured) {
+        const big = profileP99.get(m.name);
+        const q = big !== undefined && m.latency.p99Us > 0 ? big / m.latency.p99Us : NaN;
+        m.note = `p99 ${fmt.int(counts.profiles)} / ${fmt.int(opts.small)} = ${q.toFixed(2)}`;
+        m.name = `${m.name} @ ${fmt.int(opts.small)}`;
+        results.push(m);
+      }
+      failures.push(...small.problems);
+      const ratios = small.measured.map((m) => Number(m.note!.split('= ')[1]));
+      const worst = Math.max(...ratios.filter((r) => Number.isFinite(r)));
+      log(`target p99 at ${fmt.int(counts.profiles)} profiles <= 2 x p99 at ${fmt.int(opts.small)}: worst identifier type ${worst.toFixed(2)} (${worst <= 2 ? 'met' : 'NOT met'}; informational)`);
+    } catch (err) {
+      failures.push(`small data set: ${(err as Error).message}`);
+    }
   }
 
   // --- summary ---
