@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { SUMMARIES } from './summaries.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import { SEED_CACHE_KIB, SEED_MAX_PROFILES, SEED_SPAN_MS, seedSite, type SeedResult } from '../store/seed.js';
 import { print, usageError, withData, withStore } from './common.js';
 

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { SUMMARIES } from './summaries.js';
 import { Option, type Command } from 'commander';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import { verifySignature } from '../webhooks/signing.js';
 import { STANDARD_TOLERANCE_SECONDS, verifyStandardSignature } from '../webhooks/standard.js';
 import { print, usageError } from './common.js';

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { SUMMARIES } from './summaries.js';
 import { z } from 'zod';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import type { Repos } from '../store/repos.js';
 import type { DeliveryRow } from '../store/webhooks.js';
 import { samplePayload, isEventType, EVENT_TYPES, type EventType } from '../webhooks/catalogue.js';

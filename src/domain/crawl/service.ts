@@ -1,5 +1,5 @@
 import type { Dispatcher } from 'undici';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import type { Store } from '../../store/store.js';
 import type { CrawlRow, CrawlUrlRow, UrlState } from '../../store/crawl.js';
 import { CATALOGUE } from '../../webhooks/catalogue.js';

@@ -1,4 +1,4 @@
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { WriteConflict } from '../../store/errors.js';
 import { newId } from '../../store/ids.js';
 import type { Store } from '../../store/store.js';

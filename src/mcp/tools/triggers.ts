@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { newId } from '../../store/ids.js';
 import type { FireRow, TriggerFields, TriggerRow } from '../../store/triggers.js';
 import { validateDestinationUrl } from '../../webhooks/destinations.js';

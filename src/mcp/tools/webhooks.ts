@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { destinationDescriptionSchema, destinationSecretSchema, destinationUrlSchema, publicDestinationSchema, publicDestinationView } from '../../webhooks/destinations.js';
 import { signingModeSchema } from '../../webhooks/signer.js';
 import { createDestination, gracePeriodSecondsSchema, rotateSecret, secretRotationSchema, updateDestination } from '../../domain/webhooks/destinations.js';
