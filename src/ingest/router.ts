@@ -9,7 +9,7 @@ import { validationError } from '../errors/validation.js';
 import { describePolicy, type RateLimiter } from '../http/rate-limit.js';
 import type { IngestionService, RequestContext } from '../domain/ingestion/service.js';
 import { BODY_LIMITS, type IngestPath } from './limits.js';
-import { convertSchema, eventSchema, identifySchema, idempotencyKeySchema, leadSchema, scoreSchema } from './schemas.js';
+import { convertSchema, eventSchema, identifySchema, idempotencyKeySchema, leadSchema, scoreSchema } from '../domain/ingestion/schemas.js';
 import { visitorCookie, type OriginPolicy } from '../http/origins.js';
 
 export interface IngestDeps {

@@ -23,7 +23,7 @@ import {
   type LineItem,
 } from './payloads.js';
 import { parseVariantRender, recordVariantRender } from '../web/watchdog.js';
-import type { ConvertRequest, EventRequest, IdentifyRequest, LeadRequest, ScoreRequest } from '../../ingest/schemas.js';
+import type { ConvertRequest, EventRequest, IdentifyRequest, LeadRequest, ScoreRequest } from './schemas.js';
 
 export interface RequestContext {
   ip?: string | undefined;
