@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Store } from '../store/store.js';
-import { bulkTables, countAllProfiles, withBulkSettings } from '../store/bulk-load.js';
+import { bulkTables, countAllProfiles, SEED_CACHE_KIB, withBulkSettings } from '../store/bulk-load.js';
 import { normalizeEmail, normalizePhoneDigits, sha256Hex } from '../domain/identity/normalize.js';
 
 /**
@@ -57,6 +57,9 @@ export interface SeedResult extends SeedCounts {
   until: string;
   seconds: number;
 }
+
+/** Page cache of the seeding connection, KiB (the bulk loader's, shown by `svc seed --help`). */
+export { SEED_CACHE_KIB };
 
 /** Seeded history spans this long before `until`. */
 export const SEED_SPAN_MS = 90 * 24 * 3600_000;
