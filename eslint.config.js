@@ -2,6 +2,153 @@ import tseslint from 'typescript-eslint';
 import importX from 'eslint-plugin-import-x';
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
 
+// ---------------------------------------------------------------------------
+// The map of src/ (docs/architecture.md explains it): its parts, what each part
+// may import, and the arrows today's code still draws against it. Enforced by
+// import-x/no-restricted-paths; test/unit/architecture.test.ts proves it bites.
+// ---------------------------------------------------------------------------
+
+/** The parts of src/, bottom to top. */
+export const PARTS = {
+  errors: ['src/errors'],
+  base: ['src/config.ts', 'src/log.ts', 'src/version.ts'],
+  store: ['src/store'],
+  outbound: ['src/outbound'],
+  http: ['src/http'],
+  webhooks: ['src/webhooks'],
+  adplatforms: ['src/adplatforms'],
+  domain: ['src/domain'],
+  workers: ['src/workers'],
+  ingest: ['src/ingest'],
+  pulse: ['src/pulse'],
+  mcp: ['src/mcp'],
+  plugin: ['src/plugin'],
+  metrics: ['src/metrics'],
+  demo: ['src/demo'],
+  tag: ['src/tag'],
+};
+
+const BELOW_DOMAIN = ['errors', 'base', 'store', 'outbound', 'webhooks', 'adplatforms'];
+const BELOW_SURFACES = [...BELOW_DOMAIN, 'http', 'domain', 'workers'];
+
+/**
+ * What each part may import besides itself. Arrows point down; the surfaces
+ * (ingest, pulse, mcp, plugin, metrics, demo) never import each other. The
+ * wiring (src/server, src/cli, src/index.ts) may import every part and is not
+ * listed. The browser tag (src/tag) is bundled for the browser and imports
+ * nothing of the server.
+ */
+export const MAY_IMPORT = {
+  errors: [],
+  base: ['errors'],
+  store: ['errors', 'base'],
+  outbound: ['errors', 'base'],
+  http: ['errors', 'base', 'store'],
+  webhooks: ['errors', 'base', 'store', 'outbound'],
+  adplatforms: ['errors', 'base', 'store', 'outbound', 'webhooks'],
+  domain: BELOW_DOMAIN,
+  workers: [...BELOW_DOMAIN, 'domain'],
+  ingest: BELOW_SURFACES,
+  pulse: BELOW_SURFACES,
+  mcp: BELOW_SURFACES,
+  plugin: BELOW_SURFACES,
+  metrics: BELOW_SURFACES,
+  demo: BELOW_SURFACES,
+  tag: [],
+};
+
+/**
+ * Adapters (MCP tools, REST handlers, CLI commands) read arguments, call the
+ * domain and present its view: of the store they may import only the handle
+ * (store.ts; the CLI also opens it, open.ts), never a repository module.
+ */
+const ADAPTERS = {
+  'src/mcp/tools': ['./store.ts'],
+  'src/pulse': ['./store.ts'],
+  'src/cli': ['./store.ts', './open.ts'],
+};
+
+/**
+ * Arrows today's code still draws against the map. Each is one importing file
+ * and exactly the modules it may still import; every other import of that
+ * file is checked like any other. Remove an entry when its file is fixed (the
+ * list is in docs/architecture.md too); never add one to let new code in.
+ */
+export const EXCEPTIONS = [
+  // The store imports domain rules.
+  { file: 'src/store/rule-sql.ts', imports: ['src/domain/segments/rules.ts'], why: 'the rule AST the SQL compiler compiles lives in the domain' },
+  { file: 'src/store/experiments.ts', imports: ['src/domain/experiments/rules.ts', 'src/domain/experiments/stats.ts'], why: 'ArmAggregate/Vital types and p75Rank' },
+  { file: 'src/store/profiles.ts', imports: ['src/domain/identity/plan.ts'], why: 'the Owner type' },
+  // Parts below the domain reach up.
+  { file: 'src/adplatforms/signals.ts', imports: ['src/domain/identity/normalize.ts', 'src/domain/ingestion/payloads.ts'], why: 'identity normalization and event payload readers of the domain' },
+  { file: 'src/adplatforms/worker.ts', imports: ['src/workers/lane-lease.ts'], why: 'the lane lease of background loops lives in workers/' },
+  { file: 'src/webhooks/dispatcher.ts', imports: ['src/workers/lane-lease.ts'], why: 'the lane lease of background loops lives in workers/' },
+  { file: 'src/domain/sites/tag-settings.ts', imports: ['src/http/origins.ts'], why: 'canonicalOrigin lives in http/origins' },
+  // The surfaces import each other.
+  { file: 'src/mcp/stdio.ts', imports: ['src/plugin/skills.ts'], why: "svc plugin run serves the plugin's skills as prompts" },
+  { file: 'src/plugin/validate.ts', imports: ['src/mcp/grant.ts', 'src/mcp/policy.ts'], why: 'plugin validate checks the skills against the MCP grant and policy' },
+  // Store administration commands open the store's files themselves.
+  { file: 'src/cli/common.ts', imports: ['src/store/db.ts'], why: 'opens the SQLite file of a data directory' },
+  { file: 'src/cli/migrate.ts', imports: ['src/store/db.ts', 'src/store/migrations.ts', 'src/store/pg/migrations.ts', 'src/store/pg/store.ts', 'src/store/private-files.ts', 'src/store/sqlite-driver.ts'], why: 'svc migrate copies between the two stores' },
+  // Adapters reach into the store: repository row types, ids or calls (the thin-adapter step of issue 21).
+  { file: 'src/cli/adplatform.ts', imports: ['src/store/adplatforms.ts', 'src/store/repos.ts'], why: 'thin-adapter step' },
+  { file: 'src/cli/segment.ts', imports: ['src/store/repos.ts', 'src/store/segments.ts'], why: 'thin-adapter step' },
+  { file: 'src/cli/webhooks.ts', imports: ['src/store/ids.ts', 'src/store/repos.ts', 'src/store/webhooks.ts'], why: 'thin-adapter step' },
+  { file: 'src/mcp/tools/access.ts', imports: ['src/store/repos.ts', 'src/store/sites.ts', 'src/store/tokens.ts'], why: 'thin-adapter step' },
+  { file: 'src/mcp/tools/adplatforms.ts', imports: ['src/store/adplatforms.ts'], why: 'thin-adapter step' },
+  { file: 'src/mcp/tools/calls.ts', imports: ['src/store/leads.ts'], why: 'thin-adapter step' },
+  { file: 'src/mcp/tools/campaigns.ts', imports: ['src/store/campaigns.ts'], why: 'thin-adapter step' },
+  { file: 'src/mcp/tools/crawl.ts', imports: ['src/store/crawl.ts'], why: 'thin-adapter step' },
+  { file: 'src/mcp/tools/experiments.ts', imports: ['src/store/experiments.ts', 'src/store/repos.ts'], why: 'thin-adapter step' },
+  { file: 'src/mcp/tools/generation.ts', imports: ['src/store/generation.ts'], why: 'thin-adapter step' },
+  { file: 'src/mcp/tools/inbox.ts', imports: ['src/store/stall.ts'], why: 'thin-adapter step' },
+  { file: 'src/mcp/tools/leads.ts', imports: ['src/store/ids.ts', 'src/store/leads.ts'], why: 'thin-adapter step' },
+  { file: 'src/mcp/tools/profiles.ts', imports: ['src/store/rule-sql.ts'], why: 'runs a compiled segment rule itself' },
+  { file: 'src/mcp/tools/segments.ts', imports: ['src/store/segments.ts'], why: 'thin-adapter step' },
+  { file: 'src/mcp/tools/shared.ts', imports: ['src/store/profile-read.ts'], why: 'thin-adapter step' },
+  { file: 'src/mcp/tools/sites.ts', imports: ['src/store/sites.ts'], why: 'thin-adapter step' },
+  { file: 'src/mcp/tools/stall.ts', imports: ['src/store/stall.ts'], why: 'thin-adapter step' },
+  { file: 'src/mcp/tools/triggers.ts', imports: ['src/store/ids.ts', 'src/store/triggers.ts'], why: 'thin-adapter step' },
+  { file: 'src/mcp/tools/web-shared.ts', imports: ['src/store/repos.ts', 'src/store/web.ts'], why: 'thin-adapter step' },
+  { file: 'src/mcp/tools/webhooks.ts', imports: ['src/store/webhooks.ts'], why: 'thin-adapter step' },
+  { file: 'src/pulse/handlers.ts', imports: ['src/store/profile-read.ts'], why: 'thin-adapter step' },
+  { file: 'src/pulse/query.ts', imports: ['src/store/rule-sql.ts'], why: 'runs a compiled segment rule itself' },
+];
+
+/** One zone per (importing part, forbidden part) pair, so a zone's exceptions resolve against one folder. */
+function zones() {
+  const out = [];
+  for (const [part, targets] of Object.entries(PARTS)) {
+    for (const [other, froms] of Object.entries(PARTS)) {
+      if (other === part || MAY_IMPORT[part].includes(other)) continue;
+      for (const from of froms) out.push({ target: targets, from, except: [], message: `src/${part === 'base' ? '(config|log|version).ts' : part} may not import ${from} (docs/architecture.md)` });
+    }
+  }
+  for (const [target, allowed] of Object.entries(ADAPTERS)) {
+    out.push({ target, from: 'src/store', except: [...allowed], message: `an adapter (${target}) calls the domain, never a repository: import only the store handle (docs/architecture.md)` });
+  }
+  return out;
+}
+
+/** The zones with one file's exceptions added to every zone whose `from` holds them. */
+function zonesFor(exception) {
+  return zones().map((z) => {
+    const extra = exception.imports.filter((i) => i.startsWith(`${z.from}/`)).map((i) => `./${i.slice(z.from.length + 1)}`);
+    return extra.length ? { ...z, except: [...z.except, ...extra] } : z;
+  });
+}
+
+const ARCHITECTURE = [
+  {
+    files: ['src/**/*.ts'],
+    rules: { 'import-x/no-restricted-paths': ['error', { basePath: import.meta.dirname, zones: zones() }] },
+  },
+  ...EXCEPTIONS.map((e) => ({
+    files: [e.file],
+    rules: { 'import-x/no-restricted-paths': ['error', { basePath: import.meta.dirname, zones: zonesFor(e) }] },
+  })),
+];
+
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'coverage/**', '.svc/**', 'test/bench/generated/**'] },
   ...tseslint.configs.recommended,
@@ -32,6 +179,7 @@ export default tseslint.config(
       ],
     },
   },
+  ...ARCHITECTURE,
   {
     // Tests read JSON bodies of many shapes; asserting on them is the point, typing each is not.
     files: ['test/**/*.ts'],

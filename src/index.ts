@@ -4,7 +4,7 @@
  * Webhooks) and the event catalogue. Any new export added here becomes
  * public API.
  */
-export { sign, verifySignature } from './webhooks/signing.js';
-export { toStandardSecret, verifyStandardSignature, type StandardFailure, type StandardVerification } from './webhooks/standard.js';
+export { sign, verifySignature } from './outbound/signing.js';
+export { toStandardSecret, verifyStandardSignature, type StandardFailure, type StandardVerification } from './outbound/standard.js';
 export { verifyWebhook, type WebhookHeaders, type WebhookScheme, type WebhookVerification } from './webhooks/verify.js';
 export { CATALOGUE, EVENT_TYPES, validatePayload, type EventType } from './webhooks/catalogue.js';

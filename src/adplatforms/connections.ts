@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import type { Store } from '../store/store.js';
 import type { AdConnectionRow, AdPlatform } from '../store/adplatforms.js';
 

@@ -1,6 +1,6 @@
 import { request, type Dispatcher } from 'undici';
 import { VERSION } from '../version.js';
-import { classify } from '../webhooks/sender.js';
+import { classify } from '../outbound/sender.js';
 
 /** Longest response body kept from a platform (their answers are small JSON documents). */
 const MAX_BODY = 1024 * 1024;

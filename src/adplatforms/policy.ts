@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import { parseDelays, type RetryPolicy } from '../webhooks/schedule.js';
 
 /** The retry schedule of ad-platform sends from the settings, with a bad value reported as a usage error. */

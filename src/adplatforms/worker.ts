@@ -3,7 +3,7 @@ import type { Dispatcher } from 'undici';
 import type { Store } from '../store/store.js';
 import type { Repos } from '../store/repos.js';
 import type { AdConnectionRow, AdJobRow } from '../store/adplatforms.js';
-import { createGuardedDispatcher } from '../webhooks/guard.js';
+import { createGuardedDispatcher } from '../outbound/guard.js';
 import { nextAttemptAt, type RetryPolicy } from '../webhooks/schedule.js';
 import { openConnection, type ParsedConnection } from './connections.js';
 import { signalsSchema, type ConversionSignals } from './signals.js';

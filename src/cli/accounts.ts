@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { SUMMARIES } from './summaries.js';
 import type { Command } from 'commander';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import { parseRangesCsv } from '../domain/accounts/ip-ranges.js';
 import { loadIpRanges } from '../domain/accounts/load-ranges.js';
 import { SegmentMembership } from '../domain/segments/membership.js';

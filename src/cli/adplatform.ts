@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { SUMMARIES } from './summaries.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import type { Repos } from '../store/repos.js';
 import { AD_PLATFORMS, type AdPlatform } from '../store/adplatforms.js';
 import { connectionView, prepareConnection, rotateSecrets } from '../adplatforms/connections.js';

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { ZodError } from 'zod';
 import { loadConfig, type Config } from '../config.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import type { Store } from '../store/store.js';
 import { openConfiguredStore } from '../store/open.js';
 import { configError } from './config-error.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { configSchema, envName, type Config } from '../config.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 
 /** Flags whose name is not the kebab-case of their setting. */
 const FLAG_OF: Partial<Record<keyof Config, string>> = { dataDir: '--data' };

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { SUMMARIES } from './summaries.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import { API_KEY_PREFIX, isKeyScope, KEY_SCOPES } from '../domain/access/key-scopes.js';
 import { credentialHash, credentialHint, newCredential } from '../domain/access/secrets.js';
 import { print, table, usageError, withData, withStore } from './common.js';

@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
-import { AppError, exitCodeFor } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
+import { exitCodeOf } from '../errors/codes.js';
 import { VERSION } from '../version.js';
 import { SUMMARIES, type CommandName } from './summaries.js';
 
@@ -86,7 +87,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (err instanceof AppError) {
       process.stderr.write(`svc: ${err.message}\n`);
-      return exitCodeFor(err);
+      return exitCodeOf(err.code);
     }
     const code = (err as { code?: string })?.code;
     const message = err instanceof Error ? err.message : String(err);

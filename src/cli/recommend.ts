@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { SUMMARIES } from './summaries.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import { RecommendService } from '../domain/recommend/service.js';
 import { RECOMMEND_LIMITS, recommendQuerySchema, type RecommendResult } from '../domain/recommend/schema.js';
 import { DEFAULT_MIN_SUPPORT } from '../domain/recommend/measure.js';

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { SUMMARIES } from './summaries.js';
 import type { Command } from 'commander';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import type { Store } from '../store/store.js';
 import type { Repos } from '../store/repos.js';
 import type { SegmentRow } from '../store/segments.js';

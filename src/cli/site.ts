@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { SUMMARIES } from './summaries.js';
 import { isCurrencyCode } from '../domain/currency.js';
 import { z } from 'zod';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import { print, table, withData, withStore, usageError } from './common.js';
 import { parseTagSettings, tagSettingsView, type TagSettingsInput } from '../domain/sites/tag-settings.js';
 

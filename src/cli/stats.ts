@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { SUMMARIES } from './summaries.js';
 import { print, table, withData, withStore } from './common.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 
 export function registerStats(program: Command): void {
   withData(

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { SUMMARIES } from './summaries.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import { credentialHash, credentialHint, newCredential } from '../domain/access/secrets.js';
 import { isMcpScope, MCP_SCOPES, MCP_TOKEN_PREFIX, parseRestrictions, type Restrictions } from '../mcp/grant.js';
 import { print, table, usageError, withData, withStore } from './common.js';

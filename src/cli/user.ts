@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { SUMMARIES } from './summaries.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import { print, table, usageError, withData, withStore } from './common.js';
 
 const ROLES = ['admin', 'member'] as const;

@@ -1,9 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { SUMMARIES } from './summaries.js';
 import { Option, type Command } from 'commander';
-import { AppError } from '../http/errors.js';
-import { verifySignature } from '../webhooks/signing.js';
-import { STANDARD_TOLERANCE_SECONDS, verifyStandardSignature } from '../webhooks/standard.js';
+import { AppError } from '../errors/app-error.js';
+import { verifySignature } from '../outbound/signing.js';
+import { STANDARD_TOLERANCE_SECONDS, verifyStandardSignature } from '../outbound/standard.js';
 import { print, usageError } from './common.js';
 
 async function readBody(file: string | undefined): Promise<Buffer> {

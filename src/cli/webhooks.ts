@@ -1,14 +1,14 @@
 import type { Command } from 'commander';
 import { SUMMARIES } from './summaries.js';
 import { z } from 'zod';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import type { Repos } from '../store/repos.js';
 import type { DeliveryRow } from '../store/webhooks.js';
 import { samplePayload, isEventType, EVENT_TYPES, type EventType } from '../webhooks/catalogue.js';
-import { destinationDescriptionSchema, destinationSecretSchema, destinationUrlSchema, destinationView, signingKeys } from '../webhooks/destinations.js';
+import { destinationDescriptionSchema, destinationSecretSchema, destinationUrlSchema, destinationView, sendToDestination } from '../webhooks/destinations.js';
 import { webhookPolicy } from '../webhooks/policy.js';
 import { parseDelays } from '../webhooks/schedule.js';
-import { signingModeSchema, type SigningMode } from '../webhooks/signer.js';
+import { signingModeSchema, type SigningMode } from '../outbound/signer.js';
 import { createDestination, MAX_GRACE_SECONDS, rotateSecret, updateDestination } from '../domain/webhooks/destinations.js';
 import { newId } from '../store/ids.js';
 import { configFrom, print, table, usageError, withData, withStore } from './common.js';
@@ -272,10 +272,9 @@ export function registerWebhooks(program: Command): void {
       if (since !== undefined && until !== undefined && since >= until) throw usageError('--since must be before --until');
       const config = configFrom({ dataDir: opts.data, allowPrivateDestinations: opts.allowPrivateDestinations });
       const policy = webhookPolicy(config);
-      const [{ recordAttempt }, { createGuardedDispatcher }, { sendSigned }, { progressReporter }] = await Promise.all([
+      const [{ recordAttempt }, { createGuardedDispatcher }, { progressReporter }] = await Promise.all([
         import('../webhooks/dispatcher.js'),
-        import('../webhooks/guard.js'),
-        import('../webhooks/sender.js'),
+        import('../outbound/guard.js'),
         import('./ui/progress.js'),
       ]);
       const summary = await withStore(opts, async (s) => {
@@ -299,7 +298,7 @@ export function registerWebhooks(program: Command): void {
               progress.tick(false, `${d.id} destination ${d.destination_id} no longer exists`);
               continue;
             }
-            const r = await sendSigned({ dispatcher: http, url: dest.url, body: d.payload, signing: signingKeys(s, dest), eventType: d.event_type, deliveryId: d.id });
+            const r = await sendToDestination(http, s, dest, { body: d.payload, eventType: d.event_type, deliveryId: d.id });
             await s.write((tx) => recordAttempt(tx, dest, d, r, policy, 'replay'));
             const line = `${d.id} ${d.event_type} ${r.ok ? 'ok' : 'failed'} ${r.status ?? r.errorClass} ${r.latencyMs}ms`;
             progress.tick(r.ok, line);
@@ -326,7 +325,7 @@ export function registerWebhooks(program: Command): void {
   ).action(async (destinationId: string, opts: Common & { event?: string }) => {
     checkEvent(opts.event);
     const config = configFrom({ dataDir: opts.data, allowPrivateDestinations: opts.allowPrivateDestinations });
-    const [{ createGuardedDispatcher }, { sendSigned }] = await Promise.all([import('../webhooks/guard.js'), import('../webhooks/sender.js')]);
+    const { createGuardedDispatcher } = await import('../outbound/guard.js');
     const result = await withStore(opts, async (s) => {
       const dest = await requireDestination(s, destinationId);
       const subscribed = (JSON.parse(dest.events) as string[]).filter(isEventType);
@@ -334,7 +333,7 @@ export function registerWebhooks(program: Command): void {
       const body = JSON.stringify(samplePayload(type, dest.site_id));
       const deliveryId = newId('test');
       const http = createGuardedDispatcher({ allowPrivate: config.allowPrivateDestinations, connections: 1 });
-      const r = await sendSigned({ dispatcher: http, url: dest.url, body, signing: signingKeys(s, dest), eventType: type, deliveryId });
+      const r = await sendToDestination(http, s, dest, { body, eventType: type, deliveryId });
       await http.close();
       await s.write((tx) =>
         tx.webhooks.log({

@@ -1,4 +1,4 @@
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 
 /** The ISO 4217 currency codes this runtime knows (Intl), e.g. USD, EUR, JPY. */
 const ISO_4217 = new Set(Intl.supportedValuesOf('currency'));

@@ -1,5 +1,5 @@
-import { jsonPath } from './zod-error.js';
-import { AppError } from './errors.js';
+import { jsonPath } from '../errors/validation.js';
+import { AppError } from '../errors/app-error.js';
 
 /** How deep an ingestion body may nest objects and arrays (the body object itself is level 1). */
 export const MAX_JSON_DEPTH = 64;

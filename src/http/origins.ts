@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { getDomain } from 'tldts';
 import type { Store } from '../store/store.js';
 import type { SiteRow } from '../store/sites.js';
-import { AppError } from './errors.js';
+import { AppError } from '../errors/app-error.js';
 
 /**
  * Which browser origins may call the public paths of a site (ingestion,

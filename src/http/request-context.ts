@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
-import type { AppError } from './errors.js';
+import type { AppError } from '../errors/app-error.js';
 
 /** What an incoming X-Request-Id may be to be kept: 1 to 128 visible ASCII characters of the usual id alphabets. */
 const REQUEST_ID = /^[A-Za-z0-9._~:+/=@-]{1,128}$/;

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { AppError } from './errors.js';
+import { AppError, isStorageUnavailable, storageUnavailable } from '../errors/app-error.js';
 import { noteError, requestIdOf } from './request-context.js';
 
 /** Writes a complete JSON response with an exact Content-Length. */
@@ -22,4 +22,18 @@ export function sendJson(
 export function sendError(res: ServerResponse, err: AppError): void {
   noteError(res.req, err);
   sendJson(res, err.status, err.toBody(requestIdOf(res.req)), err.headers);
+}
+
+/**
+ * Answers whatever a raw (non-express) handler threw: an AppError as is, an
+ * unusable store as 503 service_unavailable, anything else reported through
+ * `onUnexpected` and answered 500 internal_error with `internalMessage`.
+ * Nothing is written once the response has started or the client is gone.
+ */
+export function sendFailure(res: ServerResponse, err: unknown, onUnexpected: () => void, internalMessage = 'internal error'): void {
+  if (res.headersSent || res.destroyed) return;
+  if (err instanceof AppError) return sendError(res, err);
+  if (isStorageUnavailable(err)) return sendError(res, storageUnavailable());
+  onUnexpected();
+  sendError(res, new AppError('internal_error', internalMessage));
 }

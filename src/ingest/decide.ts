@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
-import { AppError, isStorageUnavailable, storageUnavailable } from '../http/errors.js';
-import { sendError, sendJson } from '../http/respond.js';
-import { validationError } from '../http/zod-error.js';
+import { AppError } from '../errors/app-error.js';
+import { sendFailure, sendJson } from '../http/respond.js';
+import { validationError } from '../errors/validation.js';
 import { describePolicy, type RateLimiter } from '../http/rate-limit.js';
 import type { IngestionService } from '../domain/ingestion/service.js';
 import type { DecisionService } from '../domain/web/decisions.js';
@@ -105,11 +105,7 @@ export async function handleDecide(deps: DecideDeps, req: IncomingMessage, res: 
       })),
     });
   } catch (err) {
-    if (res.headersSent || res.destroyed) return;
-    if (err instanceof AppError) return sendError(res, err);
-    if (isStorageUnavailable(err)) return sendError(res, storageUnavailable());
-    deps.onUnexpected(err, req);
-    sendError(res, new AppError('internal_error', 'internal error; nothing was stored'));
+    sendFailure(res, err, () => deps.onUnexpected(err, req), 'internal error; nothing was stored');
   }
 }
 

@@ -1,15 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { z } from 'zod';
-import { AppError, isStorageUnavailable, storageUnavailable } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import { isUtf8 } from 'node:buffer';
 import { readBody } from '../http/body.js';
 import { checkJsonText, jsonProblemError } from '../http/json-guard.js';
-import { sendError, sendJson } from '../http/respond.js';
-import { validationError } from '../http/zod-error.js';
+import { sendFailure, sendJson } from '../http/respond.js';
+import { validationError } from '../errors/validation.js';
 import { describePolicy, type RateLimiter } from '../http/rate-limit.js';
 import type { IngestionService, RequestContext } from '../domain/ingestion/service.js';
 import { BODY_LIMITS, type IngestPath } from './limits.js';
-import { convertSchema, eventSchema, identifySchema, idempotencyKeySchema, leadSchema, scoreSchema } from './schemas.js';
+import { convertSchema, eventSchema, identifySchema, idempotencyKeySchema, leadSchema, scoreSchema } from '../domain/ingestion/schemas.js';
 import { visitorCookie, type OriginPolicy } from '../http/origins.js';
 
 export interface IngestDeps {
@@ -144,17 +144,7 @@ export async function handleIngest(deps: IngestDeps, path: IngestPath, req: Inco
     if (cookie) res.setHeader('Set-Cookie', cookie);
     sendJson(res, route.status, out, ctx.replayed ? { 'Idempotent-Replayed': 'true' } : undefined);
   } catch (err) {
-    if (res.headersSent || res.destroyed) return;
-    if (err instanceof AppError) {
-      sendError(res, err);
-      return;
-    }
-    if (isStorageUnavailable(err)) {
-      sendError(res, storageUnavailable());
-      return;
-    }
-    deps.onUnexpected(err, path, req);
-    sendError(res, new AppError('internal_error', 'internal error; nothing was stored'));
+    sendFailure(res, err, () => deps.onUnexpected(err, path, req), 'internal error; nothing was stored');
   }
 }
 

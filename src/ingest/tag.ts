@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AppError, isStorageUnavailable, storageUnavailable } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import { jsonList, type OriginPolicy } from '../http/origins.js';
-import { sendError, sendJson } from '../http/respond.js';
+import { sendFailure, sendJson } from '../http/respond.js';
 import type { IngestionService } from '../domain/ingestion/service.js';
 
 export const TAG_PATH = '/tag.js';
@@ -88,11 +88,7 @@ export async function handleTag(deps: TagDeps, pathname: string, req: IncomingMe
     res.writeHead(200, { 'Content-Type': 'text/javascript; charset=utf-8', 'Content-Length': asset.body.length });
     res.end(req.method === 'HEAD' ? undefined : asset.body);
   } catch (err) {
-    if (res.headersSent || res.destroyed) return;
-    if (err instanceof AppError) return sendError(res, err);
-    if (isStorageUnavailable(err)) return sendError(res, storageUnavailable());
-    deps.onUnexpected(err, req);
-    sendError(res, new AppError('internal_error', 'internal error'));
+    sendFailure(res, err, () => deps.onUnexpected(err, req));
   }
 }
 

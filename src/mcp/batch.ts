@@ -1,8 +1,6 @@
 import { Transform, type TransformCallback } from 'node:stream';
 import { STDIO_DEFAULT_MAX_BUFFER_SIZE } from '@modelcontextprotocol/server';
-
-/** JSON-RPC "Invalid Request": what a batch gets. */
-export const RPC_INVALID_REQUEST = -32600;
+import { AppError } from '../errors/app-error.js';
 
 /**
  * Why a batch is refused. The protocol versions svc negotiates (2025-06-18 and
@@ -10,6 +8,11 @@ export const RPC_INVALID_REQUEST = -32600;
  * request (one rate-limit token) run any number of calls.
  */
 export const BATCH_REFUSED = 'JSON-RPC batches are not supported (MCP 2025-06-18 and later removed them): send one message per request';
+
+/** The refusal of a batch, over HTTP and stdio alike (bad_request, JSON-RPC -32600 "Invalid Request"). */
+export function batchRefusal(): AppError {
+  return new AppError('bad_request', BATCH_REFUSED, { reason: 'batch' });
+}
 
 /** Whether a byte is JSON insignificant whitespace (RFC 8259). */
 function isJsonSpace(b: number): boolean {

@@ -1,7 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import type { Logger } from 'pino';
-import { AppError, toAppError } from '../http/errors.js';
-import { validationError } from '../http/zod-error.js';
+import { AppError, toAppError } from '../errors/app-error.js';
+import { validationError } from '../errors/validation.js';
 import type { AuditOutcome } from '../store/audit.js';
 import { decide } from './policy.js';
 import type { ToolContext, ToolDef } from './tool.js';
@@ -33,9 +33,8 @@ export interface ToolError {
  * which the tool's outputSchema would reject (1.x clients and the Inspector
  * validate it even on errors and would throw away our code and message).
  */
-function toolError(code: string, message: string, details: Record<string, unknown>): CallToolResult {
-  const error: ToolError = { code, message, details };
-  return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error }) }] };
+function toolError(e: AppError): CallToolResult {
+  return { isError: true, content: [{ type: 'text', text: JSON.stringify(e.toBody()) }] };
 }
 
 /** The error a failed result carries (null for a result that did not fail, or one that is not ours). */
@@ -65,14 +64,14 @@ export async function callTool(tool: ToolDef, ctx: ToolContext, args: unknown, l
   if (!decision.allowed) {
     outcome = 'refused';
     errorCode = 'insufficient_scope';
-    result = toolError('insufficient_scope', decision.message, { missing: decision.missing, reason: decision.reason, tool: tool.name });
+    result = toolError(new AppError('insufficient_scope', decision.message, { missing: decision.missing, reason: decision.reason, tool: tool.name }));
   } else {
     const parsed = tool.input.safeParse(args ?? {});
     if (!parsed.success) {
       const e = validationError(parsed.error);
       outcome = 'invalid';
       errorCode = e.code;
-      result = toolError(e.code, e.message, e.details ?? {});
+      result = toolError(e);
     } else {
       try {
         const raw = await tool.handler(decision.draft ? { ...ctx, drafts: true } : ctx, parsed.data);
@@ -87,7 +86,7 @@ export async function callTool(tool: ToolDef, ctx: ToolContext, args: unknown, l
         const e = toAppError(err);
         outcome = 'error';
         errorCode = e.code;
-        result = toolError(e.code, e.message, e.details ?? {});
+        result = toolError(e);
       }
     }
   }

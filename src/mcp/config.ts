@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { RatePolicy } from '../http/rate-limit.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 
 const positiveInt = z.coerce.number().int().positive();
 

@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
-import { AppError, ERROR_CODES, type ErrorCode } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
+import { isErrorCode } from '../errors/codes.js';
 import type { RateLimiter } from '../http/rate-limit.js';
 import { REPORT_LINK_PURPOSE, verifyReportLink } from '../domain/access/report-link.js';
 import { callTool, toolErrorOf } from './call.js';
@@ -55,7 +56,7 @@ export function reportHandler(deps: McpDeps & { limiter: RateLimiter | null }) {
     const result = await callTool(tool, toolContext(reportGrant(minter), deps), link.args, deps.logger);
     if (result.isError) {
       const e = toolErrorOf(result) ?? { code: 'internal_error', message: 'internal error', details: {} };
-      const code: ErrorCode = e.code in ERROR_CODES ? (e.code as ErrorCode) : 'bad_request';
+      const code = isErrorCode(e.code) ? e.code : 'bad_request';
       throw new AppError(code, e.message, { ...e.details, tool: tool.name });
     }
     res.json({

@@ -2,33 +2,26 @@ import { once } from 'node:events';
 import { Readable } from 'node:stream';
 import express, { type Request, type Response, type Router } from 'express';
 import { localhostHostValidation, localhostOriginValidation } from '@modelcontextprotocol/express';
-import { createMcpHandler, JSONRPC_VERSION } from '@modelcontextprotocol/server';
-import { AppError } from '../http/errors.js';
+import { createMcpHandler } from '@modelcontextprotocol/server';
+import { AppError } from '../errors/app-error.js';
 import { loggerFor, noteError, requestIdOf } from '../http/request-context.js';
 import { createRateLimiter, describePolicy, type RatePolicy } from '../http/rate-limit.js';
 import { authenticateToken } from './auth.js';
-import { BATCH_REFUSED, peekFirstByte, RPC_INVALID_REQUEST } from './batch.js';
+import { batchRefusal, peekFirstByte } from './batch.js';
+import { rpcErrorMessage } from './rpc-error.js';
 import type { Grant } from './grant.js';
 import { ALL_TOOLS, flagValue, intersectAreas, parseAreaList, type ListingFilter } from './listing.js';
 import { reportHandler } from './report.js';
 import { createMcpServer, type McpDeps } from './server.js';
 import { AREAS } from './tools/index.js';
 
-/** JSON-RPC error codes of the HTTP gate (implementation-defined server errors). */
-const RPC_CODES = { unauthorized: -32001, rate_limited: -32029, invalid_params: -32602, invalid_request: RPC_INVALID_REQUEST } as const;
-
 /** The SDK handler's body cap (413 above it). */
 const MAX_BODY = 1024 * 1024;
 
-function rpcError(res: Response, e: AppError, rpcCode: number): void {
+/** The one place the HTTP gate of /api/mcp answers an error: the table's status, a JSON-RPC error body (id null: the request was not read). */
+function rpcError(res: Response, e: AppError): void {
   noteError(res.req, e);
-  const requestId = requestIdOf(res.req);
-  // JSON-RPC 2.0: the id is null when the request could not be read.
-  const body = {
-    jsonrpc: JSONRPC_VERSION,
-    id: null,
-    error: { code: rpcCode, message: e.message, data: { code: e.code, ...(e.details ?? {}), ...(requestId ? { request_id: requestId } : {}) } },
-  };
+  const body = rpcErrorMessage(e, null, requestIdOf(res.req));
   res.status(e.status);
   if (e.headers) res.set(e.headers);
   res.json(body);
@@ -131,14 +124,14 @@ export function createMcpRouter(deps: McpDeps & { rateLimit: RatePolicy | null; 
     try {
       grant = await authenticateToken(deps.store, req);
     } catch (err) {
-      if (err instanceof AppError) return rpcError(res, err, RPC_CODES.unauthorized);
+      if (err instanceof AppError) return rpcError(res, err);
       throw err;
     }
     let listing: ListingFilter;
     try {
       listing = listingOf(req);
     } catch (err) {
-      if (err instanceof AppError) return rpcError(res, err, RPC_CODES.invalid_params);
+      if (err instanceof AppError) return rpcError(res, err);
       throw err;
     }
     if (limiter) {
@@ -154,7 +147,6 @@ export function createMcpRouter(deps: McpDeps & { rateLimit: RatePolicy | null; 
             burst: policy.burst,
             retry_after_seconds: d.retryAfterSeconds,
           }),
-          RPC_CODES.rate_limited,
         );
       }
     }
@@ -170,7 +162,7 @@ export function createMcpRouter(deps: McpDeps & { rateLimit: RatePolicy | null; 
       if (peeked.first === 0x5b) {
         if (!req.complete) res.setHeader('Connection', 'close');
         res.once('finish', () => void body?.cancel().catch(() => undefined));
-        return rpcError(res, new AppError('bad_request', BATCH_REFUSED, { reason: 'batch' }), RPC_CODES.invalid_request);
+        return rpcError(res, batchRefusal());
       }
     }
     const response = await handler.fetch(toWebRequest(req, body, abort.signal), {

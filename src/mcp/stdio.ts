@@ -3,7 +3,6 @@ import { z } from 'zod';
 import type { Logger } from 'pino';
 import {
   isJSONRPCRequest,
-  JSONRPC_VERSION,
   McpServer,
   type JSONRPCMessage,
   type MessageExtraInfo,
@@ -12,18 +11,16 @@ import {
 } from '@modelcontextprotocol/server';
 import { serveStdio, StdioServerTransport } from '@modelcontextprotocol/server/stdio';
 import { loadSkills as loadSkillCatalog } from '@modelcontextprotocol/server/ext/skills/node';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import type { Store } from '../store/store.js';
 import { SegmentMembership } from '../domain/segments/membership.js';
 import { loadSkills, PACKAGE_ROOT, type SkillDoc } from '../plugin/skills.js';
 import { VERSION } from '../version.js';
 import { grantForToken } from './auth.js';
 import type { Grant } from './grant.js';
-import { BATCH_REFUSED, BatchGate, RPC_INVALID_REQUEST } from './batch.js';
+import { batchRefusal, BatchGate } from './batch.js';
+import { rpcErrorMessage } from './rpc-error.js';
 import { advertiseStaticLists, createMcpServer } from './server.js';
-
-/** JSON-RPC error code of a refused token, as the HTTP endpoint answers it. */
-const RPC_UNAUTHORIZED = -32001;
 
 /** The skills folder the stdio server serves as prompts and through the skills extension. */
 export const SKILLS_ROOT = path.join(PACKAGE_ROOT, 'skills');
@@ -100,11 +97,7 @@ class CheckedTransport implements Transport {
         refused = new AppError('service_unavailable', `could not check the token: ${(err as Error).message}`);
       }
       if (refused) {
-        await this.inner.send({
-          jsonrpc: JSONRPC_VERSION,
-          id: message.id,
-          error: { code: RPC_UNAUTHORIZED, message: refused.message, data: { code: refused.code } },
-        });
+        await this.inner.send(rpcErrorMessage(refused, message.id));
         return;
       }
     }
@@ -213,8 +206,7 @@ export async function runStdio(target: StdioLocal | StdioProxy, logger: Logger):
   const stdio: StdioServerTransport = new StdioServerTransport(
     process.stdin.pipe(
       new BatchGate(() => {
-        const refusal = { jsonrpc: JSONRPC_VERSION, id: null, error: { code: RPC_INVALID_REQUEST, message: BATCH_REFUSED } };
-        stdio.send(refusal as unknown as JSONRPCMessage).catch(() => undefined);
+        stdio.send(rpcErrorMessage(batchRefusal(), null)).catch(() => undefined);
       }),
     ),
   );

@@ -1,6 +1,6 @@
 import { cpSync, existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import { copyDrift } from './validate.js';
 
 /**

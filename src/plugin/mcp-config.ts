@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 
 export const MCP_CLIENTS = ['claude-desktop', 'claude-code', 'cursor'] as const;
 export type McpClient = (typeof MCP_CLIENTS)[number];

@@ -1,5 +1,5 @@
 import type { Request } from 'express';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import type { Store } from '../store/store.js';
 import { credentialHash, sameHash } from '../domain/access/secrets.js';
 import { API_KEY_PREFIX, type KeyScope } from '../domain/access/key-scopes.js';

@@ -1,4 +1,4 @@
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 
 /**
  * Opaque keyset cursors: base64url of a small JSON object. They carry the last

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import type { Store } from '../store/store.js';
 import type { LookupKind } from '../store/profile-read.js';
 import { buildSnapshot } from '../domain/profiles/snapshot.js';

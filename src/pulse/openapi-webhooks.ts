@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { CATALOGUE, EVENT_TYPES, type EventType } from '../webhooks/catalogue.js';
-import { ATTEMPT_TIMEOUT_MS } from '../webhooks/sender.js';
+import { ATTEMPT_TIMEOUT_MS } from '../outbound/sender.js';
 import { configSchema } from '../config.js';
 import { idOf, ref, type JsonSchema } from './openapi-schemas.js';
 

@@ -1,22 +1,10 @@
 import { LICENSE, PACKAGE_NAME, VERSION } from '../version.js';
+import { statusOf } from '../errors/codes.js';
 import { errorSchema } from './schemas.js';
-import { ROUTES, type RouteSpec } from './routes.js';
+import { PULSE_ERRORS, ROUTES, type PulseErrorCode, type RouteSpec } from './routes.js';
 import { RULE_DOC_SCHEMAS } from '../domain/segments/rules.js';
 import { componentSchemas, idOf, queryParameters, ref, type JsonSchema } from './openapi-schemas.js';
 import { WEBHOOK_HEADER_PARAMETERS, WEBHOOK_PAYLOAD_SCHEMAS, webhookOperations } from './openapi-webhooks.js';
-
-const ERROR_TEXT: Record<number, string> = {
-  400: 'bad_request: missing, conflicting or invalid input; details.field names it',
-  401: 'unauthorized: missing, malformed, unknown or revoked key',
-  403: 'insufficient_scope: the key lacks the scope this needs',
-  404: 'not_found: no profile, segment or subscription matches (or it belongs to another site or key)',
-  406: 'not_acceptable: the Accept header excludes application/json',
-  409: 'conflict: the request clashes with the current state (e.g. a rotation still in its grace period)',
-  413: 'payload_too_large: the JSON body is over 64 KiB; nothing was stored',
-  422: 'destination_refused: the URL is not publicly routable',
-  429: 'rate_limited: over the per-key rate limit; see Retry-After',
-  503: 'service_unavailable: the store is unreachable; nothing was stored, retry after Retry-After',
-};
 
 const header = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
@@ -36,17 +24,17 @@ const rateHeaders = {
   'RateLimit-Policy': header('RateLimitPolicy'),
 };
 
-function errorResponse(code: number): JsonSchema {
+function errorResponse(code: PulseErrorCode): JsonSchema {
   const headers =
-    code === 429
+    code === 'rate_limited'
       ? { 'Retry-After': header('RetryAfter'), ...rateHeaders }
-      : code === 503
+      : code === 'service_unavailable'
         ? { 'Retry-After': header('RetryAfter') }
-        : code === 401
+        : code === 'unauthorized'
           ? { 'WWW-Authenticate': header('WwwAuthenticate') }
           : undefined;
   return {
-    description: ERROR_TEXT[code] ?? 'error',
+    description: `${code}: ${PULSE_ERRORS[code]}`,
     ...(headers ? { headers } : {}),
     content: { 'application/json': { schema: ref('Error') } },
   };
@@ -65,7 +53,7 @@ function operation(r: RouteSpec): JsonSchema {
   }
   if (r.query) parameters.push(...queryParameters(r.query));
   // Every route may also answer 503 (store unreachable); routes with a body 413 (over 64 KiB).
-  const codes = [...new Set([...r.errors, ...(r.body ? [413] : []), 503])].sort((a, b) => a - b);
+  const codes = [...new Set<PulseErrorCode>([...r.errors, ...(r.body ? ['payload_too_large' as const] : []), 'service_unavailable'])].sort((a, b) => statusOf(a) - statusOf(b));
   return {
     operationId: r.operationId,
     summary: r.beta ? `${r.summary} (beta)` : r.summary,
@@ -77,7 +65,7 @@ function operation(r: RouteSpec): JsonSchema {
     ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: ref(idOf(r.body)) } } } } : {}),
     responses: {
       [String(r.status)]: successResponse(r),
-      ...Object.fromEntries(codes.map((c) => [String(c), errorResponse(c)])),
+      ...Object.fromEntries(codes.map((c) => [String(statusOf(c)), errorResponse(c)])),
     },
   };
 }
@@ -114,7 +102,7 @@ export function buildOpenApi(): Record<string, unknown> {
             },
           },
         },
-        '406': errorResponse(406),
+        [String(statusOf('not_acceptable'))]: errorResponse('not_acceptable'),
       },
     },
   };

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import type { Store } from '../store/store.js';
 import { parseRule, usesCompany, type Rule } from '../domain/segments/rules.js';
 import { ensureCompanyIndex } from '../domain/accounts/profile-company.js';

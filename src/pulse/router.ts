@@ -1,7 +1,7 @@
 import express, { type Request, type Response, type Router } from 'express';
 import type { z } from 'zod';
-import { AppError } from '../http/errors.js';
-import { jsonPath } from '../http/zod-error.js';
+import { AppError } from '../errors/app-error.js';
+import { jsonPath } from '../errors/validation.js';
 import { verifyJsonBody } from '../http/json-guard.js';
 import { createRateLimiter, describePolicy } from '../http/rate-limit.js';
 import type { Store } from '../store/store.js';

@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { RatePolicy } from '../http/rate-limit.js';
 import type { KeyScope } from '../domain/access/key-scopes.js';
+import type { ErrorCode } from '../errors/codes.js';
 import {
   deliveriesQuerySchema,
   deliveryLogSchema,
@@ -25,6 +26,22 @@ export const PULSE_LIMITS = {
   webhooks: { name: 'webhooks-manage', rate: 60, windowMs: 60_000, burst: 60 },
 } as const satisfies Record<string, RatePolicy>;
 
+/** What each error code the profile REST API answers means there; its status comes from the error table. */
+export const PULSE_ERRORS = {
+  bad_request: 'missing, conflicting or invalid input; details.field names it',
+  unauthorized: 'missing, malformed, unknown or revoked key',
+  insufficient_scope: 'the key lacks the scope this needs',
+  not_found: 'no profile, segment or subscription matches (or it belongs to another site or key)',
+  not_acceptable: 'the Accept header excludes application/json',
+  conflict: 'the request clashes with the current state (e.g. a rotation still in its grace period)',
+  payload_too_large: 'the JSON body is over 64 KiB; nothing was stored',
+  destination_refused: 'the URL is not publicly routable',
+  rate_limited: 'over the per-key rate limit; see Retry-After',
+  service_unavailable: 'the store is unreachable; nothing was stored, retry after Retry-After',
+} as const satisfies Partial<Record<ErrorCode, string>>;
+
+export type PulseErrorCode = keyof typeof PULSE_ERRORS;
+
 /**
  * The routes of /api/pulse/v1 as data: the express router validates with these
  * schemas and openapi.json is generated from the very same objects.
@@ -43,11 +60,12 @@ export interface RouteSpec {
   body?: z.ZodType;
   status: number;
   response: z.ZodType | null;
-  errors: number[];
+  /** The error codes this route may answer besides 413 (routes with a body) and 503 (every route). */
+  errors: PulseErrorCode[];
   beta?: boolean;
 }
 
-const common = [400, 401, 403, 429];
+const common: PulseErrorCode[] = ['bad_request', 'unauthorized', 'insufficient_scope', 'rate_limited'];
 
 export const ROUTES: readonly RouteSpec[] = [
   {
@@ -62,7 +80,7 @@ export const ROUTES: readonly RouteSpec[] = [
     query: profileQuerySchema,
     status: 200,
     response: profileSnapshotSchema,
-    errors: [...common, 404],
+    errors: [...common, 'not_found'],
   },
   {
     operationId: 'listSegmentMembers',
@@ -76,7 +94,7 @@ export const ROUTES: readonly RouteSpec[] = [
     query: membersQuerySchema,
     status: 200,
     response: memberPageSchema,
-    errors: [...common, 404],
+    errors: [...common, 'not_found'],
   },
   {
     operationId: 'queryProfiles',
@@ -117,7 +135,7 @@ export const ROUTES: readonly RouteSpec[] = [
     body: webhookCreateSchema,
     status: 201,
     response: webhookSchema,
-    errors: [...common, 422],
+    errors: [...common, 'destination_refused'],
     beta: true,
   },
   {
@@ -131,7 +149,7 @@ export const ROUTES: readonly RouteSpec[] = [
     params: { webhookId: 'Subscription id (dst_...).' },
     status: 200,
     response: webhookSchema,
-    errors: [...common, 404],
+    errors: [...common, 'not_found'],
     beta: true,
   },
   {
@@ -146,7 +164,7 @@ export const ROUTES: readonly RouteSpec[] = [
     body: webhookUpdateSchema,
     status: 200,
     response: webhookSchema,
-    errors: [...common, 404, 422],
+    errors: [...common, 'not_found', 'destination_refused'],
     beta: true,
   },
   {
@@ -162,7 +180,7 @@ export const ROUTES: readonly RouteSpec[] = [
     body: webhookRotateSchema,
     status: 200,
     response: secretRotationSchema,
-    errors: [...common, 404, 409],
+    errors: [...common, 'not_found', 'conflict'],
     beta: true,
   },
   {
@@ -176,7 +194,7 @@ export const ROUTES: readonly RouteSpec[] = [
     params: { webhookId: 'Subscription id (dst_...).' },
     status: 204,
     response: null,
-    errors: [...common, 404],
+    errors: [...common, 'not_found'],
     beta: true,
   },
   {
@@ -191,7 +209,7 @@ export const ROUTES: readonly RouteSpec[] = [
     query: deliveriesQuerySchema,
     status: 200,
     response: deliveryLogSchema,
-    errors: [...common, 404],
+    errors: [...common, 'not_found'],
     beta: true,
   },
 ];

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { profileSnapshotSchema } from '../domain/profiles/schema.js';
 import { EVENT_TYPES } from '../webhooks/catalogue.js';
 import { destinationDescriptionSchema, destinationSecretSchema, destinationUrlSchema, publicDestinationSchema } from '../webhooks/destinations.js';
-import { signingModeSchema } from '../webhooks/signer.js';
+import { signingModeSchema } from '../outbound/signer.js';
 import { gracePeriodSecondsSchema, secretRotationSchema } from '../domain/webhooks/destinations.js';
 
 export { secretRotationSchema };

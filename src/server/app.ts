@@ -1,8 +1,9 @@
 import express, { type ErrorRequestHandler, type Express } from 'express';
-import { AppError, toAppError } from '../http/errors.js';
+import { AppError, toAppError } from '../errors/app-error.js';
 import type { Logger } from 'pino';
 import { redactUrl } from '../log.js';
-import { loggerFor, noteError, requestIdOf } from '../http/request-context.js';
+import { loggerFor } from '../http/request-context.js';
+import { sendError } from '../http/respond.js';
 
 /**
  * The express application for every surface except the ingestion hot path.
@@ -35,10 +36,7 @@ export function finishApp(app: Express, logger: Logger): void {
       e = toAppError(err);
     }
     if (res.headersSent) return;
-    noteError(req, e);
-    res.status(e.status);
-    if (e.headers) res.set(e.headers);
-    res.json(e.toBody(requestIdOf(req)));
+    sendError(res, e);
   };
   app.use(onError);
 }

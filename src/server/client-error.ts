@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 
 /** The most bytes of request line and headers together (Node's default); a longer URL or header is refused. */
 export const MAX_HEADER_BYTES = 16 * 1024;

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Store } from '../store/store.js';
 import { schemaProblem } from '../store/schema-compat.js';
-import { AppError, isStorageUnavailable } from '../http/errors.js';
+import { AppError, isStorageUnavailable } from '../errors/app-error.js';
 import { sendError } from '../http/respond.js';
 
 const check = z.object({ ok: z.boolean(), reason: z.string().optional() });

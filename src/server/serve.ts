@@ -29,7 +29,7 @@ import { INSTANCE_ID, releaseDeadLocalLeases } from '../workers/lane-lease.js';
 import { claimHolder, type HolderClaim } from '../workers/holder-lock.js';
 import { DECIDE_PATH, handleDecide, type DecideDeps } from '../ingest/decide.js';
 import { decisionService } from '../domain/web/decisions.js';
-import { loggerFor, requestIdOf } from '../http/request-context.js';
+import { loggerFor } from '../http/request-context.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { MetricsServer } from '../metrics/server.js';
 import { MIGRATIONS } from '../store/migrations.js';
@@ -40,7 +40,7 @@ import { handleReady, Readiness } from './readiness.js';
 import { holdServeLock } from '../store/serve-lock.js';
 import { answerClientError, MAX_HEADER_BYTES } from './client-error.js';
 import { sendError } from '../http/respond.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import { OriginPolicy } from '../http/origins.js';
 import { handleTag, isTagPath, loadTag, type TagDeps } from '../ingest/tag.js';
 
@@ -230,12 +230,7 @@ export async function startServer(config: Config, logger: Logger, options: Serve
     const isPublic = pathname === DECIDE_PATH || isIngestPath(pathname) || isTagPath(pathname);
     if (!isPublic && options.pages?.(pathname, req, res)) return;
     if (!isPublic && hostGuard && !hostGuard(req.headers.host, req.headers.origin)) {
-      res.writeHead(403, { 'Content-Type': 'application/json' });
-      res.end(
-        JSON.stringify({
-          error: { code: 'forbidden_host', message: 'Host or Origin header does not name this local server', details: {}, request_id: requestIdOf(req) },
-        }),
-      );
+      sendError(res, new AppError('forbidden_host', 'Host or Origin header does not name this local server'));
       return;
     }
     if (pathname === '/readyz') {

@@ -1,5 +1,4 @@
 import type { Sql } from './sql.js';
-import { assertCurrency } from '../domain/currency.js';
 import { newId, newPublicId } from './ids.js';
 
 export interface SiteRow {
@@ -75,7 +74,6 @@ export class SitesRepo {
 
   /** Changes a site's settings; returns the updated site, or undefined when there is none. */
   async update(id: string, patch: SitePatch): Promise<SiteRow | undefined> {
-    if (patch.currency !== undefined) assertCurrency(patch.currency);
     const sets: string[] = [];
     const params: unknown[] = [];
     for (const key of PATCH_KEYS) {
@@ -117,7 +115,6 @@ export class SitesRepo {
 
   /** Creates a site owned by the local owner's account. Writes: call inside a write operation. */
   async create(input: { name: string; domain?: string | undefined; currency?: string | undefined }): Promise<SiteRow> {
-    if (input.currency !== undefined) assertCurrency(input.currency);
     const owner = await this.localOwner();
     const row: SiteRow = {
       id: newPublicId('site'),

@@ -1,9 +1,11 @@
 import { z } from 'zod';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import type { Store } from '../store/store.js';
 import type { DestinationRow } from '../store/webhooks.js';
 import { EVENT_TYPES, isEventType } from './catalogue.js';
-import { signingModeSchema, type SigningKeys } from './signer.js';
+import { endpointKey, signingModeSchema, type SigningKeys } from '../outbound/signer.js';
+import type { AttemptResult } from '../outbound/sender.js';
+import type { Dispatcher } from 'undici';
 
 /** Field rules of a destination, shared by the CLI and the profile REST API. */
 export const destinationUrlSchema = z.string().min(1).max(2048).describe('Publicly routable http(s) URL.');
@@ -39,10 +41,25 @@ export function subscribes(d: DestinationRow, eventType: string): boolean {
 export function signingKeys(store: Store, d: DestinationRow): SigningKeys {
   return {
     mode: d.signing_mode,
-    current: d.secret_enc ? store.secrets.open(d.secret_enc) : d.site_id,
+    current: endpointKey(store.secrets, d.secret_enc, d.site_id),
     previous: d.previous_secret_enc ? store.secrets.open(d.previous_secret_enc) : null,
     previousUntil: d.previous_secret_expires_at,
   };
+}
+
+/**
+ * One signed attempt to a destination with its current keys (the CLI's replay
+ * and test send; the dispatcher keeps each destination's keys on its lane).
+ * Never throws; undici loads only when it is called.
+ */
+export async function sendToDestination(
+  http: Dispatcher,
+  store: Store,
+  d: DestinationRow,
+  msg: { body: string; eventType: string; deliveryId: string },
+): Promise<AttemptResult> {
+  const { sendSigned } = await import('../outbound/sender.js');
+  return sendSigned({ dispatcher: http, url: d.url, signing: signingKeys(store, d), ...msg });
 }
 
 /** Whether two versions of a destination sign differently (secret, mode or rotation changed). */
@@ -57,7 +74,7 @@ export function signingChanged(a: DestinationRow, b: DestinationRow): boolean {
 
 /** Refuses a destination URL that is not http(s) or not publicly routable (unless private ones are allowed). */
 export async function validateDestinationUrl(url: string, allowPrivate: boolean): Promise<string> {
-  const { checkDestinationUrl } = await import('./guard.js'); // undici loads only when needed
+  const { checkDestinationUrl } = await import('../outbound/guard.js'); // undici loads only when needed
   const check = await checkDestinationUrl(url, { allowPrivate });
   if (!check.ok) throw new AppError('destination_refused', `url: ${check.reason}`, { field: 'url' });
   return check.url.toString();

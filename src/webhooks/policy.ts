@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import { AppError } from '../http/errors.js';
+import { AppError } from '../errors/app-error.js';
 import { parseDelays, type RetryPolicy } from './schedule.js';
 
 /** The retry and auto-disable policy from the settings, with bad values reported as usage errors. */

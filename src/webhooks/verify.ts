@@ -1,5 +1,5 @@
-import { verifySignature } from './signing.js';
-import { STANDARD_TOLERANCE_SECONDS, verifyStandardSignature, type StandardFailure } from './standard.js';
+import { verifySignature } from '../outbound/signing.js';
+import { STANDARD_TOLERANCE_SECONDS, verifyStandardSignature, type StandardFailure } from '../outbound/standard.js';
 
 /** Request headers as node:http, express or the Fetch API hold them. */
 export type WebhookHeaders = { get(name: string): string | null } | Record<string, string | readonly string[] | undefined>;

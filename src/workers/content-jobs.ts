@@ -1,7 +1,7 @@
 import { pino, type Logger } from 'pino';
 import type { Agent } from 'undici';
 import type { Store } from '../store/store.js';
-import { createGuardedDispatcher } from '../webhooks/guard.js';
+import { createGuardedDispatcher } from '../outbound/guard.js';
 import { runGenerationJob } from '../domain/generation/service.js';
 import { runCrawlJob } from '../domain/crawl/service.js';
 

@@ -2,10 +2,11 @@ import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { Store } from '../store/store.js';
 import type { FireRow } from '../store/triggers.js';
-import { createGuardedDispatcher } from '../webhooks/guard.js';
-import { ATTEMPT_TIMEOUT_MS, sendSigned, type AttemptResult } from '../webhooks/sender.js';
+import { createGuardedDispatcher } from '../outbound/guard.js';
+import { ATTEMPT_TIMEOUT_MS, type AttemptResult } from '../outbound/sender.js';
 import { nextAttemptAt, type RetryPolicy } from '../webhooks/schedule.js';
-import { firedPayload, logAttempt, MESSAGE_EVENT, messageBody } from '../domain/triggers/service.js';
+import { firedPayload, logAttempt, messageBody } from '../domain/triggers/service.js';
+import { sendFire } from '../domain/triggers/send.js';
 import { LaneLease } from './lane-lease.js';
 
 export interface TriggerWorkerOptions {
@@ -117,14 +118,7 @@ export class TriggerFireWorker {
       result = { ok: false, status: null, latencyMs: 0, errorClass: 'destination_refused', message: 'no live trigger endpoint is set (triggers_endpoint_set)', excerpt: null };
     } else {
       const body = await messageBody(this.store, t, f, Date.now());
-      result = await sendSigned({
-        dispatcher: this.http,
-        url: endpoint.url,
-        body,
-        key: endpoint.secret_enc ? this.store.secrets.open(endpoint.secret_enc) : f.site_id,
-        eventType: MESSAGE_EVENT,
-        deliveryId: f.id,
-      });
+      result = await sendFire(this.http, this.store, endpoint, endpoint.url, f, body);
     }
     await this.store.write(async (tx) => {
       const now = Date.now();

@@ -100,3 +100,18 @@ describe('broken HTTP framing is answered with the JSON error shape', () => {
     expect(r.body.event_id).toMatch(/^evt_/);
   });
 });
+
+describe('a loopback server refuses a foreign Host (DNS rebinding)', () => {
+  it('403 forbidden_host in the JSON error shape on a non-public path; the public paths are exempt', async () => {
+    const r = await raw('GET /api/pulse/v1/openapi.json HTTP/1.1\r\nHost: rebind.example\r\nConnection: close\r\n\r\n', { end: false });
+    expect(r.status).toBe(403);
+    const requestId = /^x-request-id: (\S+)$/im.exec(r.headers)?.[1];
+    expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(r.body).toEqual({
+      error: { code: 'forbidden_host', message: 'Host or Origin header does not name this local server', details: {}, request_id: requestId },
+    });
+    const b = body();
+    const ok = await raw(`POST /api/events HTTP/1.1\r\nHost: rebind.example\r\nContent-Type: application/json\r\nContent-Length: ${b.length}\r\nConnection: close\r\n\r\n${b}`, { end: false });
+    expect(ok.status).toBe(201);
+  });
+});

@@ -2,7 +2,7 @@ import { rmSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { seedSite, type SeedOptions } from '../../src/store/seed.js';
+import { seedSite, type SeedOptions } from '../../src/demo/synthetic.js';
 import { openStore, type Store } from '../../src/store/store.js';
 
 const dirs: string[] = [];

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/store/store.js';
-import { AppError } from '../../src/http/errors.js';
+import { AppError } from '../../src/errors/app-error.js';
 import { validatePayload } from '../../src/webhooks/catalogue.js';
 import {
   addComponent,

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
 import type { Store } from '../../src/store/store.js';
 import type { Repos } from '../../src/store/repos.js';
-import { AppError } from '../../src/http/errors.js';
+import { AppError } from '../../src/errors/app-error.js';
 import { PG_BASE_URL } from '../helpers/backend.js';
 import { tempDir } from '../helpers/svc.js';
 import { openTestStore } from '../helpers/store.js';

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/store/store.js';
 import { createDestination, rotateSecret, updateDestination } from '../../src/domain/webhooks/destinations.js';
 import { destinationView, signingKeys } from '../../src/webhooks/destinations.js';
-import { signatureHeaders } from '../../src/webhooks/signer.js';
+import { signatureHeaders } from '../../src/outbound/signer.js';
 import { cleanup, tempDir } from '../helpers/svc.js';
 import { openTestStore } from '../helpers/store.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CONTENT_MAX_BYTES, prepareContent, sanitizeContentHtml } from '../../src/domain/web/sanitize.js';
-import { AppError } from '../../src/http/errors.js';
+import { AppError } from '../../src/errors/app-error.js';
 
 describe('HTML sanitizer', () => {
   it('removes scripts with their text, and style/iframe/object/form elements', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { nextStatus, servableByArm, servableByPlacement, TRANSITIONS, type VariantAction } from '../../src/domain/web/lifecycle.js';
-import { AppError } from '../../src/http/errors.js';
+import { AppError } from '../../src/errors/app-error.js';
 import type { VariantStatus } from '../../src/store/web.js';
 
 const STATUSES: VariantStatus[] = ['draft', 'approved', 'published', 'disabled', 'archived'];

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseVariantRender, tripped, WATCHDOG } from '../../src/domain/web/watchdog.js';
-import { AppError } from '../../src/http/errors.js';
+import { AppError } from '../../src/errors/app-error.js';
 
 describe('watchdog thresholds', () => {
   it('documents 15 minutes, 50 renders, 20% failures', () => {

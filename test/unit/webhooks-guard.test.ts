@@ -10,7 +10,7 @@ import {
   guardedLookup,
   isPublicAddress,
   type LookupFn,
-} from '../../src/webhooks/guard.js';
+} from '../../src/outbound/guard.js';
 
 // A lookup that must never be consulted (IP literals are judged without DNS).
 const noLookup: LookupFn = (hostname) => Promise.reject(new Error(`unexpected lookup of ${hostname}`));

@@ -2,8 +2,8 @@ import { createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createGuardedDispatcher } from '../../src/webhooks/guard.js';
-import { ATTEMPT_TIMEOUT_MS, sendSigned, USER_AGENT } from '../../src/webhooks/sender.js';
+import { createGuardedDispatcher } from '../../src/outbound/guard.js';
+import { ATTEMPT_TIMEOUT_MS, sendSigned, USER_AGENT } from '../../src/outbound/sender.js';
 import { VERSION } from '../../src/version.js';
 
 type Handler = (req: IncomingMessage, body: Buffer, res: ServerResponse) => void;

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { sign, verifySignature } from '../../src/webhooks/signing.js';
+import { sign, verifySignature } from '../../src/outbound/signing.js';
 import * as library from '../../src/index.js';
 
 const secret = 'whsec_0123456789abcdef';

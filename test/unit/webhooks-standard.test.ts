@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { signatureHeaders, svcKeys, type SigningKeys } from '../../src/webhooks/signer.js';
+import { signatureHeaders, svcKeys, type SigningKeys } from '../../src/outbound/signer.js';
 import {
   decodeStandardSecret,
   generateSecret,
@@ -10,7 +10,7 @@ import {
   standardKey,
   toStandardSecret,
   verifyStandardSignature,
-} from '../../src/webhooks/standard.js';
+} from '../../src/outbound/standard.js';
 import { verifyWebhook } from '../../src/webhooks/verify.js';
 import * as lib from '../../src/index.js';
 

@@ -1,4 +1,4 @@
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import type { Store } from '../../store/store.js';
 import type { SegmentMembership } from '../segments/membership.js';
 import type { IpRange } from './ip-ranges.js';

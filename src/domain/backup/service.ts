@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Config } from '../../config.js';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { backupStore, restoreStore, StoreFileError } from '../../store/backup.js';
 import { SecretBox } from '../../store/secret-box.js';
 import { takeRestoreLock } from '../../store/serve-lock.js';

@@ -1,4 +1,4 @@
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { newId } from '../../store/ids.js';
 import type { Repos } from '../../store/repos.js';
 import type { LeadCallRow } from '../../store/leads.js';

@@ -1,7 +1,7 @@
 import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
 import { request, type Dispatcher } from 'undici';
-import { assertDestinationAllowed, DESTINATION_REFUSED } from '../../webhooks/guard.js';
+import { assertDestinationAllowed, DESTINATION_REFUSED } from '../../outbound/guard.js';
 import { VERSION } from '../../version.js';
 
 const gunzipAsync = promisify(gunzip);

@@ -1,9 +1,9 @@
 import type { Dispatcher } from 'undici';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import type { Store } from '../../store/store.js';
 import type { CrawlRow, CrawlUrlRow, UrlState } from '../../store/crawl.js';
 import { CATALOGUE } from '../../webhooks/catalogue.js';
-import { checkDestinationUrl } from '../../webhooks/guard.js';
+import { checkDestinationUrl } from '../../outbound/guard.js';
 import { crawlSite, REQUEST_TIMEOUT_MS, type CrawledUrl } from './crawler.js';
 
 /** URL rows written per transaction. */

@@ -1,4 +1,4 @@
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import type { DraftRow } from '../../store/drafts.js';
 import type { Repos } from '../../store/repos.js';
 import type { SegmentsService } from '../segments/service.js';

@@ -1,4 +1,4 @@
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import type { InboxItemRow } from '../../store/stall.js';
 import { approveItem, dismissItem } from '../stall/inbox.js';
 import { decisionService } from '../web/decisions.js';

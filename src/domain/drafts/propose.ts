@@ -1,4 +1,4 @@
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import type { ExperimentRow } from '../../store/experiments.js';
 import type { Store } from '../../store/store.js';
 import type { OverrideRow, PlacementRow, ZoneRow } from '../../store/web.js';

@@ -1,4 +1,4 @@
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { newId } from '../../store/ids.js';
 import type { DraftRow } from '../../store/drafts.js';
 import type { Repos, WriteOp } from '../../store/repos.js';

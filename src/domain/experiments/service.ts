@@ -6,7 +6,7 @@
  * Every function that writes takes the `tx` of one write operation and does
  * every read through it; read-only functions take any `Repos`.
  */
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { newId } from '../../store/ids.js';
 import type { Repos } from '../../store/repos.js';
 import type { ArmRow, ExperimentRow, NewArm } from '../../store/experiments.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import type { Repos } from '../../store/repos.js';
 import type { Store } from '../../store/store.js';
 import type { GenerationJobRow, RevisionRow } from '../../store/generation.js';

@@ -1,4 +1,4 @@
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { WriteConflict } from '../../store/errors.js';
 import { newId } from '../../store/ids.js';
 import type { Store } from '../../store/store.js';
@@ -23,7 +23,7 @@ import {
   type LineItem,
 } from './payloads.js';
 import { parseVariantRender, recordVariantRender } from '../web/watchdog.js';
-import type { ConvertRequest, EventRequest, IdentifyRequest, LeadRequest, ScoreRequest } from '../../ingest/schemas.js';
+import type { ConvertRequest, EventRequest, IdentifyRequest, LeadRequest, ScoreRequest } from './schemas.js';
 
 export interface RequestContext {
   ip?: string | undefined;

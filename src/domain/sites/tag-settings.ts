@@ -1,4 +1,4 @@
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { canonicalOrigin, jsonList } from '../../http/origins.js';
 import type { SitePatch, SiteRow } from '../../store/sites.js';
 

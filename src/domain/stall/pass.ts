@@ -1,4 +1,4 @@
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { newId } from '../../store/ids.js';
 import type { Store } from '../../store/store.js';
 import type { StallFindingRow } from '../../store/stall.js';

@@ -1,7 +1,7 @@
 import { newId } from '../../store/ids.js';
 import type { Repos } from '../../store/repos.js';
 import type { FireRow, TriggerRow } from '../../store/triggers.js';
-import type { AttemptResult } from '../../webhooks/sender.js';
+import type { AttemptResult } from '../../outbound/sender.js';
 import { CATALOGUE } from '../../webhooks/catalogue.js';
 import { capWindowStart, reachesScore, releaseTime, underCap, type FireReason, type QuietHours } from './rules.js';
 import { safeTimeZone } from './zoned.js';

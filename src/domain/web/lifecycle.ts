@@ -1,4 +1,4 @@
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import type { VariantStatus } from '../../store/web.js';
 
 /**

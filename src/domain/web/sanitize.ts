@@ -1,5 +1,5 @@
 import sanitizeHtml from 'sanitize-html';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import type { ContentKind } from '../../store/web.js';
 
 /** Largest content body accepted, in UTF-8 bytes (before sanitizing), for HTML and JSON alike: 64 KiB. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { AppError } from '../../http/errors.js';
-import { validationError } from '../../http/zod-error.js';
+import { AppError } from '../../errors/app-error.js';
+import { validationError } from '../../errors/validation.js';
 import type { Repos } from '../../store/repos.js';
 import { CATALOGUE } from '../../webhooks/catalogue.js';
 import { decisionCache } from './decisions.js';

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import type { Repos } from '../../store/repos.js';
 import type { Store } from '../../store/store.js';
 import type { DestinationRow } from '../../store/webhooks.js';
 import { destinationSecretSchema, parseEventList, publicDestinationSchema, publicDestinationView, validateDestinationUrl } from '../../webhooks/destinations.js';
-import type { SigningMode } from '../../webhooks/signer.js';
-import { generateSecret, isNewStandardSecret, STANDARD_KEY_BYTES } from '../../webhooks/standard.js';
+import { sealedEndpointKey, type SigningMode } from '../../outbound/signer.js';
+import { generateSecret, isNewStandardSecret, STANDARD_KEY_BYTES } from '../../outbound/standard.js';
 
 /** How long the old secret keeps signing after a rotation, unless the caller says otherwise. */
 export const DEFAULT_GRACE_SECONDS = 86_400;
@@ -194,7 +194,7 @@ export async function rotateSecret(
         { field: 'id', previous_secret_expires_at: new Date(d.previous_secret_expires_at!).toISOString() },
       );
     }
-    const previous = grace > 0 ? { secretEnc: d.secret_enc ?? store.secrets.seal(d.site_id), expiresAt: now + grace * 1000 } : null;
+    const previous = grace > 0 ? { secretEnc: sealedEndpointKey(store.secrets, d.secret_enc, d.site_id), expiresAt: now + grace * 1000 } : null;
     return (await tx.webhooks.updateDestination(d.id, { secretEnc: store.secrets.seal(secret), previous, secretRotatedAt: now }))!;
   });
   const until = grace > 0 ? now + grace * 1000 : null;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { credentialHash, credentialHint, newCredential } from '../../domain/access/secrets.js';
 import type { McpTokenRow } from '../../store/tokens.js';
 import type { Repos } from '../../store/repos.js';

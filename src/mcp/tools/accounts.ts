@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { resolveCompanyDomain } from '../../domain/accounts/domain.js';
 import { rankHot, HEAT_WEIGHTS } from '../../domain/accounts/hot.js';
 import { parseRangesCsv } from '../../domain/accounts/ip-ranges.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { connectionViewSchema, connectionView, prepareConnection } from '../../adplatforms/connections.js';
 import { AD_PLATFORMS, type AdConnectionRow } from '../../store/adplatforms.js';
 import { defineTool, type ToolContext } from '../tool.js';

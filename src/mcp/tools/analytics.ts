@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { liftOf, type GroupStats, type VisitorOutcome } from '../../domain/analytics/lift.js';
 import { defineTool } from '../tool.js';
 import { iso } from './shared.js';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { AppError, type ErrorCode } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
+import type { ErrorCode } from '../../errors/codes.js';
 import type { LeadCallRow } from '../../store/leads.js';
 import { CALL_OUTCOMES, callInputSchema, IMPORT_COLUMNS, ImportRowError, MAX_IMPORT_ROWS, OUTCOME_STATUS, parseImport } from '../../domain/calls/rules.js';
 import { recordCall } from '../../domain/calls/service.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import type { Store } from '../../store/store.js';
 import type { CampaignComponentRow, CampaignRow, CampaignRunRow } from '../../store/campaigns.js';
 import { COMPONENT_KINDS, liveMs, STEP_OUTCOMES, type CampaignOutcome, type StepRecord } from '../../domain/campaigns/model.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import type { CrawlRow, CrawlUrlRow } from '../../store/crawl.js';
 import { queueCrawl } from '../../domain/crawl/service.js';
 import { DEFAULT_MAX_URLS, MAX_URLS_LIMIT } from '../../domain/crawl/collect.js';

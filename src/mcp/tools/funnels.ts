@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { funnelStepView, stepsInput, stepView } from '../../domain/funnels/schema.js';
 import { createFunnel, deleteFunnel, funnelReport, requireFunnel, resolveCohort, updateFunnel, type Funnel } from '../../domain/funnels/service.js';
 import { defineTool } from '../tool.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import type { GenerationJobRow, RevisionRow } from '../../store/generation.js';
 import { templateSchema } from '../../domain/generation/template.js';
 import { queueGeneration, restoreRevision, sectionsOf } from '../../domain/generation/service.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { newId } from '../../store/ids.js';
 import type { LeadNoteRow, LeadTaskRow, PipelineLeadRow } from '../../store/leads.js';
 import { checkTransition, LEAD_STATUSES, LEAD_TRANSITIONS } from '../../domain/leads/pipeline.js';

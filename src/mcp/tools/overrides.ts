@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { forceArm, liftOverride, publishOverride } from '../../domain/web/service.js';
 import { filedDraft } from '../../domain/drafts/schema.js';
 import { proposeForceArm, proposeOverrideLift } from '../../domain/drafts/propose.js';

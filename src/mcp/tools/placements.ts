@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { createPlacement, requirePlacement, requireVariant, requireZone, updatePlacement } from '../../domain/web/service.js';
 import { decisionService, type DecisionResult } from '../../domain/web/decisions.js';
 import { filedDraft } from '../../domain/drafts/schema.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { buildSnapshot } from '../../domain/profiles/snapshot.js';
 import { profileSnapshotSchema } from '../../domain/profiles/schema.js';
 import { eraseProfile } from '../../domain/profiles/erase.js';

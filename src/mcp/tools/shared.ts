@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { normalizeEmail } from '../../domain/identity/normalize.js';
 import { parseRule, type Rule } from '../../domain/segments/rules.js';
 import { PII_TRAITS } from '../../domain/profiles/snapshot.js';

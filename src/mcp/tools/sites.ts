@@ -1,8 +1,9 @@
 import { z } from 'zod';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import type { SiteRow } from '../../store/sites.js';
 import { defineTool } from '../tool.js';
 import { iso } from './shared.js';
+import { assertCurrency } from '../../domain/currency.js';
 import { normalizeOrigins, normalizeUrlParams, TAG_LIST_MAX, tagSettingsView } from '../../domain/sites/tag-settings.js';
 
 const area = 'sites';
@@ -86,6 +87,7 @@ export const sitesSettingsUpdate = defineTool({
       allowed_origins: input.allowed_origins && JSON.stringify(normalizeOrigins(input.allowed_origins)),
       url_params: input.url_params && JSON.stringify(normalizeUrlParams(input.url_params)),
     };
+    if (patch.currency !== undefined) assertCurrency(patch.currency);
     const after = (await ctx.store.write((tx) => tx.sites.update(ctx.grant.siteId, patch)))!;
     const keys = ['timezone', 'holdout_share', 'currency', 'consent_required', 'honour_privacy_signals', 'allowed_origins', 'url_params'] as const;
     const changed = keys.filter((k) => before[k] !== after[k]);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { BASELINE_WEEKS, runStallPass } from '../../domain/stall/pass.js';
 import { HIGH_INTENT_SCORE } from '../../domain/funnels/service.js';
 import type { StallFindingRow } from '../../store/stall.js';

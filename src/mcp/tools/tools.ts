@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { policyFacts } from '../call.js';
 import { describeTool } from '../describe.js';
 import { MCP_SCOPES } from '../grant.js';

@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { newId } from '../../store/ids.js';
 import type { FireRow, TriggerFields, TriggerRow } from '../../store/triggers.js';
 import { validateDestinationUrl } from '../../webhooks/destinations.js';
-import { createFire, logAttempt, messageBody, MESSAGE_EVENT, quietHoursOf } from '../../domain/triggers/service.js';
+import { createFire, logAttempt, messageBody, quietHoursOf } from '../../domain/triggers/service.js';
 import { TRIGGER_KINDS } from '../../domain/triggers/rules.js';
 import { isoInZone, parseClock, safeTimeZone } from '../../domain/triggers/zoned.js';
 import { defineTool, type ToolContext } from '../tool.js';
@@ -396,19 +396,12 @@ export const triggersTestFire = defineTool({
     };
     await ctx.store.write((tx) => tx.triggers.insertFire(fire));
     const body = await messageBody(ctx.store, t, fire, now);
-    const { createGuardedDispatcher } = await import('../../webhooks/guard.js');
-    const { sendSigned } = await import('../../webhooks/sender.js');
+    const { createGuardedDispatcher } = await import('../../outbound/guard.js');
+    const { sendFire } = await import('../../domain/triggers/send.js');
     const http = createGuardedDispatcher({ allowPrivate: ctx.allowPrivateDestinations, connections: 1 });
     let r;
     try {
-      r = await sendSigned({
-        dispatcher: http,
-        url: endpoint.test_url,
-        body,
-        key: endpoint.secret_enc ? ctx.store.secrets.open(endpoint.secret_enc) : site,
-        eventType: MESSAGE_EVENT,
-        deliveryId: fire.id,
-      });
+      r = await sendFire(http, ctx.store, endpoint, endpoint.test_url, fire, body);
     } finally {
       await http.close().catch(() => undefined);
     }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { AppError } from '../../http/errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { destinationDescriptionSchema, destinationSecretSchema, destinationUrlSchema, publicDestinationSchema, publicDestinationView } from '../../webhooks/destinations.js';
-import { signingModeSchema } from '../../webhooks/signer.js';
+import { signingModeSchema } from '../../outbound/signer.js';
 import { createDestination, gracePeriodSecondsSchema, rotateSecret, secretRotationSchema, updateDestination } from '../../domain/webhooks/destinations.js';
 import type { DestinationRow } from '../../store/webhooks.js';
 import { defineTool, type ToolContext } from '../tool.js';

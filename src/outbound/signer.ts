@@ -25,6 +25,26 @@ export interface SigningKeys {
   previousUntil: number | null;
 }
 
+/** What opens and seals stored secrets (the store's secret box). */
+export interface SecretOpener {
+  open(sealed: string): string;
+  seal(plaintext: string): string;
+}
+
+/**
+ * The key an endpoint (a webhook destination, the site's trigger endpoint)
+ * signs with: its secret when it has one, else its site's public site_id. The
+ * one place this rule lives.
+ */
+export function endpointKey(box: Pick<SecretOpener, 'open'>, secretEnc: string | null, siteId: string): string {
+  return secretEnc ? box.open(secretEnc) : siteId;
+}
+
+/** {@link endpointKey} sealed, as a rotation keeps it as the previous key. */
+export function sealedEndpointKey(box: Pick<SecretOpener, 'seal'>, secretEnc: string | null, siteId: string): string {
+  return secretEnc ?? box.seal(siteId);
+}
+
 /** Keys of a destination that was never rotated, in svc mode (trigger endpoints sign this way). */
 export function svcKeys(key: string): SigningKeys {
   return { mode: 'svc', current: key, previous: null, previousUntil: null };

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { AppError } from './errors.js';
+import { AppError } from './app-error.js';
 
 /** Formats a zod issue path as a JSON path (`$.line_items[3].qty`). */
 export function jsonPath(path: readonly PropertyKey[]): string {

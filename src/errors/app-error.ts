@@ -1,32 +1,16 @@
+import { statusOf, type ErrorCode } from './codes.js';
+
+/** The JSON body of an error, as every HTTP surface answers it. */
+export interface ErrorBody {
+  error: { code: ErrorCode; message: string; details: Record<string, unknown>; request_id?: string };
+}
+
 /**
- * The one error type of svc. Every expected failure carries a snake_case `code`
- * from the table below; the HTTP status, the CLI exit code and the MCP error
- * all derive from that code, so the three surfaces never disagree.
+ * The one error type of svc: a code from the table in `codes.ts` (which gives
+ * its HTTP status, JSON-RPC code and CLI exit code), a message, optional
+ * details and optional response headers (Retry-After, WWW-Authenticate). Thrown
+ * by any layer; each transport turns it into its answer in one place.
  */
-export const ERROR_CODES = {
-  bad_request: 400,
-  invalid_json: 400,
-  validation_failed: 400,
-  unknown_site: 400,
-  unauthorized: 401,
-  insufficient_scope: 403,
-  forbidden_origin: 403,
-  not_found: 404,
-  method_not_allowed: 405,
-  not_acceptable: 406,
-  request_timeout: 408,
-  identity_conflict: 409,
-  conflict: 409,
-  payload_too_large: 413,
-  unsupported_media_type: 415,
-  destination_refused: 422,
-  rate_limited: 429,
-  internal_error: 500,
-  service_unavailable: 503,
-} as const;
-
-export type ErrorCode = keyof typeof ERROR_CODES;
-
 export class AppError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
@@ -42,13 +26,13 @@ export class AppError extends Error {
     super(message);
     this.name = 'AppError';
     this.code = code;
-    this.status = ERROR_CODES[code];
+    this.status = statusOf(code);
     this.details = details;
     this.headers = headers;
   }
 
   /** The JSON body of this error; `requestId` (the request's X-Request-Id) is echoed as `error.request_id`. */
-  toBody(requestId?: string): { error: { code: ErrorCode; message: string; details: Record<string, unknown>; request_id?: string } } {
+  toBody(requestId?: string): ErrorBody {
     const error = { code: this.code, message: this.message, details: this.details ?? {} };
     return { error: requestId === undefined ? error : { ...error, request_id: requestId } };
   }
@@ -87,9 +71,4 @@ export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   if (isStorageUnavailable(err)) return storageUnavailable();
   return new AppError('internal_error', 'internal error');
-}
-
-/** CLI exit code for an error: 2 for usage-like errors, 1 for everything else. */
-export function exitCodeFor(err: AppError): 1 | 2 {
-  return err.status === 400 ? 2 : 1;
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { contactProblem } from '../domain/contact.js';
-import { PII_TRAITS } from '../domain/profiles/snapshot.js';
+import { contactProblem } from '../contact.js';
+import { PII_TRAITS } from '../profiles/snapshot.js';
 
 /**
  * Request schemas of the ingestion surface. They are the single truth for

@@ -1,0 +1,93 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { ESLint } from 'eslint';
+import { describe, expect, it } from 'vitest';
+// @ts-expect-error eslint.config.js is plain JavaScript without declarations
+import { EXCEPTIONS, MAY_IMPORT, PARTS } from '../../eslint.config.js';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const RULE = 'import-x/no-restricted-paths';
+
+interface Exception {
+  file: string;
+  imports: string[];
+  why: string;
+}
+
+/**
+ * The architecture findings of linting `text` as if it were the file at `file`
+ * (repository-relative; need not exist) with the repository's own config. Only
+ * the map's rule runs, so the virtual file needs no TypeScript program.
+ */
+async function findings(file: string, text: string): Promise<string[]> {
+  const eslint = new ESLint({
+    cwd: ROOT,
+    ruleFilter: ({ ruleId }) => ruleId === RULE,
+    overrideConfig: { languageOptions: { parserOptions: { projectService: false } } },
+  });
+  const [result] = await eslint.lintText(text, { filePath: path.join(ROOT, file) });
+  const fatal = result!.messages.filter((m) => m.fatal);
+  expect(fatal, 'the file must parse').toEqual([]);
+  return result!.messages.filter((m) => m.ruleId === RULE).map((m) => m.message);
+}
+
+describe('the map of src/ is enforced by lint (docs/architecture.md)', () => {
+  it('reports a store module importing a surface, and a surface importing another surface', { timeout: 120_000 }, async () => {
+    const upward = await findings('src/store/wrong-way.ts', "import { TOOLS } from '../mcp/tools/index.js';\n\nexport const n = TOOLS.length;\n");
+    expect(upward).toHaveLength(1);
+    expect(upward[0]).toMatch(/src\/store may not import src\/mcp/);
+
+    const sideways = await findings('src/ingest/wrong-way.ts', "import { ROUTES } from '../pulse/routes.js';\n\nexport const n = ROUTES.length;\n");
+    expect(sideways).toHaveLength(1);
+    expect(sideways[0]).toMatch(/src\/ingest may not import src\/pulse/);
+  });
+
+  it('reports an adapter importing a repository, and lets it import the store handle and the domain', { timeout: 120_000 }, async () => {
+    const repo = await findings(
+      'src/mcp/tools/wrong-way.ts',
+      "import type { DestinationRow } from '../../store/webhooks.js';\nimport type { Store } from '../../store/store.js';\nimport { parseEventList } from '../../webhooks/destinations.js';\n\nexport type Pair = [DestinationRow, Store, typeof parseEventList];\n",
+    );
+    expect(repo).toHaveLength(1);
+    expect(repo[0]).toMatch(/an adapter \(src\/mcp\/tools\) calls the domain, never a repository/);
+  });
+
+  it('lets a part import what lies below it', { timeout: 120_000 }, async () => {
+    expect(await findings('src/domain/right-way.ts', "import { AppError } from '../errors/app-error.js';\nimport type { Store } from '../store/store.js';\n\nexport type Pair = [AppError, Store];\n")).toEqual([]);
+  });
+
+  it('an exception allows exactly the modules it names: the same file importing anything else up is reported', { timeout: 120_000 }, async () => {
+    const text = "import type { Rule } from '../domain/segments/rules.js';\nimport type { Grant } from '../domain/../mcp/grant.js';\nimport { createFire } from '../domain/triggers/service.js';\n\nexport type T = [Rule, Grant, typeof createFire];\n";
+    const found = await findings('src/store/rule-sql.ts', text);
+    expect(found).toHaveLength(2);
+    expect(found.join('\n')).toMatch(/src\/store may not import src\/domain/);
+    expect(found.join('\n')).toMatch(/src\/store may not import src\/mcp/);
+  });
+
+  it('every exception is still needed: its file exists and still imports each module it names', () => {
+    for (const e of EXCEPTIONS as Exception[]) {
+      const file = path.join(ROOT, e.file);
+      expect(existsSync(file), e.file).toBe(true);
+      const text = readFileSync(file, 'utf8');
+      for (const target of e.imports) {
+        const spec = path.relative(path.dirname(e.file), target).replace(/\.ts$/, '.js');
+        const relative = spec.startsWith('.') ? spec : `./${spec}`;
+        expect(text.includes(`'${relative}'`), `${e.file} no longer imports ${target}: remove it from EXCEPTIONS in eslint.config.js and docs/architecture.md`).toBe(true);
+      }
+      expect(e.why.length, `${e.file}: say why`).toBeGreaterThan(0);
+    }
+  });
+
+  it('docs/architecture.md lists every exception', () => {
+    const doc = readFileSync(path.join(ROOT, 'docs/architecture.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('## Exceptions still to remove'));
+    for (const e of EXCEPTIONS as Exception[]) expect(section.includes(path.basename(e.file)), e.file).toBe(true);
+  });
+
+  it('names every folder of src/ as a part or as wiring', () => {
+    const parts = new Set(Object.values(PARTS as Record<string, string[]>).flat());
+    const wiring = new Set(['src/server', 'src/cli', 'src/index.ts']);
+    const dirs = ['adplatforms', 'cli', 'demo', 'domain', 'errors', 'http', 'ingest', 'mcp', 'metrics', 'outbound', 'plugin', 'pulse', 'server', 'store', 'tag', 'webhooks', 'workers'];
+    for (const d of dirs) expect(parts.has(`src/${d}`) || wiring.has(`src/${d}`), d).toBe(true);
+    for (const part of Object.keys(MAY_IMPORT as Record<string, string[]>)) expect(Object.keys(PARTS as object)).toContain(part);
+  });
+});
