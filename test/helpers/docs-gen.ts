@@ -5,6 +5,7 @@ import { configSchema, envName, OTHER_ENV, type Config } from '../../src/config.
 import { AREAS, TOOLS } from '../../src/mcp/tools/index.js';
 import type { ToolDef } from '../../src/mcp/tool.js';
 import { CATALOGUE, EVENT_TYPES } from '../../src/webhooks/catalogue.js';
+import { ERRORS, jsonRpcCodeOf, type ErrorCode } from '../../src/errors/codes.js';
 
 // The reference tables of docs/ that restate the code, generated from the code:
 //   npm run docs:gen        rewrites every generated block in docs/
@@ -73,7 +74,18 @@ export function catalogue(): string {
   return `${rows.join('\n')}\n\n${examples.join('\n\n')}`;
 }
 
+/** Every error code with its HTTP status, JSON-RPC code (protocol-level MCP errors), CLI exit code and meaning. */
+export function errorsTable(): string {
+  const rows = ['| Code | HTTP | JSON-RPC | CLI exit | When |', '|---|---|---|---|---|'];
+  for (const code of Object.keys(ERRORS) as ErrorCode[]) {
+    const e = ERRORS[code];
+    rows.push(`| \`${code}\` | ${e.status} | ${'rpc' in e ? e.rpc : `(${jsonRpcCodeOf(code)})`} | ${e.exit} | ${cell(e.meaning)} |`);
+  }
+  return rows.join('\n');
+}
+
 export const BLOCKS: readonly Block[] = [
+  { file: 'docs/errors.md', name: 'errors', render: errorsTable },
   { file: 'docs/settings.md', name: 'settings', render: settingsTable },
   { file: 'docs/mcp.md', name: 'tools', render: toolsTable },
   { file: 'docs/webhooks.md', name: 'catalogue', render: catalogue },
