@@ -9,7 +9,7 @@ import type { ToolContext } from './tool.js';
 import type { AuditOutcome } from '../store/audit.js';
 import { auditUnknownTool, callTool } from './call.js';
 import { cachedOutput, deferredInput } from './schema.js';
-import { annotationsOf, describeTool } from './describe.js';
+import { annotationsOf, describeTool, SERVER_INSTRUCTIONS } from './describe.js';
 import { ALL_TOOLS, cachedListing, compactListed, isListed, type ListingFilter } from './listing.js';
 import { TOOLS } from './tools/index.js';
 
@@ -74,7 +74,7 @@ export function advertiseStaticLists(server: McpServer): void {
 export function createMcpServer(grant: Grant, deps: McpDeps, listing: ListingFilter = ALL_TOOLS): McpServer {
   const server = new McpServer(
     { name: 'svc', version: VERSION },
-    { instructions: 'svc tools: profiles, segments, leads, conversions, events, analytics, webhooks, recommendations, ad platforms and access of one site. Each tool states the scope it needs.' },
+    { instructions: SERVER_INSTRUCTIONS },
   );
   const ctx = toolContext(grant, deps);
   for (const tool of TOOLS) {

@@ -128,11 +128,25 @@ describe('transport and authentication', () => {
       expect(names).toContain(n);
     }
     for (const t of tools) {
-      expect(t.description).toMatch(/Requires the (read|write|admin) scope/);
+      expect(t.description).toMatch(/Scope: (read|write|admin)\./);
+      expect(t.description, t.name).not.toMatch(/Requires the|refused to read-only|refused when destructive/i);
       expect(t.inputSchema.type).toBe('object');
+      expect(t.inputSchema.$schema, t.name).toBeUndefined();
       expect(t.outputSchema, t.name).toBeUndefined();
-      expect(t.annotations).toBeDefined();
+      // Hints whose default would say the opposite stay explicit; idempotentHint only where it says something.
+      expect(typeof t.annotations?.readOnlyHint, t.name).toBe('boolean');
+      expect(typeof t.annotations?.destructiveHint, t.name).toBe('boolean');
+      expect(typeof t.annotations?.openWorldHint, t.name).toBe('boolean');
+      expect(t.annotations?.idempotentHint === undefined || (t.annotations.idempotentHint && !t.annotations.readOnlyHint), t.name).toBe(true);
     }
+    // What read-only and destructive-blocking tokens are refused is said once, in the instructions.
+    expect(c.getInstructions()).toContain('A read-only token is refused every tool whose readOnlyHint is false');
+    // A standard format stands for zod's regex in the listing; tools_describe keeps both.
+    const untilSchema = (tools.find((t) => t.name === 'accounts_hot')!.inputSchema.properties as any).until;
+    expect(untilSchema).toMatchObject({ type: 'string', format: 'date-time' });
+    expect(untilSchema.pattern).toBeUndefined();
+    const described = await callOk(c, 'tools_describe', { name: 'accounts_hot' });
+    expect(described.input_schema.properties.until).toMatchObject({ format: 'date-time', pattern: expect.stringMatching(/^\^/) });
     // Output schemas when asked, by query flag or header (and always in tools_describe).
     for (const opts of [{ query: { output_schemas: '1' } }, { headers: { 'x-svc-output-schemas': 'true' } }]) {
       const asked = (await (await mcp.connect(tok.read, opts)).listTools()).tools;
@@ -142,9 +156,9 @@ describe('transport and authentication', () => {
     expect((await callOk(c, 'tools_describe', { name: 'events_recent' })).output_schema.type).toBe('object');
     const erase = tools.find((t) => t.name === 'profiles_erase')!;
     expect(erase.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
-    expect(erase.description).toContain('Requires the admin scope');
+    expect(erase.description).toContain('Scope: admin.');
     const get = tools.find((t) => t.name === 'profiles_get')!;
-    expect(get.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false, idempotentHint: true });
+    expect(get.annotations).toEqual({ readOnlyHint: true, destructiveHint: false, openWorldHint: false });
     expect((get.inputSchema.properties as any).by.enum).toContain('email_sha256');
     expect(tools.find((t) => t.name === 'webhooks_create')!.annotations?.openWorldHint).toBe(true);
   });
