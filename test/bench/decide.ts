@@ -59,6 +59,7 @@ const HELP = `usage: npm run bench:decide -- [options]
   --database-url URL also run svc on PostgreSQL (a fresh schema, dropped at the end)
   --sync normal      also run svc-normal: SQLite with SVC_SQLITE_SYNCHRONOUS=normal (no fsync per commit)
   --keep             keep the data directory and the PostgreSQL schema
+  (SVC_BENCH_CPU_PROF=DIR in the environment: svc runs with --cpu-prof and writes its profile into DIR)
   -h, --help         this text`;
 
 function parse(argv: string[]) {
@@ -290,7 +291,7 @@ async function main(): Promise<number> {
       server = await spawnServer(registry, {
         name: t.name,
         command: process.execPath,
-        args: [SVC_BIN, 'serve', '--host', '127.0.0.1', '--port', '0', ...storage],
+        args: [...(process.env.SVC_BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.SVC_BENCH_CPU_PROF}`] : []), SVC_BIN, 'serve', '--host', '127.0.0.1', '--port', '0', ...storage],
         env,
         ready: /svc listening on (http:\/\/\S+)/,
       });
