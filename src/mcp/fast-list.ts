@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { isJsonContentType, JSONRPC_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/server';
 
 /** The largest body read whole before the SDK sees it (a JSON-RPC message; larger ones stream to the SDK as before). */
@@ -72,12 +72,12 @@ export const SSE_HEADERS = {
 
 /**
  * A tools/list result serialised once: the SSE event the SDK writes for it,
- * `event: message\ndata: {"result":…,"jsonrpc":"2.0","id":…}\n\n`, cut
- * around the id so that each request only adds its own.
+ * `event: message\ndata: {"result":…,"jsonrpc":"2.0","id":…}\n\n`, up to
+ * the id: each request only adds its own id and the end of the event.
  */
 export interface SerializedListing {
+  /** Everything before the id. */
   head: Buffer;
-  tail: Buffer;
 }
 
 const serialized = new WeakMap<object, SerializedListing>();
@@ -86,13 +86,20 @@ const serialized = new WeakMap<object, SerializedListing>();
 export function serializedListing(result: object): SerializedListing {
   let s = serialized.get(result);
   if (!s) {
-    s = { head: Buffer.from(`event: message\ndata: {"result":${JSON.stringify(result)},"jsonrpc":"${JSONRPC_VERSION}","id":`), tail: Buffer.from('}\n\n') };
+    s = { head: Buffer.from(`event: message\ndata: {"result":${JSON.stringify(result)},"jsonrpc":"${JSONRPC_VERSION}","id":`) };
     serialized.set(result, s);
   }
   return s;
 }
 
-/** The whole answer body of one request id. */
-export function listingBody(s: SerializedListing, id: RpcId): Buffer {
-  return Buffer.concat([s.head, Buffer.from(JSON.stringify(id)), s.tail]);
+/**
+ * Writes the answer of one request id: the shared serialised listing, then
+ * the id and the end of the event (no per-request copy of the listing).
+ */
+export function sendListing(res: ServerResponse, s: SerializedListing, id: RpcId): void {
+  const end = Buffer.from(`${JSON.stringify(id)}}\n\n`);
+  res.writeHead(200, { ...SSE_HEADERS, 'Content-Length': s.head.length + end.length });
+  res.cork();
+  res.write(s.head);
+  res.end(end);
 }

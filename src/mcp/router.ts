@@ -12,7 +12,7 @@ import type { Grant } from './grant.js';
 import { ALL_TOOLS, flagValue, intersectAreas, parseAreaList, type ListingFilter } from './listing.js';
 import { reportHandler } from './report.js';
 import { createMcpServer, listingFor, type McpDeps } from './server.js';
-import { isPlainListRequest, listingBody, peekMessage, serializedListing, SMALL_BODY, SSE_HEADERS, type PeekedMessage } from './fast-list.js';
+import { isPlainListRequest, peekMessage, sendListing, serializedListing, SMALL_BODY, type PeekedMessage } from './fast-list.js';
 import { AREAS } from './tools/index.js';
 
 /** JSON-RPC error codes of the HTTP gate (implementation-defined server errors). */
@@ -195,9 +195,7 @@ export function createMcpRouter(deps: McpDeps & { rateLimit: RatePolicy | null; 
       }
       peeked = peekMessage(whole);
       if (peeked && isPlainListRequest(req.headers, peeked)) {
-        const answer = listingBody(serializedListing(await listingFor(grant, listing)), peeked.id!);
-        res.writeHead(200, { ...SSE_HEADERS, 'Content-Length': answer.length });
-        res.end(answer);
+        sendListing(res, serializedListing(await listingFor(grant, listing)), peeked.id!);
         return;
       }
     } else if (req.method !== 'GET' && req.method !== 'HEAD') {
