@@ -20,17 +20,30 @@ export function scopeNamedIn(description: string): string | null {
 }
 
 /**
+ * The server's instructions (sent once, in the initialize result): what every
+ * tool description would otherwise repeat. Which tools a read-only token or a
+ * token blocking destructive tools is refused follows from the annotations.
+ */
+export const SERVER_INSTRUCTIONS =
+  'svc tools: profiles, segments, leads, conversions, events, analytics, webhooks, recommendations, ad platforms and access of one site. ' +
+  'Each tool states the scope it needs ("Scope: read.", "write" or "admin"); a tool\'s area is the first word of its name unless its description names another. ' +
+  'A read-only token is refused every tool whose readOnlyHint is false, and a token that blocks destructive tools every tool whose destructiveHint is true.';
+
+/**
  * The description shown in tools/list and by tools_search: what the tool does,
  * "Scope: <scope>." (appended here unless the tool's own text already says it;
- * the registry refuses a text naming another scope), and what else a token needs.
+ * the registry refuses a text naming another scope), what else a token needs
+ * that the annotations do not show (credential issuance, propose-only), and
+ * "Area: <area>." only when the name does not start with `<area>_`. What
+ * read-only and destructive-blocking tokens are refused is said once, in
+ * SERVER_INSTRUCTIONS, from the readOnlyHint and destructiveHint annotations.
  */
 export function describeTool(tool: ToolDef): string {
-  const needs = [`Requires the ${tool.scope} scope`];
-  if (tool.flags.changesData) needs.push('refused to read-only tokens');
-  if (tool.flags.destructive) needs.push('refused when destructive tools are blocked');
-  if (tool.flags.issuesCredentials) needs.push('only for tokens minted with credential issuance allowed');
-  if (tool.flags.approvesOrPublishes) needs.push('refused to propose-only tokens');
-  if (tool.flags.changesExposure) needs.push('for propose-only tokens, changes to who sees what are filed as drafts awaiting approval');
+  const needs: string[] = [];
+  if (tool.flags.issuesCredentials) needs.push('Only for tokens minted with credential issuance allowed.');
+  if (tool.flags.approvesOrPublishes) needs.push('Refused to propose-only tokens.');
+  if (tool.flags.changesExposure) needs.push('Propose-only tokens: filed as drafts awaiting approval (inbox item; inbox_approve).');
   const scope = scopeNamedIn(tool.description) === null ? ` Scope: ${tool.scope}.` : '';
-  return `${tool.description}${scope} ${needs.join('; ')}. Area: ${tool.area}.`;
+  const area = tool.name.startsWith(`${tool.area}_`) ? '' : ` Area: ${tool.area}.`;
+  return [`${tool.description}${scope}`, ...needs].join(' ') + area;
 }

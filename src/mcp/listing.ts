@@ -71,19 +71,63 @@ export async function cachedListing<T>(grant: Grant, filter: ListingFilter, comp
   return value;
 }
 
+/** JSON Schema formats a client knows by name: zod writes its own regex beside them as `pattern`, 420 bytes for a date-time. */
+const NAMED_FORMATS = new Set(['date-time', 'date', 'time', 'email', 'uuid', 'uri', 'ipv4', 'ipv6']);
+
+/**
+ * A JSON Schema without the `pattern` zod writes beside a standard `format`
+ * (the format already says it, tools_describe keeps both, and the server
+ * validates every call with the zod schema itself). Returns the node itself
+ * when nothing under it changes.
+ */
+export function withoutFormatPatterns(node: unknown): unknown {
+  if (Array.isArray(node)) {
+    const out = node.map(withoutFormatPatterns);
+    return out.some((x, i) => x !== node[i]) ? out : node;
+  }
+  if (node === null || typeof node !== 'object') return node;
+  const obj = node as Record<string, unknown>;
+  let changed = false;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(obj)) {
+    // In a `properties` map `format` would be a schema object, never a string: an argument named "pattern" stays.
+    if (k === 'pattern' && typeof obj.format === 'string' && NAMED_FORMATS.has(obj.format)) {
+      changed = true;
+      continue;
+    }
+    const w = withoutFormatPatterns(v);
+    if (w !== v) changed = true;
+    out[k] = w;
+  }
+  return changed ? out : node;
+}
+
+/**
+ * The annotations a client needs: the title only when it differs from the
+ * tool's, and idempotentHint only when it says something (true on a tool that
+ * changes data; it means nothing on a read-only tool, and false is its
+ * default). readOnlyHint, destructiveHint and openWorldHint stay explicit:
+ * destructiveHint and openWorldHint default to true.
+ */
+function compactAnnotations(tool: Tool): Tool['annotations'] {
+  const { title, idempotentHint, ...rest } = tool.annotations!;
+  const out: NonNullable<Tool['annotations']> = { ...rest };
+  if (title !== undefined && title !== tool.title) out.title = title;
+  if (idempotentHint === true && rest.readOnlyHint !== true) out.idempotentHint = true;
+  return out;
+}
+
 /**
  * A listed tool without what costs context and says nothing: the input
  * schema's `$schema` (2020-12 is the dialect MCP assumes without one), the
- * annotations' copy of the title, and the output schema unless asked for.
+ * `pattern` beside a standard format, annotations at their meaning-free
+ * values, and the output schema unless asked for.
  */
 export function compactListed(tool: Tool, outputSchemas: boolean): Tool {
   const { outputSchema, ...rest } = tool;
   const { $schema: _dialect, ...inputSchema } = tool.inputSchema;
-  const out: Tool = { ...rest, inputSchema: inputSchema as Tool['inputSchema'] };
-  if (tool.annotations) {
-    const { title, ...annotations } = tool.annotations;
-    out.annotations = title === undefined || title === tool.title ? annotations : tool.annotations;
-  }
+  const out: Tool = { ...rest, inputSchema: withoutFormatPatterns(inputSchema) as Tool['inputSchema'] };
+  if (tool.annotations) out.annotations = compactAnnotations(tool);
   if (outputSchemas && outputSchema) out.outputSchema = outputSchema;
   return out;
 }

@@ -12,7 +12,8 @@ import { rpcErrorMessage } from './rpc-error.js';
 import type { Grant } from './grant.js';
 import { ALL_TOOLS, flagValue, intersectAreas, parseAreaList, type ListingFilter } from './listing.js';
 import { reportHandler } from './report.js';
-import { createMcpServer, type McpDeps } from './server.js';
+import { createMcpServer, listingFor, type McpDeps } from './server.js';
+import { isPlainListRequest, peekMessage, sendListing, serializedListing, SMALL_BODY, type PeekedMessage } from './fast-list.js';
 import { AREAS } from './tools/index.js';
 
 /** The SDK handler's body cap (413 above it). */
@@ -28,7 +29,7 @@ function rpcError(res: Response, e: AppError): void {
 }
 
 /** The Node request as a web-standard Request for the SDK's handler; credentials stay behind. */
-function toWebRequest(req: Request, body: ReadableStream | null, signal: AbortSignal): globalThis.Request {
+function toWebRequest(req: Request, body: ReadableStream | Buffer | null, signal: AbortSignal): globalThis.Request {
   const headers = new Headers();
   for (const [k, v] of Object.entries(req.headers)) {
     if (v === undefined || k === 'authorization') continue;
@@ -51,14 +52,31 @@ function toWebRequest(req: Request, body: ReadableStream | null, signal: AbortSi
   } as RequestInit);
 }
 
-async function sendWebResponse(r: globalThis.Response, req: Request, res: Response, body: ReadableStream | null): Promise<void> {
+/** The whole body of a request whose Content-Length is small; null when the client went away first. */
+function readWhole(req: Request): Promise<Buffer | null> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.once('end', () => resolve(Buffer.concat(chunks)));
+    req.once('error', () => resolve(null));
+    req.once('close', () => resolve(null));
+  });
+}
+
+/** The first byte of a body that is not JSON whitespace (null for none). */
+function firstSignificantByte(body: Buffer): number | null {
+  for (const b of body) if (b !== 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d) return b;
+  return null;
+}
+
+async function sendWebResponse(r: globalThis.Response, req: Request, res: Response, body: ReadableStream | Buffer | null): Promise<void> {
   res.status(r.status);
   r.headers.forEach((value, key) => res.setHeader(key, value));
   if (!req.complete) {
     // Answered before the body was read (413 and other early refusals): the rest
     // of the body is never read, so this connection cannot carry another request.
     res.setHeader('Connection', 'close');
-    res.once('finish', () => void body?.cancel().catch(() => undefined));
+    if (body && !Buffer.isBuffer(body)) res.once('finish', () => void body.cancel().catch(() => undefined));
   }
   if (!r.body) {
     res.end();
@@ -107,11 +125,11 @@ export function createMcpRouter(deps: McpDeps & { rateLimit: RatePolicy | null; 
   const limiter = deps.rateLimit ? createRateLimiter(deps.store, deps.rateLimit) : null;
   const handler = createMcpHandler(
     (ctx) => {
-      const extra = ctx.authInfo?.extra as { grant?: Grant; listing?: ListingFilter; request?: Request } | undefined;
+      const extra = ctx.authInfo?.extra as { grant?: Grant; listing?: ListingFilter; request?: Request; tool?: string | null } | undefined;
       if (!extra?.grant) throw new Error('MCP request without a grant');
       // Per request: its log lines and its audit rows carry its request id.
       const request = extra.request;
-      return createMcpServer(extra.grant, { ...deps, logger: loggerFor(request, deps.logger), requestId: requestIdOf(request) }, extra.listing ?? ALL_TOOLS);
+      return createMcpServer(extra.grant, { ...deps, logger: loggerFor(request, deps.logger), requestId: requestIdOf(request) }, extra.listing ?? ALL_TOOLS, extra.tool ?? null);
     },
     {
       maxRequestBodySize: MAX_BODY,
@@ -154,19 +172,39 @@ export function createMcpRouter(deps: McpDeps & { rateLimit: RatePolicy | null; 
     res.once('close', () => {
       if (!res.writableFinished) abort.abort();
     });
-    let body = req.method === 'GET' || req.method === 'HEAD' ? null : (Readable.toWeb(req) as ReadableStream<Uint8Array>);
+    // A small POST body (a JSON-RPC message with its Content-Length) is read whole: a plain
+    // tools/list is answered from the listing serialised once per restriction set, and a
+    // tools/call builds a server with only the tool it names. Anything else streams to the SDK.
+    let peeked: PeekedMessage | null = null;
+    let body: ReadableStream<Uint8Array> | null = null;
+    let whole: Buffer | null = null;
+    const length = Number(req.headers['content-length']);
+    if (req.method === 'POST' && req.headers['transfer-encoding'] === undefined && Number.isSafeInteger(length) && length >= 0 && length <= SMALL_BODY) {
+      whole = await readWhole(req);
+      if (whole === null) return;
+      if (firstSignificantByte(whole) === 0x5b) {
+        return rpcError(res, new AppError('bad_request', BATCH_REFUSED, { reason: 'batch' }), RPC_CODES.invalid_request);
+      }
+      peeked = peekMessage(whole);
+      if (peeked && isPlainListRequest(req.headers, peeked)) {
+        sendListing(res, serializedListing(await listingFor(grant, listing)), peeked.id!);
+        return;
+      }
+    } else if (req.method !== 'GET' && req.method !== 'HEAD') {
+      body = Readable.toWeb(req) as ReadableStream<Uint8Array>;
+    }
     if (body && req.method === 'POST') {
       // A JSON-RPC batch is refused whole, before any of it runs, whatever the MCP-Protocol-Version header says.
-      const peeked = await peekFirstByte(body, MAX_BODY);
-      body = peeked.body;
-      if (peeked.first === 0x5b) {
+      const first = await peekFirstByte(body, MAX_BODY);
+      body = first.body;
+      if (first.first === 0x5b) {
         if (!req.complete) res.setHeader('Connection', 'close');
         res.once('finish', () => void body?.cancel().catch(() => undefined));
         return rpcError(res, batchRefusal());
       }
     }
-    const response = await handler.fetch(toWebRequest(req, body, abort.signal), {
-      authInfo: { token: grant.tokenId, clientId: grant.tokenId, scopes: [grant.scope], extra: { grant, listing, request: req } },
+    const response = await handler.fetch(toWebRequest(req, whole ?? body, abort.signal), {
+      authInfo: { token: grant.tokenId, clientId: grant.tokenId, scopes: [grant.scope], extra: { grant, listing, request: req, tool: peeked?.toolName ?? null } },
     });
     await sendWebResponse(response, req, res, body);
   });

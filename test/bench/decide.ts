@@ -9,10 +9,12 @@
  * priorities spread) and 10 running tests (one zone per page, a control and
  * a variant arm), then drives GET /api/decide over keep-alive connections with
  * visitors rotating over --visitors ids and URLs over the 10 pages. In the same
- * run and with the same load, a bare node:http server answering 202 without
- * deciding or storing anything is the baseline. Prints requests/s, zone
+ * run and with the same load, a bare node:http server answering the same
+ * decision JSON (one svc answer of this site, captured first) without deciding
+ * or storing anything is the baseline. Prints requests/s, zone
  * decisions/s (each request decides the 5 zones of its page and stores 5
- * exposure rows in one write), p50/p99 and the ratio to the bare server, then
+ * exposure rows in one write), p50/p99 and the ratios of throughput and p99 to
+ * the bare server (targets, issue 22: >= 0.5x and p99 <= 5x), then
  * checks that svc stored exactly 5 exposures per 200 answered. It also times
  * the pure decision function alone on the same snapshot (what a decision
  * costs in CPU, without HTTP or storage).
@@ -23,7 +25,7 @@
  * by --seconds and by --max-requests. Exit status 0 whatever the figures; 1
  * when a server does not start or the stored count is wrong; 2 on bad flags.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -39,7 +41,7 @@ import { loadSnapshot } from '../../src/domain/web/decisions.js';
 import { decide } from '../../src/domain/decide/decide.js';
 
 const SVC_BIN = path.join(REPO_ROOT, 'bin', 'svc.js');
-const BARE_SERVER = path.join(REPO_ROOT, 'test', 'bench', 'lib', 'bare-server.ts');
+const BARE_SERVER = path.join(REPO_ROOT, 'test', 'bench', 'lib', 'bare-bytes-server.ts');
 const REGISTER = path.join(REPO_ROOT, 'test', 'bench', 'register.mjs');
 
 const PAGES = 10;
@@ -57,6 +59,7 @@ const HELP = `usage: npm run bench:decide -- [options]
   --database-url URL also run svc on PostgreSQL (a fresh schema, dropped at the end)
   --sync normal      also run svc-normal: SQLite with SVC_SQLITE_SYNCHRONOUS=normal (no fsync per commit)
   --keep             keep the data directory and the PostgreSQL schema
+  (SVC_BENCH_CPU_PROF=DIR in the environment: svc runs with --cpu-prof and writes its profile into DIR)
   -h, --help         this text`;
 
 function parse(argv: string[]) {
@@ -264,18 +267,6 @@ async function main(): Promise<number> {
   let pure: { perSecond: number; p99Us: number; n: number } | null = null;
   let failed = false;
 
-  // Baseline.
-  {
-    const bare = await spawnServer(registry, {
-      name: 'bare',
-      command: process.execPath,
-      args: ['--import', REGISTER, BARE_SERVER, '--port', '0'],
-      ready: /^bare listening on (http:\/\/127\.0\.0\.1:\d+)$/,
-    });
-    rows.push({ name: 'bare', r: await load(bare.url, 'site_BENCHbareSERVER0', opts, bare.child.pid) });
-    await stopChild(bare.child, 5_000);
-  }
-
   const targets: { name: string; pgUrl?: string; schema?: string; env?: Record<string, string> }[] = [{ name: 'svc' }];
   if (opts.syncNormal) targets.push({ name: 'svc-normal', env: { SVC_SQLITE_SYNCHRONOUS: 'normal' } });
   if (schemas) {
@@ -300,17 +291,35 @@ async function main(): Promise<number> {
       server = await spawnServer(registry, {
         name: t.name,
         command: process.execPath,
-        args: [SVC_BIN, 'serve', '--host', '127.0.0.1', '--port', '0', ...storage],
+        args: [...(process.env.SVC_BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.SVC_BENCH_CPU_PROF}`] : []), SVC_BIN, 'serve', '--host', '127.0.0.1', '--port', '0', ...storage],
         env,
         ready: /svc listening on (http:\/\/\S+)/,
       });
+      let captured = 0;
+      if (!rows.some((x) => x.name === 'bare')) {
+        // Baseline, in the same run: a bare node:http server answering the very JSON svc answers (one decision of this site, captured now).
+        const sample = await fetch(`${server.url}/api/decide?site_id=${siteId}&visitor_id=bv-capture&url=${encodeURIComponent('https://shop.example/p0?utm_source=bench')}`);
+        if (sample.status !== 200) throw new Error(`decide answered ${sample.status}: ${await sample.text()}`);
+        captured = 1;
+        const bodyFile = path.join(tmpRoot, 'decide.body');
+        writeFileSync(bodyFile, Buffer.from(await sample.arrayBuffer()));
+        const bare = await spawnServer(registry, {
+          name: 'bare',
+          command: process.execPath,
+          args: ['--import', REGISTER, BARE_SERVER, '--port', '0', '--file', bodyFile, '--content-type', sample.headers.get('content-type') ?? 'application/json'],
+          ready: /^bare-bytes listening on (http:\/\/127\.0\.0\.1:\d+)$/,
+        });
+        log(`bare: node:http answering svc's decide JSON (${statSync(bodyFile).size} bytes, ${sample.headers.get('content-type')})`);
+        rows.unshift({ name: 'bare', r: await load(bare.url, siteId, opts, bare.child.pid) });
+        await stopChild(bare.child, 5_000);
+      }
       const r = await load(server.url, siteId, opts, server.child.pid);
       await stopChild(server.child, 15_000);
       server = null;
       const check = t.pgUrl ? await openPgStore({ url: t.pgUrl, dataDir, migrate: false }) : openStore({ dataDir });
       const stored = Number((await check.sql.get<{ n: number }>('SELECT count(*) AS n FROM exposures'))!.n);
       await check.close();
-      const expected = r.ok * ZONES_PER_PAGE;
+      const expected = (r.ok + captured) * ZONES_PER_PAGE;
       if (stored !== expected) failed = true;
       rows.push({ name: t.name, r, stored, expected });
     } catch (err) {
@@ -326,7 +335,8 @@ async function main(): Promise<number> {
   }
 
   const bareRps = rows.find((r) => r.name === 'bare')?.r.rps ?? 0;
-  const header = ['target', 'req/s', 'zone decisions/s', 'p50 ms', 'p99 ms', 'vs bare', 'server CPU', 'non-2xx', 'errors', 'exposures stored/expected'];
+  const bareP99 = rows.find((r) => r.name === 'bare')?.r.latency.p99Us ?? 0;
+  const header = ['target', 'req/s', 'zone decisions/s', 'p50 ms', 'p99 ms', 'vs bare', 'p99 vs bare', 'server CPU', 'non-2xx', 'errors', 'exposures stored/expected'];
   const lines = [header];
   for (const { name, r, stored, expected } of rows) {
     lines.push([
@@ -336,6 +346,7 @@ async function main(): Promise<number> {
       (r.latency.p50Us / 1000).toFixed(2),
       (r.latency.p99Us / 1000).toFixed(2),
       bareRps > 0 ? `${(r.rps / bareRps).toFixed(2)}x` : '-',
+      name !== 'bare' && bareP99 > 0 ? `${(r.latency.p99Us / bareP99).toFixed(2)}x` : '-',
       r.serverCpuPercent === null ? '-' : `${Math.round(r.serverCpuPercent)}%`,
       String(r.non2xx),
       String(r.errors),

@@ -8,7 +8,7 @@
  * would put them in a model's context (the JSON of the tools array), and
  * prints bytes and tokens (o200k_base, js-tiktoken) of the default listing and
  * of the listing with output schemas (`?output_schemas=1`), in total and per
- * area. Target (issue 22): the default listing under 120 KB and ~30,000 tokens.
+ * area, and the server instructions a client also reads once. Target (issue 22): the default listing under 120 KB and ~30,000 tokens.
  * Exit status: 0 whatever the figures; 1 when svc fails to start.
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -41,11 +41,11 @@ function sizeOf(tools: unknown[]): Size {
   return { tools: tools.length, bytes: Buffer.byteLength(text), tokens: enc.encode(text).length };
 }
 
-async function listing(base: string, token: string, query: string): Promise<{ name: string }[]> {
+async function listing(base: string, token: string, query: string): Promise<{ tools: { name: string }[]; instructions: string }> {
   const client = new Client({ name: 'svc-bench-listing', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/api/mcp${query}`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
   try {
-    return (await client.listTools()).tools;
+    return { tools: (await client.listTools()).tools, instructions: client.getInstructions() ?? '' };
   } finally {
     await client.close();
   }
@@ -74,8 +74,8 @@ async function main(): Promise<number> {
       });
       proc.once('exit', (code) => reject(new Error(`svc exited with ${code}`)));
     });
-    const plain = await listing(base, token, '');
-    const full = await listing(base, token, '?output_schemas=1');
+    const { tools: plain, instructions } = await listing(base, token, '');
+    const { tools: full } = await listing(base, token, '?output_schemas=1');
     const areaOf = new Map(TOOLS.map((t) => [t.name, t.area]));
     const areas = [...new Set(TOOLS.map((t) => t.area))].sort();
     const rows = areas.map((area) => {
@@ -87,6 +87,9 @@ async function main(): Promise<number> {
     const totalFull = sizeOf(full);
     rows.push({ area: 'TOTAL', tools: total.tools, bytes: total.bytes, tokens: total.tokens, bytes_with_output_schemas: totalFull.bytes, tokens_with_output_schemas: totalFull.tokens });
     console.table(rows);
+    console.log(
+      `server instructions (initialize, once per connection; they state the refusal rules the descriptions no longer repeat): ${Buffer.byteLength(instructions)} bytes, ${enc.encode(instructions).length} tokens`,
+    );
     console.log(
       `default listing: ${total.tools} tools, ${kb(total.bytes)}, ${total.tokens} tokens (target < 120 KB, ~30,000 tokens: ${total.bytes < 120 * 1024 && total.tokens <= 30_000 ? 'met' : 'NOT met'}); with output schemas: ${kb(totalFull.bytes)}, ${totalFull.tokens} tokens`,
     );

@@ -106,8 +106,8 @@ describe('campaigns through MCP', () => {
     expect(byName.get('campaigns_list')!.annotations?.readOnlyHint).toBe(true);
     expect(byName.get('campaigns_get')!.annotations?.readOnlyHint).toBe(true);
     expect(byName.get('campaigns_launch')!.annotations?.readOnlyHint).toBe(false);
-    expect(byName.get('campaigns_launch')!.description).toContain('refused to propose-only tokens');
-    expect(byName.get('campaigns_close')!.description).toContain('refused to propose-only tokens');
+    expect(byName.get('campaigns_launch')!.description).toContain('Refused to propose-only tokens.');
+    expect(byName.get('campaigns_close')!.description).toContain('Refused to propose-only tokens.');
     expect(byName.get('campaigns_pause')!.description).not.toContain('propose-only');
   });
 

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanup, cli, cliJson, createSite, post, startSvc, stats, tempDir, type Svc } from '../helpers/svc.js';
 import { execute, query } from '../helpers/db.js';
@@ -128,11 +129,25 @@ describe('transport and authentication', () => {
       expect(names).toContain(n);
     }
     for (const t of tools) {
-      expect(t.description).toMatch(/Requires the (read|write|admin) scope/);
+      expect(t.description).toMatch(/Scope: (read|write|admin)\./);
+      expect(t.description, t.name).not.toMatch(/Requires the|refused to read-only|refused when destructive/i);
       expect(t.inputSchema.type).toBe('object');
+      expect(t.inputSchema.$schema, t.name).toBeUndefined();
       expect(t.outputSchema, t.name).toBeUndefined();
-      expect(t.annotations).toBeDefined();
+      // Hints whose default would say the opposite stay explicit; idempotentHint only where it says something.
+      expect(typeof t.annotations?.readOnlyHint, t.name).toBe('boolean');
+      expect(typeof t.annotations?.destructiveHint, t.name).toBe('boolean');
+      expect(typeof t.annotations?.openWorldHint, t.name).toBe('boolean');
+      expect(t.annotations?.idempotentHint === undefined || (t.annotations.idempotentHint && !t.annotations.readOnlyHint), t.name).toBe(true);
     }
+    // What read-only and destructive-blocking tokens are refused is said once, in the instructions.
+    expect(c.getInstructions()).toContain('A read-only token is refused every tool whose readOnlyHint is false');
+    // A standard format stands for zod's regex in the listing; tools_describe keeps both.
+    const untilSchema = (tools.find((t) => t.name === 'accounts_hot')!.inputSchema.properties as any).until;
+    expect(untilSchema).toMatchObject({ type: 'string', format: 'date-time' });
+    expect(untilSchema.pattern).toBeUndefined();
+    const described = await callOk(c, 'tools_describe', { name: 'accounts_hot' });
+    expect(described.input_schema.properties.until).toMatchObject({ format: 'date-time', pattern: expect.stringMatching(/^\^/) });
     // Output schemas when asked, by query flag or header (and always in tools_describe).
     for (const opts of [{ query: { output_schemas: '1' } }, { headers: { 'x-svc-output-schemas': 'true' } }]) {
       const asked = (await (await mcp.connect(tok.read, opts)).listTools()).tools;
@@ -142,11 +157,58 @@ describe('transport and authentication', () => {
     expect((await callOk(c, 'tools_describe', { name: 'events_recent' })).output_schema.type).toBe('object');
     const erase = tools.find((t) => t.name === 'profiles_erase')!;
     expect(erase.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
-    expect(erase.description).toContain('Requires the admin scope');
+    expect(erase.description).toContain('Scope: admin.');
     const get = tools.find((t) => t.name === 'profiles_get')!;
-    expect(get.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false, idempotentHint: true });
+    expect(get.annotations).toEqual({ readOnlyHint: true, destructiveHint: false, openWorldHint: false });
     expect((get.inputSchema.properties as any).by.enum).toContain('email_sha256');
     expect(tools.find((t) => t.name === 'webhooks_create')!.annotations?.openWorldHint).toBe(true);
+  });
+
+  it('answers a plain tools/list from the cached listing with the very bytes the SDK writes, and the listing follows a change of the token restrictions', async () => {
+    const headers = { authorization: `Bearer ${tok.write}`, 'mcp-protocol-version': '2025-06-18' };
+    const LIST = { jsonrpc: '2.0', id: 'list-7', method: 'tools/list' };
+    // The served answer (a plain request with its Content-Length) ...
+    const served = await rawPost(`${svc.url}/api/mcp`, headers, LIST);
+    // ... and the SDK's own answer to the same message, streamed to it (chunked, no Content-Length).
+    const streamed = await new Promise<{ status: number; type: string | undefined; text: string }>((resolve, reject) => {
+      const r = http.request(
+        `${svc.url}/api/mcp`,
+        { method: 'POST', headers: { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'transfer-encoding': 'chunked' } },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8').on('data', (c: string) => (text += c));
+          res.on('end', () => resolve({ status: res.statusCode!, type: res.headers['content-type'], text }));
+        },
+      );
+      r.on('error', reject);
+      r.write(JSON.stringify(LIST).slice(0, 10));
+      r.end(JSON.stringify(LIST).slice(10));
+    });
+    expect(served.status).toBe(200);
+    expect(streamed.status).toBe(200);
+    expect(served.headers.get('content-type')).toBe('text/event-stream');
+    expect(streamed.type).toBe('text/event-stream');
+    expect(served.text).toBe(streamed.text);
+    // Served whole from the serialised listing (Content-Length), where the SDK streams its event.
+    expect(served.headers.get('content-length')).toBe(String(Buffer.byteLength(served.text)));
+    expect(served.text.startsWith('event: message\ndata: {"result":{"tools":[')).toBe(true);
+    expect(served.text.endsWith(',"jsonrpc":"2.0","id":"list-7"}\n\n')).toBe(true);
+    const names = (text: string) => (JSON.parse(text.slice(text.indexOf('data: ') + 6)) as { result: { tools: { name: string }[] } }).result.tools.map((t) => t.name);
+    const everyTool = names(served.text);
+    expect(everyTool.length).toBeGreaterThan(100);
+    // Read-only and areas restrictions written to the token row: the next listing is that restriction set's, not the cached one.
+    const row = query<{ id: string; restrictions: string }>(dataDir, 'SELECT id, restrictions FROM mcp_tokens WHERE hash = ?', sha(tok.write))[0]!;
+    const restricted = { ...JSON.parse(row.restrictions), read_only: true, areas: ['profiles'] };
+    execute(dataDir, 'UPDATE mcp_tokens SET restrictions = ? WHERE id = ?', JSON.stringify(restricted), row.id);
+    try {
+      const after = names((await rawPost(`${svc.url}/api/mcp`, headers, LIST)).text);
+      expect(after).toEqual(['profiles_get', 'profiles_search', 'profiles_timeline']);
+      const c = await mcp.connect(tok.write);
+      expect((await c.listTools()).tools.map((t) => t.name)).toEqual(after);
+    } finally {
+      execute(dataDir, 'UPDATE mcp_tokens SET restrictions = ? WHERE id = ?', row.restrictions, row.id);
+    }
+    expect(names((await rawPost(`${svc.url}/api/mcp`, headers, LIST)).text)).toEqual(everyTool);
   });
 
   it('accepts the token as Authorization: Bearer and as the api_key query parameter, in both protocol eras', async () => {

@@ -177,8 +177,8 @@ describe('MCP recommendations_co_purchased', () => {
   it('is listed as a read-only tool of the recommendations area', async () => {
     const { tools } = await client.listTools();
     const tool = tools.find((t) => t.name === 'recommendations_co_purchased')!;
-    expect(tool.annotations).toMatchObject({ readOnlyHint: true, destructiveHint: false, idempotentHint: true });
-    expect(tool.description).toMatch(/Requires the read scope\. Area: recommendations\.$/);
+    expect(tool.annotations).toEqual({ readOnlyHint: true, destructiveHint: false, openWorldHint: false });
+    expect(tool.description).toMatch(/ Scope: read\.$/);
     expect((tool.inputSchema.properties as any).skus).toMatchObject({ type: 'array', minItems: 1, maxItems: 20 });
     expect((tool.inputSchema.properties as any).min_support.default).toBe(3);
   });

@@ -161,7 +161,7 @@ describe('the tool registry', () => {
       const a = annotationsOf(t);
       expect(a.readOnlyHint).toBe(!t.flags.changesData);
       expect(a.destructiveHint).toBe(t.flags.destructive === true);
-      expect(describeTool(t)).toContain(`Requires the ${t.scope} scope`);
+      expect(describeTool(t)).toContain(`Scope: ${t.scope}.`);
     }
   });
 });

@@ -291,7 +291,7 @@ export const campaignsLaunch = defineTool({
   name: 'campaigns_launch',
   title: 'Launch a campaign',
   description:
-    'Makes a draft or paused campaign live: verifies segments, publishes approved variants, enables placements and triggers, starts layout tests, recording each step as succeeded, skipped or failed. If a required component fails, nothing of the launch stays applied and the call fails with code conflict, listing the steps (the attempt stays recorded in campaigns_get). Publishes, so propose-only tokens are refused. Emits campaign.launched. Scope: write.',
+    'Makes a draft or paused campaign live: verifies segments, publishes approved variants, enables placements and triggers, starts layout tests, recording each step as succeeded, skipped or failed. If a required component fails, nothing of the launch stays applied and the call fails with code conflict, listing the steps (the attempt stays recorded in campaigns_get). Emits campaign.launched. Scope: write.',
   area,
   scope: 'write',
   flags: { changesData: true, approvesOrPublishes: true },

@@ -145,8 +145,7 @@ export const experimentsCreate = defineTool({
   name: 'experiments_create',
   title: 'Create a layout test',
   description:
-    'Creates a draft layout test on a zone (zone_id) or a page (page_id): a control arm and one or more variant arms with weights, a primary metric, ' +
-    'optional Core Web Vitals guardrails (default lcp, inp, cls), an optional scheduled end and stop_early. The seed defaults to the test id. Scope: write.',
+    'Creates a draft layout test on a zone or a page: a control arm and one or more weighted variant arms, a primary metric and optional Core Web Vitals guardrails. Scope: write.',
   area,
   scope: 'write',
   flags: { changesData: true },
@@ -175,9 +174,9 @@ export const experimentsUpdate = defineTool({
   name: 'experiments_update',
   title: 'Change a layout test',
   description:
-    'Changes a draft test (name, arms, metric, guardrails, seed, end, stop_early). A running or paused test changes only scheduled_end, stop_early and ' +
+    'Changes a draft test. A running or paused test changes only scheduled_end, stop_early and ' +
     'the arms\' weights: visitors already exposed keep their arm (the decision keeps the arm of the first exposure), new weights steer only new visitors. ' +
-    'Ended and shipped tests are final (conflict). For a propose-only token a change of a running or paused test is filed as a draft with an inbox item (it applies once a person approves, inbox_approve); a draft test changes at once. Scope: write.',
+    'Ended and shipped tests are final (conflict). For a propose-only token a change of a running or paused test is filed as a draft; a draft test changes at once. Scope: write.',
   area,
   scope: 'write',
   flags: { changesData: true, idempotent: true, changesExposure: true },
@@ -229,9 +228,7 @@ function lifecycleTool(
   return defineTool({
     name,
     title,
-    description: propose
-      ? `${description} For a propose-only token it is filed as a draft with an inbox item and applies once a person approves it (inbox_approve). Scope: write.`
-      : `${description} Scope: write.`,
+    description: `${description} Scope: write.`,
     area,
     scope: 'write',
     flags: { changesData: true, changesExposure: propose !== undefined },
@@ -287,7 +284,7 @@ export const experimentsShip = defineTool({
   title: 'Ship an arm of a layout test',
   description:
     "Ships an ended test (ended → shipped): the given arm, or the recorded winner. The arm's variant is published and the decision shows it to everyone " +
-    '(shipping the control keeps the zone default). Emits experiment.shipped. Refused to propose-only tokens. Scope: write.',
+    '(shipping the control keeps the zone default). Emits experiment.shipped. Scope: write.',
   area,
   scope: 'write',
   flags: { changesData: true, approvesOrPublishes: true },

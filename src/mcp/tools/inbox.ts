@@ -110,7 +110,7 @@ export const inboxApprove = defineTool({
   description:
     'Approves a pending item. A stall proposal: creates the proposed layout test as a DRAFT experiment owned by the caller on the stalled step\'s page (the page row is created if the site has none) with a control arm (weight 1); add a variant arm before starting it. ' +
     'A draft: applies exactly the proposed change as if the caller made it (a draft segment becomes live and gets its members, with segment.changed webhooks; placements, zone defaults, test starts and overrides reach visitors at once); if it no longer applies, nothing changes and it stays pending. ' +
-    'Marks the item approved with who and when. Refused to propose-only tokens. Scope: write.',
+    'Marks the item approved with who and when. Scope: write.',
   area,
   scope: 'write',
   flags: { changesData: true, approvesOrPublishes: true },

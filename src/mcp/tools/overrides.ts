@@ -10,7 +10,6 @@ const area = 'overrides';
 
 const note = z.string().trim().min(1).max(500).optional().describe('Why (shown with the override).');
 const overrideChange = overrideView.extend({ draft: filedDraft });
-const FILED = ' For a propose-only token it is filed as a draft with an inbox item and applies once a person approves it (inbox_approve).';
 
 export const overridesList = defineTool({
   name: 'overrides_list',
@@ -53,7 +52,7 @@ export const overridesForceArm = defineTool({
   name: 'overrides_force_arm',
   title: 'Force a visitor into an arm',
   description:
-    `For QA: the visitor sees the given arm of an experiment (even in the holdout, even before it runs), replacing an earlier force of that visitor in that experiment.${FILED} Scope: admin.`,
+    `For QA: the visitor sees the given arm of an experiment (even in the holdout, even before it runs), replacing an earlier force of that visitor in that experiment. Scope: admin.`,
   area,
   scope: 'admin',
   flags: { changesData: true, destructive: true, changesExposure: true },
@@ -76,7 +75,7 @@ export const overridesForceArm = defineTool({
 export const overridesLift = defineTool({
   name: 'overrides_lift',
   title: 'Lift an override',
-  description: `Lifts one active override; it stays in the list with who lifted it and when.${FILED} Scope: write.`,
+  description: `Lifts one active override; it stays in the list with who lifted it and when. Scope: write.`,
   area,
   scope: 'write',
   flags: { changesData: true, idempotent: true, changesExposure: true },

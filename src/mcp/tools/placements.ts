@@ -14,7 +14,6 @@ const placementId = idInput('Placement id (plc_...).');
 const segmentId = idInput('Segment id (seg_...); null: everyone.').nullable();
 const priority = z.number().int().min(-1_000_000).max(1_000_000).describe('Higher wins among the placements a visitor qualifies for.');
 const placementChange = placementView.extend({ draft: filedDraft });
-const FILED = ' For a propose-only token it is filed as a draft with an inbox item and applies once a person approves it (inbox_approve).';
 
 export const placementsList = defineTool({
   name: 'placements_list',
@@ -36,7 +35,7 @@ export const placementsCreate = defineTool({
   name: 'placements_create',
   title: 'Place a variant',
   description:
-    `Wires a published variant to its zone for a segment (omitted: the variant\u2019s own segment; null: everyone) with a priority.${FILED} Scope: write.`,
+    `Wires a published variant to its zone for a segment (omitted: the variant\u2019s own segment; null: everyone) with a priority. Scope: write.`,
   area,
   scope: 'write',
   flags: { changesData: true, changesExposure: true },
@@ -59,7 +58,7 @@ export const placementsCreate = defineTool({
 export const placementsUpdate = defineTool({
   name: 'placements_update',
   title: 'Change a placement',
-  description: `Changes the segment, priority or enabled flag of a placement.${FILED} Scope: write.`,
+  description: `Changes the segment, priority or enabled flag of a placement. Scope: write.`,
   area,
   scope: 'write',
   flags: { changesData: true, idempotent: true, changesExposure: true },
@@ -78,7 +77,7 @@ export const placementsUpdate = defineTool({
 export const placementsDelete = defineTool({
   name: 'placements_delete',
   title: 'Remove a placement',
-  description: `Deletes a placement; the variant stays.${FILED} Scope: write.`,
+  description: `Deletes a placement; the variant stays. Scope: write.`,
   area,
   scope: 'write',
   flags: { changesData: true, destructive: true, idempotent: true, changesExposure: true },

@@ -130,7 +130,7 @@ export const segmentsUpdate = defineTool({
   name: 'segments_update',
   title: 'Change a segment',
   description:
-    'Changes the name, rule or priority of a segment and recomputes the memberships it affects. A draft segment is changed in place (it stays a draft, and its pending draft shows the change). For a propose-only token a change of a live segment is filed as a draft with an inbox item and the segment keeps its rule until a person approves (inbox_approve).',
+    'Changes the name, rule or priority of a segment and recomputes the memberships it affects. A draft segment is changed in place (it stays a draft, and its pending draft shows the change). For a propose-only token a change of a live segment is filed as a draft and the segment keeps its rule until approved.',
   area,
   scope: 'write',
   flags: { changesData: true, idempotent: true, changesExposure: true },

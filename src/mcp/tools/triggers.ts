@@ -418,7 +418,7 @@ export const triggersFire = defineTool({
   name: 'triggers_fire',
   title: 'Fire a trigger live for one profile',
   description:
-    "Fires a trigger by hand for one profile: a live message to a real recipient through the site's live endpoint (so the token must allow credential issuance). The frequency cap does not apply; quiet hours defer it unless ignore_quiet_hours. The fire is delivered by the trigger worker (retries like webhooks); trigger.fired is emitted once the endpoint answers 2xx. Scope: write.",
+    "Fires a trigger by hand for one profile: a live message to a real recipient through the site's live endpoint. The frequency cap does not apply; quiet hours defer it unless ignore_quiet_hours. The fire is delivered by the trigger worker (retries like webhooks); trigger.fired is emitted once the endpoint answers 2xx. Scope: write.",
   area,
   scope: 'write',
   flags: { changesData: true, issuesCredentials: true, openWorld: true },

@@ -87,14 +87,14 @@ function transitionTool(
 export const variantsApprove = transitionTool('approve', {
   name: 'variants_approve',
   title: 'Approve a variant',
-  description: 'Approves a draft (draft → approved); which content it shows can no longer change. Refused to propose-only tokens. Scope: write.',
+  description: 'Approves a draft (draft → approved); which content it shows can no longer change. Scope: write.',
   flags: { approvesOrPublishes: true },
 });
 
 export const variantsPublish = transitionTool('publish', {
   name: 'variants_publish',
   title: 'Publish a variant',
-  description: 'Publishes an approved variant, or re-publishes a disabled one (→ published): placements and pins may serve it. Refused to propose-only tokens. Scope: write.',
+  description: 'Publishes an approved variant, or re-publishes a disabled one (→ published): placements and pins may serve it. Scope: write.',
   flags: { approvesOrPublishes: true },
 });
 

@@ -52,7 +52,7 @@ export const zonesCreate = defineTool({
   name: 'zones_create',
   title: 'Create a zone',
   description:
-    'Creates a named region (CSS selector) of a page, with its default content. For a propose-only token the zone is created without default content and the default is filed as a draft with an inbox item (it applies once a person approves it, inbox_approve). Scope: write.',
+    'Creates a named region (CSS selector) of a page, with its default content. For a propose-only token the zone is created without default content and the default is filed as a draft. Scope: write.',
   area,
   scope: 'write',
   flags: { changesData: true, changesExposure: true },
@@ -71,7 +71,7 @@ export const zonesUpdate = defineTool({
   name: 'zones_update',
   title: 'Change a zone',
   description:
-    'Changes the name, selector or default content of a zone. For a propose-only token a new selector or default content (what visitors see) is filed as a draft with an inbox item and applies once a person approves it (inbox_approve); a new name applies at once. Scope: write.',
+    'Changes the name, selector or default content of a zone. For a propose-only token a new selector or default content (what visitors see) is filed as a draft; a new name applies at once. Scope: write.',
   area,
   scope: 'write',
   flags: { changesData: true, idempotent: true, changesExposure: true },
