@@ -183,7 +183,7 @@ export function createMcpRouter(deps: McpDeps & { rateLimit: RatePolicy | null; 
       whole = await readWhole(req);
       if (whole === null) return;
       if (firstSignificantByte(whole) === 0x5b) {
-        return rpcError(res, new AppError('bad_request', BATCH_REFUSED, { reason: 'batch' }), RPC_CODES.invalid_request);
+        return rpcError(res, batchRefusal());
       }
       peeked = peekMessage(whole);
       if (peeked && isPlainListRequest(req.headers, peeked)) {
