@@ -4,6 +4,7 @@ import { AppError } from '../errors/app-error.js';
 import type { Repos } from '../store/repos.js';
 import { AD_PLATFORMS, type AdPlatform } from '../store/adplatforms.js';
 import { connectionView, prepareConnection, rotateSecrets } from '../adplatforms/connections.js';
+import { adAttemptLog } from '../domain/webhooks/attempts.js';
 import { print, table, usageError, withData, withStore } from './common.js';
 
 interface Common {
@@ -170,22 +171,7 @@ export function registerAdplatform(program: Command): void {
       .option('--json', 'print JSON'),
   ).action(async (opts: Common & { site?: string; connection?: string; failed?: boolean; limit: string }) => {
     const limit = positiveLimit(opts.limit);
-    const rows = await withStore(opts, (s) => s.webhooks.healthLog({ siteId: opts.site, destinationId: opts.connection, failedOnly: opts.failed, limit, integration: AD_PLATFORMS }));
-    const out = rows.map((r) => ({
-      id: r.id,
-      at: new Date(r.created_at).toISOString(),
-      site_id: r.site_id,
-      platform: r.integration,
-      connection_id: r.destination_id,
-      job_id: r.delivery_id,
-      attempt: r.attempt,
-      ok: r.ok === 1,
-      status: r.status,
-      latency_ms: r.latency_ms,
-      error_class: r.error_class,
-      message: r.message,
-      response_excerpt: r.response_excerpt,
-    }));
+    const out = await withStore(opts, (s) => adAttemptLog(s, { siteId: opts.site, destinationId: opts.connection, failedOnly: opts.failed, limit, integration: AD_PLATFORMS }));
     print(opts.json, out, () => table(out, ['id', 'at', 'platform', 'connection_id', 'job_id', 'attempt', 'ok', 'status', 'latency_ms', 'error_class', 'message']));
   });
 

@@ -10,6 +10,7 @@ import { webhookPolicy } from '../webhooks/policy.js';
 import { parseDelays } from '../webhooks/schedule.js';
 import { signingModeSchema, type SigningMode } from '../outbound/signer.js';
 import { createDestination, MAX_GRACE_SECONDS, rotateSecret, updateDestination } from '../domain/webhooks/destinations.js';
+import { attemptLog } from '../domain/webhooks/attempts.js';
 import { newId } from '../store/ids.js';
 import { configFrom, print, table, usageError, withData, withStore } from './common.js';
 
@@ -218,25 +219,9 @@ export function registerWebhooks(program: Command): void {
     checkEvent(opts.event);
     const limit = Number(opts.limit);
     if (!Number.isInteger(limit) || limit < 1 || limit > 100_000) throw usageError('--limit must be a whole number from 1 to 100000');
-    const rows = await withStore(opts, (s) =>
-      s.webhooks.healthLog({ siteId: opts.site, destinationId: opts.destination, failedOnly: opts.failed, eventType: opts.event, limit, integration: 'webhook' }),
+    const out = await withStore(opts, (s) =>
+      attemptLog(s, { siteId: opts.site, destinationId: opts.destination, failedOnly: opts.failed, eventType: opts.event, limit, integration: 'webhook' }),
     );
-    const out = rows.map((r) => ({
-      id: r.id,
-      at: new Date(r.created_at).toISOString(),
-      site_id: r.site_id,
-      destination_id: r.destination_id,
-      delivery_id: r.delivery_id,
-      event: r.event_type,
-      kind: r.kind,
-      attempt: r.attempt,
-      ok: r.ok === 1,
-      status: r.status,
-      latency_ms: r.latency_ms,
-      error_class: r.error_class,
-      message: r.message,
-      response_excerpt: r.response_excerpt,
-    }));
     print(opts.json, out, () => table(out, healthColumns));
   });
 

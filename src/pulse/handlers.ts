@@ -6,10 +6,11 @@ import { buildSnapshot } from '../domain/profiles/snapshot.js';
 import { normalizeEmail } from '../domain/identity/normalize.js';
 import { publicDestinationView } from '../webhooks/destinations.js';
 import { createDestination, rotateSecret, updateDestination } from '../domain/webhooks/destinations.js';
+import { attemptLog, pickView } from '../domain/webhooks/attempts.js';
 import type { CallerKey } from './auth.js';
 import { requireScope } from './auth.js';
 import { decodeCursor, encodeCursor } from './cursor.js';
-import { LOOKUP_KEYS, PAGE_LIMIT, type webhookCreateSchema, type webhookRotateSchema, type webhookUpdateSchema } from './schemas.js';
+import { deliveryLogEntrySchema, LOOKUP_KEYS, PAGE_LIMIT, type webhookCreateSchema, type webhookRotateSchema, type webhookUpdateSchema } from './schemas.js';
 import { queryProfiles } from './query.js';
 
 export interface PulseDeps {
@@ -113,25 +114,12 @@ export const HANDLERS: Record<string, Handler> = {
 
   listWebhookDeliveries: async (deps, { key, params, query }) => {
     const d = await ownWebhook(deps, key, params.webhookId);
-    const rows = await deps.store.webhooks.healthLog({
+    const views = await attemptLog(deps.store, {
       destinationId: d.id,
       failedOnly: query.failed === 'true',
       limit: (query.limit as number | undefined) ?? PAGE_LIMIT.default,
     });
-    return {
-      deliveries: rows.map((r) => ({
-        at: new Date(r.created_at).toISOString(),
-        delivery_id: r.delivery_id,
-        event: r.event_type,
-        kind: r.kind,
-        attempt: r.attempt,
-        ok: r.ok === 1,
-        status: r.status,
-        latency_ms: r.latency_ms,
-        error_class: r.error_class,
-        message: r.message,
-      })),
-    };
+    return { deliveries: views.map((v) => pickView(v, deliveryLogEntrySchema)) };
   },
 };
 

@@ -4,6 +4,7 @@ import { EVENT_TYPES } from '../webhooks/catalogue.js';
 import { destinationDescriptionSchema, destinationSecretSchema, destinationUrlSchema, publicDestinationSchema } from '../webhooks/destinations.js';
 import { signingModeSchema } from '../outbound/signer.js';
 import { gracePeriodSecondsSchema, secretRotationSchema } from '../domain/webhooks/destinations.js';
+import { attemptViewSchema } from '../domain/webhooks/attempts.js';
 
 export { secretRotationSchema };
 
@@ -109,21 +110,20 @@ export const deliveriesQuerySchema = z
   .strictObject({ limit, failed: z.enum(['true', 'false']).optional().describe('true: failed attempts only.') })
   .meta({ id: 'DeliveriesQuery' });
 
+/** One attempt as the REST API shows it: the domain's attempt view without ids of the log, the site or the destination. */
+export const deliveryLogEntrySchema = attemptViewSchema.pick({
+  at: true,
+  delivery_id: true,
+  event: true,
+  kind: true,
+  attempt: true,
+  ok: true,
+  status: true,
+  latency_ms: true,
+  error_class: true,
+  message: true,
+});
+
 export const deliveryLogSchema = z
-  .object({
-    deliveries: z.array(
-      z.object({
-        at: z.string(),
-        delivery_id: z.string().nullable(),
-        event: z.string().nullable(),
-        kind: z.string(),
-        attempt: z.number().int().nullable(),
-        ok: z.boolean(),
-        status: z.number().int().nullable(),
-        latency_ms: z.number().int().nullable(),
-        error_class: z.string().nullable(),
-        message: z.string().nullable(),
-      }),
-    ),
-  })
+  .object({ deliveries: z.array(deliveryLogEntrySchema) })
   .meta({ id: 'WebhookDeliveryLog', description: 'The newest `limit` attempts of the subscription, oldest first.' });

@@ -2,8 +2,9 @@ import { z } from 'zod';
 import { AppError } from '../../errors/app-error.js';
 import { connectionViewSchema, connectionView, prepareConnection } from '../../adplatforms/connections.js';
 import { AD_PLATFORMS, type AdConnectionRow } from '../../store/adplatforms.js';
+import { adAttemptLog, adAttemptViewSchema, pickView } from '../../domain/webhooks/attempts.js';
 import { defineTool, type ToolContext } from '../tool.js';
-import { iso, limitInput } from './shared.js';
+import { limitInput } from './shared.js';
 
 const area = 'adplatforms';
 
@@ -69,6 +70,20 @@ export const adplatformsRemove = defineTool({
   },
 });
 
+/** One attempt as adplatforms_deliveries shows it: the domain's view without the log id, site and excerpt. */
+const adAttemptEntrySchema = adAttemptViewSchema.pick({
+  at: true,
+  platform: true,
+  connection_id: true,
+  job_id: true,
+  attempt: true,
+  ok: true,
+  status: true,
+  latency_ms: true,
+  error_class: true,
+  message: true,
+});
+
 export const adplatformsDeliveries = defineTool({
   name: 'adplatforms_deliveries',
   title: 'Ad-platform delivery log',
@@ -81,44 +96,16 @@ export const adplatformsDeliveries = defineTool({
     failed_only: z.boolean().default(false),
     limit: limitInput(1000, 100),
   }),
-  output: z.object({
-    attempts: z.array(
-      z.object({
-        at: z.string(),
-        platform: z.string(),
-        connection_id: z.string(),
-        job_id: z.string().nullable(),
-        attempt: z.number().int().nullable(),
-        ok: z.boolean(),
-        status: z.number().int().nullable(),
-        latency_ms: z.number().int().nullable(),
-        error_class: z.string().nullable(),
-        message: z.string().nullable(),
-      }),
-    ),
-  }),
+  output: z.object({ attempts: z.array(adAttemptEntrySchema) }),
   handler: async (ctx, input) => {
     if (input.connection_id !== undefined) await own(ctx, input.connection_id);
-    const rows = await ctx.store.webhooks.healthLog({
+    const views = await adAttemptLog(ctx.store, {
       siteId: ctx.grant.siteId,
       destinationId: input.connection_id,
       failedOnly: input.failed_only,
       limit: input.limit,
       integration: AD_PLATFORMS,
     });
-    return {
-      attempts: rows.map((r) => ({
-        at: iso(r.created_at)!,
-        platform: r.integration,
-        connection_id: r.destination_id,
-        job_id: r.delivery_id,
-        attempt: r.attempt,
-        ok: r.ok === 1,
-        status: r.status,
-        latency_ms: r.latency_ms,
-        error_class: r.error_class,
-        message: r.message,
-      })),
-    };
+    return { attempts: views.map((v) => pickView(v, adAttemptEntrySchema)) };
   },
 });

@@ -4,8 +4,9 @@ import { destinationDescriptionSchema, destinationSecretSchema, destinationUrlSc
 import { signingModeSchema } from '../../outbound/signer.js';
 import { createDestination, gracePeriodSecondsSchema, rotateSecret, secretRotationSchema, updateDestination } from '../../domain/webhooks/destinations.js';
 import type { DestinationRow } from '../../store/webhooks.js';
+import { attemptLog, attemptViewSchema, pickView } from '../../domain/webhooks/attempts.js';
 import { defineTool, type ToolContext } from '../tool.js';
-import { iso, limitInput } from './shared.js';
+import { limitInput } from './shared.js';
 
 const area = 'webhooks';
 
@@ -130,6 +131,20 @@ export const webhooksDelete = defineTool({
   },
 });
 
+/** One attempt as webhooks_deliveries shows it: the domain's attempt view without the log id, site, message and excerpt. */
+const deliveryEntrySchema = attemptViewSchema.pick({
+  at: true,
+  destination_id: true,
+  delivery_id: true,
+  event: true,
+  kind: true,
+  attempt: true,
+  ok: true,
+  status: true,
+  latency_ms: true,
+  error_class: true,
+});
+
 export const webhooksDeliveries = defineTool({
   name: 'webhooks_deliveries',
   title: 'Webhook deliveries log',
@@ -142,45 +157,17 @@ export const webhooksDeliveries = defineTool({
     failed_only: z.boolean().default(false),
     limit: limitInput(1000, 100),
   }),
-  output: z.object({
-    deliveries: z.array(
-      z.object({
-        at: z.string(),
-        destination_id: z.string(),
-        delivery_id: z.string().nullable(),
-        event: z.string().nullable(),
-        kind: z.string(),
-        attempt: z.number().int().nullable(),
-        ok: z.boolean(),
-        status: z.number().int().nullable(),
-        latency_ms: z.number().int().nullable(),
-        error_class: z.string().nullable(),
-      }),
-    ),
-  }),
+  output: z.object({ deliveries: z.array(deliveryEntrySchema) }),
   handler: async (ctx, input) => {
     if (input.destination_id !== undefined) await own(ctx, input.destination_id);
-    const rows = await ctx.store.webhooks.healthLog({
+    const views = await attemptLog(ctx.store, {
       siteId: ctx.grant.siteId,
       destinationId: input.destination_id,
       failedOnly: input.failed_only,
       limit: input.limit,
       integration: 'webhook',
     });
-    return {
-      deliveries: rows.map((r) => ({
-        at: iso(r.created_at)!,
-        destination_id: r.destination_id,
-        delivery_id: r.delivery_id,
-        event: r.event_type,
-        kind: r.kind,
-        attempt: r.attempt,
-        ok: r.ok === 1,
-        status: r.status,
-        latency_ms: r.latency_ms,
-        error_class: r.error_class,
-      })),
-    };
+    return { deliveries: views.map((v) => pickView(v, deliveryEntrySchema)) };
   },
 });
 
