@@ -96,12 +96,36 @@ async function sendWebResponse(r: globalThis.Response, req: IncomingMessage, res
     res.end();
     return;
   }
-  res.flushHeaders();
-  for await (const chunk of r.body as unknown as AsyncIterable<Uint8Array>) {
-    if (res.destroyed) break;
-    if (!res.write(chunk)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+  // The headers leave with the first event (one write instead of two) unless it is slow to come:
+  // then they are sent on their own, so a client sees the stream open while a long call runs.
+  let early: NodeJS.Timeout | null = setTimeout(() => {
+    early = null;
+    if (!res.headersSent && !res.destroyed) res.flushHeaders();
+  }, HEADERS_GRACE_MS);
+  try {
+    for await (const chunk of r.body as unknown as AsyncIterable<Uint8Array>) {
+      if (early) {
+        clearTimeout(early);
+        early = null;
+      }
+      if (res.destroyed) break;
+      // Corked until the next turn: an event followed at once by the end of the stream (a stateless
+      // answer) goes out with the chunked terminator in one write.
+      res.cork();
+      setImmediate(uncork, res);
+      if (!res.write(chunk)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+    }
+  } finally {
+    if (early) clearTimeout(early);
   }
   res.end();
+}
+
+/** How long the headers of a streamed answer wait for its first event before they are sent alone. */
+const HEADERS_GRACE_MS = 50;
+
+function uncork(res: ServerResponse): void {
+  res.uncork();
 }
 
 /**
