@@ -1,4 +1,4 @@
-import type { Request } from 'express';
+import type { IncomingMessage } from 'node:http';
 import { AppError } from '../errors/app-error.js';
 import type { Store } from '../store/store.js';
 import { credentialHash, sameHash } from '../domain/access/secrets.js';
@@ -11,15 +11,15 @@ function unauthorized(message: string, invalid: boolean): AppError {
 }
 
 /** The token of a request: `Authorization: Bearer mcpt_...`, else the `api_key` query parameter (connector URLs). */
-function presented(req: Request): string | null {
+function presented(req: IncomingMessage, originalUrl: string): string | null {
   const header = req.headers.authorization;
   if (header !== undefined) {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
     return m ? m[1]! : '';
   }
-  const q = req.originalUrl.indexOf('?');
+  const q = originalUrl.indexOf('?');
   if (q === -1) return null;
-  return new URLSearchParams(req.originalUrl.slice(q + 1)).get('api_key');
+  return new URLSearchParams(originalUrl.slice(q + 1)).get('api_key');
 }
 
 /**
@@ -27,8 +27,8 @@ function presented(req: Request): string | null {
  * expired tokens are 401 unauthorized. Looked up by hash on every request, so
  * revocation takes effect at once.
  */
-export async function authenticateToken(store: Store, req: Request, now = Date.now()): Promise<Grant> {
-  const token = presented(req);
+export async function authenticateToken(store: Store, req: IncomingMessage, originalUrl: string, now = Date.now()): Promise<Grant> {
+  const token = presented(req, originalUrl);
   if (token === null) throw unauthorized(`missing token: send Authorization: Bearer ${MCP_TOKEN_PREFIX}... or ?api_key=`, false);
   return grantForToken(store, token, now);
 }

@@ -1,10 +1,19 @@
 import { once } from 'node:events';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import express, { type Request, type Response, type Router } from 'express';
-import { localhostHostValidation, localhostOriginValidation } from '@modelcontextprotocol/express';
-import { createMcpHandler } from '@modelcontextprotocol/server';
-import { AppError } from '../errors/app-error.js';
+import {
+  createMcpHandler,
+  JSONRPC_VERSION,
+  localhostAllowedHostnames,
+  localhostAllowedOrigins,
+  validateHostHeader,
+  validateOriginHeader,
+} from '@modelcontextprotocol/server';
+import { AppError, toAppError } from '../errors/app-error.js';
 import { loggerFor, noteError, requestIdOf } from '../http/request-context.js';
+import { sendError, sendJson } from '../http/respond.js';
+import { redactUrl } from '../log.js';
 import { createRateLimiter, describePolicy, type RatePolicy } from '../http/rate-limit.js';
 import { authenticateToken } from './auth.js';
 import { batchRefusal, peekFirstByte } from './batch.js';
@@ -19,17 +28,22 @@ import { AREAS } from './tools/index.js';
 /** The SDK handler's body cap (413 above it). */
 const MAX_BODY = 1024 * 1024;
 
+/** The path of the MCP endpoint (answered before express by `McpEndpoint.handle`). */
+export const MCP_PATH = '/api/mcp';
+
 /** The one place the HTTP gate of /api/mcp answers an error: the table's status, a JSON-RPC error body (id null: the request was not read). */
-function rpcError(res: Response, e: AppError): void {
-  noteError(res.req, e);
-  const body = rpcErrorMessage(e, null, requestIdOf(res.req));
-  res.status(e.status);
-  if (e.headers) res.set(e.headers);
-  res.json(body);
+function rpcError(req: IncomingMessage, res: ServerResponse, e: AppError): void {
+  noteError(req, e);
+  sendJson(res, e.status, rpcErrorMessage(e, null, requestIdOf(req)), e.headers);
+}
+
+/** The 403 of the SDK's DNS-rebinding guard (a JSON-RPC error -32000, id null), as its express middleware answers it. */
+function rebindingRefusal(res: ServerResponse, message: string): void {
+  sendJson(res, 403, { jsonrpc: JSONRPC_VERSION, error: { code: -32_000, message }, id: null });
 }
 
 /** The Node request as a web-standard Request for the SDK's handler; credentials stay behind. */
-function toWebRequest(req: Request, body: ReadableStream | Buffer | null, signal: AbortSignal): globalThis.Request {
+function toWebRequest(req: IncomingMessage, originalUrl: string, body: ReadableStream | Buffer | null, signal: AbortSignal): globalThis.Request {
   const headers = new Headers();
   for (const [k, v] of Object.entries(req.headers)) {
     if (v === undefined || k === 'authorization') continue;
@@ -38,9 +52,9 @@ function toWebRequest(req: Request, body: ReadableStream | Buffer | null, signal
   }
   let url: URL;
   try {
-    url = new URL(req.originalUrl, `http://${req.headers.host ?? 'localhost'}`);
+    url = new URL(originalUrl, `http://${req.headers.host ?? 'localhost'}`);
   } catch {
-    url = new URL(req.originalUrl, 'http://localhost');
+    url = new URL(originalUrl, 'http://localhost');
   }
   url.searchParams.delete('api_key');
   return new globalThis.Request(url, {
@@ -53,7 +67,7 @@ function toWebRequest(req: Request, body: ReadableStream | Buffer | null, signal
 }
 
 /** The whole body of a request whose Content-Length is small; null when the client went away first. */
-function readWhole(req: Request): Promise<Buffer | null> {
+function readWhole(req: IncomingMessage): Promise<Buffer | null> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -69,8 +83,8 @@ function firstSignificantByte(body: Buffer): number | null {
   return null;
 }
 
-async function sendWebResponse(r: globalThis.Response, req: Request, res: Response, body: ReadableStream | Buffer | null): Promise<void> {
-  res.status(r.status);
+async function sendWebResponse(r: globalThis.Response, req: IncomingMessage, res: ServerResponse, body: ReadableStream | Buffer | null): Promise<void> {
+  res.statusCode = r.status;
   r.headers.forEach((value, key) => res.setHeader(key, value));
   if (!req.complete) {
     // Answered before the body was read (413 and other early refusals): the rest
@@ -82,12 +96,36 @@ async function sendWebResponse(r: globalThis.Response, req: Request, res: Respon
     res.end();
     return;
   }
-  res.flushHeaders();
-  for await (const chunk of r.body as unknown as AsyncIterable<Uint8Array>) {
-    if (res.destroyed) break;
-    if (!res.write(chunk)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+  // The headers leave with the first event (one write instead of two) unless it is slow to come:
+  // then they are sent on their own, so a client sees the stream open while a long call runs.
+  let early: NodeJS.Timeout | null = setTimeout(() => {
+    early = null;
+    if (!res.headersSent && !res.destroyed) res.flushHeaders();
+  }, HEADERS_GRACE_MS);
+  try {
+    for await (const chunk of r.body as unknown as AsyncIterable<Uint8Array>) {
+      if (early) {
+        clearTimeout(early);
+        early = null;
+      }
+      if (res.destroyed) break;
+      // Corked until the next turn: an event followed at once by the end of the stream (a stateless
+      // answer) goes out with the chunked terminator in one write.
+      res.cork();
+      setImmediate(uncork, res);
+      if (!res.write(chunk)) await Promise.race([once(res, 'drain'), once(res, 'close')]);
+    }
+  } finally {
+    if (early) clearTimeout(early);
   }
   res.end();
+}
+
+/** How long the headers of a streamed answer wait for its first event before they are sent alone. */
+const HEADERS_GRACE_MS = 50;
+
+function uncork(res: ServerResponse): void {
+  res.uncork();
 }
 
 /**
@@ -96,9 +134,9 @@ async function sendWebResponse(r: globalThis.Response, req: Request, res: Respon
  * with `?output_schemas=1` or `X-SVC-Output-Schemas: 1`. An unknown area
  * name is a 400, so a typo never silently lists nothing.
  */
-export function listingOf(req: Request): ListingFilter {
-  const q = req.originalUrl.indexOf('?');
-  const query = new URLSearchParams(q === -1 ? '' : req.originalUrl.slice(q + 1));
+export function listingOf(req: IncomingMessage, originalUrl: string): ListingFilter {
+  const q = originalUrl.indexOf('?');
+  const query = new URLSearchParams(q === -1 ? '' : originalUrl.slice(q + 1));
   const header = req.headers['x-svc-areas'];
   const fromQuery = parseAreaList(query.get('areas'));
   const fromHeader = parseAreaList(Array.isArray(header) ? header.join(',') : header);
@@ -113,19 +151,31 @@ export function listingOf(req: Request): ListingFilter {
   return areas === null && !readOnly && !outputSchemas ? ALL_TOOLS : { areas, readOnly, outputSchemas };
 }
 
+/** The MCP endpoint: its raw node:http handler and the express router that also serves it (and /api/mcp/report). */
+export interface McpEndpoint {
+  /**
+   * Answers a request for /api/mcp without express (the server calls it
+   * first, as it does for /api/decide): same checks, answers and errors as
+   * the router's route, for a fraction of the per-request work.
+   */
+  handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+  router: Router;
+}
+
 /**
  * POST /api/mcp: stateless streamable HTTP served by the MCP SDK
  * (createMcpHandler; 2025-era clients get its stateless fallback). In front of
- * it: token authentication (401 with a JSON-RPC error body and
+ * it: on a loopback bind the SDK's DNS-rebinding checks of Host and Origin
+ * (403), token authentication (401 with a JSON-RPC error body and
  * WWW-Authenticate), then the per-token rate limit (429 rate_limited).
  */
-export function createMcpRouter(deps: McpDeps & { rateLimit: RatePolicy | null; loopback: boolean }): Router {
-  const router = express.Router();
-  if (deps.loopback) router.use(localhostHostValidation(), localhostOriginValidation());
+export function createMcpEndpoint(deps: McpDeps & { rateLimit: RatePolicy | null; loopback: boolean }): McpEndpoint {
+  const allowedHosts = localhostAllowedHostnames();
+  const allowedOrigins = localhostAllowedOrigins();
   const limiter = deps.rateLimit ? createRateLimiter(deps.store, deps.rateLimit) : null;
   const handler = createMcpHandler(
     (ctx) => {
-      const extra = ctx.authInfo?.extra as { grant?: Grant; listing?: ListingFilter; request?: Request; tool?: string | null } | undefined;
+      const extra = ctx.authInfo?.extra as { grant?: Grant; listing?: ListingFilter; request?: IncomingMessage; tool?: string | null } | undefined;
       if (!extra?.grant) throw new Error('MCP request without a grant');
       // Per request: its log lines and its audit rows carry its request id.
       const request = extra.request;
@@ -136,28 +186,32 @@ export function createMcpRouter(deps: McpDeps & { rateLimit: RatePolicy | null; 
       onerror: (err) => deps.logger.debug({ err: { message: err.message, name: err.name } }, 'MCP request rejected'),
     },
   );
-  router.get('/report', reportHandler({ ...deps, limiter }));
-  router.all('/', async (req: Request, res: Response) => {
-    let grant: Grant;
-    try {
-      grant = await authenticateToken(deps.store, req);
-    } catch (err) {
-      if (err instanceof AppError) return rpcError(res, err);
-      throw err;
+
+  /** The route itself; `originalUrl` is the request's path and query as received. */
+  const serve = async (req: IncomingMessage, res: ServerResponse, originalUrl: string): Promise<void> => {
+    if (deps.loopback) {
+      const host = validateHostHeader(req.headers.host, allowedHosts);
+      if (!host.ok) return rebindingRefusal(res, host.message);
+      const origin = validateOriginHeader(req.headers.origin, allowedOrigins);
+      if (!origin.ok) return rebindingRefusal(res, origin.message);
     }
+    let grant: Grant;
     let listing: ListingFilter;
     try {
-      listing = listingOf(req);
+      grant = await authenticateToken(deps.store, req, originalUrl);
+      listing = listingOf(req, originalUrl);
     } catch (err) {
-      if (err instanceof AppError) return rpcError(res, err);
+      if (err instanceof AppError) return rpcError(req, res, err);
       throw err;
     }
     if (limiter) {
       const d = await limiter.take(grant.tokenId);
-      res.set(limiter.headers(d));
+      const headers = limiter.headers(d);
+      for (const k in headers) res.setHeader(k, headers[k]!);
       if (!d.ok) {
         const policy = limiter.policy;
         return rpcError(
+          req,
           res,
           new AppError('rate_limited', `rate limit exceeded for this token: ${describePolicy(policy)}`, {
             limit: policy.rate,
@@ -183,7 +237,7 @@ export function createMcpRouter(deps: McpDeps & { rateLimit: RatePolicy | null; 
       whole = await readWhole(req);
       if (whole === null) return;
       if (firstSignificantByte(whole) === 0x5b) {
-        return rpcError(res, batchRefusal());
+        return rpcError(req, res, batchRefusal());
       }
       peeked = peekMessage(whole);
       if (peeked && isPlainListRequest(req.headers, peeked)) {
@@ -200,13 +254,33 @@ export function createMcpRouter(deps: McpDeps & { rateLimit: RatePolicy | null; 
       if (first.first === 0x5b) {
         if (!req.complete) res.setHeader('Connection', 'close');
         res.once('finish', () => void body?.cancel().catch(() => undefined));
-        return rpcError(res, batchRefusal());
+        return rpcError(req, res, batchRefusal());
       }
     }
-    const response = await handler.fetch(toWebRequest(req, whole ?? body, abort.signal), {
+    const response = await handler.fetch(toWebRequest(req, originalUrl, whole ?? body, abort.signal), {
       authInfo: { token: grant.tokenId, clientId: grant.tokenId, scopes: [grant.scope], extra: { grant, listing, request: req, tool: peeked?.toolName ?? null } },
     });
     await sendWebResponse(response, req, res, body);
-  });
-  return router;
+  };
+
+  const router = express.Router();
+  router.get('/report', reportHandler({ ...deps, limiter }));
+  router.all('/', (req: Request, res: Response) => serve(req, res, req.originalUrl));
+  return {
+    router,
+    // What express's error handler (finishApp) does with what the route throws.
+    handle: (req, res) =>
+      serve(req, res, req.url ?? MCP_PATH).catch((err: unknown) => {
+        if (!(err instanceof AppError)) {
+          const url = req.url ?? MCP_PATH;
+          const q = url.indexOf('?');
+          loggerFor(req, deps.logger).error(
+            { err: { message: (err as Error)?.message, name: (err as Error)?.name }, path: redactUrl(q === -1 ? url : url.slice(0, q)) },
+            'unexpected error',
+          );
+        }
+        if (res.headersSent) return;
+        sendError(res, toAppError(err));
+      }),
+  };
 }

@@ -9,7 +9,7 @@ import { IngestionService } from '../domain/ingestion/service.js';
 import { SegmentMembership } from '../domain/segments/membership.js';
 import { SegmentsService } from '../domain/segments/service.js';
 import { createPulseRouter } from '../pulse/router.js';
-import { createMcpRouter } from '../mcp/router.js';
+import { createMcpEndpoint, MCP_PATH } from '../mcp/router.js';
 import { mcpRatePolicy } from '../mcp/config.js';
 import { createRateLimiter } from '../http/rate-limit.js';
 import { handleIngest, isIngestPath, type IngestDeps } from '../ingest/router.js';
@@ -188,18 +188,16 @@ export async function startServer(config: Config, logger: Logger, options: Serve
       app.all(path, (req, res) => void handleIngest(deps, path, req, res));
     }
   }
-  app.use(
-    '/api/mcp',
-    createMcpRouter({
-      store,
-      membership,
-      allowPrivateDestinations: config.allowPrivateDestinations,
-      logger,
-      rateLimit: limited ? mcpLimit : null,
-      loopback: LOOPBACK.has(config.host),
-      ...(metrics ? { onToolCall: (tool: string, outcome: string, ms: number) => metrics.toolCall(tool, outcome, ms) } : {}),
-    }),
-  );
+  const mcp = createMcpEndpoint({
+    store,
+    membership,
+    allowPrivateDestinations: config.allowPrivateDestinations,
+    logger,
+    rateLimit: limited ? mcpLimit : null,
+    loopback: LOOPBACK.has(config.host),
+    ...(metrics ? { onToolCall: (tool: string, outcome: string, ms: number) => metrics.toolCall(tool, outcome, ms) } : {}),
+  });
+  app.use('/api/mcp', mcp.router);
   app.use(
     '/api/pulse/v1',
     createPulseRouter(store, { allowPrivateDestinations: config.allowPrivateDestinations, rateLimit: limited }),
@@ -239,6 +237,11 @@ export async function startServer(config: Config, logger: Logger, options: Serve
     }
     if (pathname === DECIDE_PATH) {
       void handleDecide(decideDeps, req, res);
+      return;
+    }
+    // The MCP endpoint without express (its /report and other spellings of the path still go through the router).
+    if (pathname === MCP_PATH) {
+      void mcp.handle(req, res);
       return;
     }
     if (isTagPath(pathname)) {

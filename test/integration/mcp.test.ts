@@ -164,6 +164,43 @@ describe('transport and authentication', () => {
     expect(tools.find((t) => t.name === 'webhooks_create')!.annotations?.openWorldHint).toBe(true);
   });
 
+  it('answers /api/mcp before express exactly as the express router answers /api/mcp/', async () => {
+    const raw = `${svc.url}/api/mcp`;
+    const routed = `${svc.url}/api/mcp/`;
+    const auth = { authorization: `Bearer ${tok.read}`, 'mcp-protocol-version': '2025-06-18' };
+    const strip = (b: any) => (b && typeof b === 'object' && b.error?.data?.request_id ? { ...b, error: { ...b.error, data: { ...b.error.data, request_id: 'x' } } } : b);
+    const cases: [Record<string, string>, unknown][] = [
+      [{}, { jsonrpc: '2.0', id: 1, method: 'tools/list' }],
+      [{ authorization: 'Bearer mcpt_nope' }, { jsonrpc: '2.0', id: 1, method: 'tools/list' }],
+      [auth, { jsonrpc: '2.0', id: 'l', method: 'tools/list' }],
+      [auth, [{ jsonrpc: '2.0', id: 1, method: 'tools/list' }]],
+      [auth, { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'whoami', arguments: {} } }],
+    ];
+    for (const [headers, body] of cases) {
+      const a = await rawPost(raw, headers, body);
+      const b = await rawPost(routed, headers, body);
+      expect(a.status).toBe(b.status);
+      expect(a.headers.get('content-type')).toBe(b.headers.get('content-type'));
+      expect(a.headers.get('www-authenticate')).toBe(b.headers.get('www-authenticate'));
+      expect(a.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+      if (typeof a.body === 'object') expect(strip(a.body)).toEqual(strip(b.body));
+      else if (JSON.stringify(body).includes('tools/list')) expect(a.text).toBe(b.text);
+      else expect(a.text).toMatch(/"isError":false|"structuredContent"/);
+    }
+    expect((await rawPost(raw, {}, { jsonrpc: '2.0', id: 1, method: 'tools/list' })).status).toBe(401);
+    expect((await rawPost(raw, auth, [{ jsonrpc: '2.0', id: 1, method: 'tools/list' }])).body.error.message).toMatch(/batches are not supported/);
+    for (const method of ['GET', 'DELETE']) {
+      const a = await fetch(raw, { method, headers: { ...auth, accept: 'text/event-stream' } });
+      const b = await fetch(routed, { method, headers: { ...auth, accept: 'text/event-stream' } });
+      expect(a.status).toBe(405);
+      expect(b.status).toBe(405);
+      expect(a.headers.get('allow')).toBe(b.headers.get('allow'));
+      expect(await a.text()).toBe(await b.text());
+    }
+    const big = await fetch(raw, { method: 'POST', headers: { ...auth, 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: { pad: 'x'.repeat(1024 * 1024 + 10) } }) });
+    expect(big.status).toBe(413);
+  });
+
   it('answers a plain tools/list from the cached listing with the very bytes the SDK writes, and the listing follows a change of the token restrictions', async () => {
     const headers = { authorization: `Bearer ${tok.write}`, 'mcp-protocol-version': '2025-06-18' };
     const LIST = { jsonrpc: '2.0', id: 'list-7', method: 'tools/list' };
