@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Params, RunResult, Sql } from '../sql.js';
+import { eachInTurn, type Params, type RunResult, type Sql } from '../sql.js';
 
 /** int8 (counts, ms timestamps, identity ids) and numeric (sums) as JS numbers, as SQLite returns them. */
 const INT8 = 20;
@@ -97,5 +97,13 @@ export class PgSql implements Sql {
   async run(sql: string, params: Params = []): Promise<RunResult> {
     const r = await this.query(sql, params);
     return { changes: r.rowCount ?? 0 };
+  }
+
+  getEach<T>(sql: string, sets: readonly Params[]): Promise<(T | undefined)[]> {
+    return eachInTurn(sets, (params) => this.get<T>(sql, params));
+  }
+
+  runEach(sql: string, sets: readonly Params[]): Promise<RunResult[]> {
+    return eachInTurn(sets, (params) => this.run(sql, params));
   }
 }

@@ -1,11 +1,12 @@
 import { privateDir } from '../private-files.js';
 import pg from 'pg';
-import { newRepoShared, Repos, type RepoShared, type WriteOp } from '../repos.js';
+import { newRepoShared, Repos, type RepoShared, type WriteOp, type WriteOptions } from '../repos.js';
 import { Store, type WriteRunner } from '../store.js';
 import { PG_MIGRATIONS } from './migrations.js';
 import type { Migration } from '../migrations.js';
 import { compatibleFromAfter, schemaProblem, type AppliedMigration } from '../schema-compat.js';
 import { PgSql, PG_TYPES } from './sql.js';
+import { BatchPgSql } from './batch.js';
 import { GroupCommitListeners } from '../group-commits.js';
 
 export interface PgSettings {
@@ -90,6 +91,7 @@ async function commit(client: pg.PoolClient): Promise<void> {
 
 interface QueuedOp {
   fn: WriteOp<unknown>;
+  key: string | undefined;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
 }
@@ -140,12 +142,13 @@ class PgWriteRunner implements WriteRunner {
     this.listeners.push(fn);
   }
 
-  run<T>(fn: WriteOp<T>): Promise<T> {
+  run<T>(fn: WriteOp<T>, opts?: WriteOptions): Promise<T> {
     if (this.closed) return Promise.reject(new Error('store is closed'));
     this.inFlight++;
     return new Promise<T>((resolve, reject) => {
       this.queue.push({
         fn,
+        key: opts?.key,
         resolve: (v) => {
           this.inFlight--;
           resolve(v as T);
@@ -187,6 +190,91 @@ class PgWriteRunner implements WriteRunner {
   }
 
   private async runGroup(group: QueuedOp[]): Promise<void> {
+    if (group.length === 1) {
+      const op = group[0]!;
+      await this.runAlone(op.fn).then(op.resolve, op.reject);
+      return;
+    }
+    let keyed = 0;
+    for (const op of group) if (op.key !== undefined) keyed++;
+    if (keyed >= 2) {
+      const done = await this.runConcurrent(group);
+      if (done) return;
+      this.counters.regrouped++;
+    }
+    await this.runSequential(group);
+  }
+
+  /**
+   * The set-based pass: the group's keyed operations run concurrently (one
+   * chain per key), their statements batched by BatchPgSql, then the others
+   * one after another, all in one transaction. True when the group committed
+   * (or failed for good: every caller has heard); false when it was rolled
+   * back (an operation failed, or a lost race at COMMIT), and the group is to
+   * run again the sequential way, which finds the failing operation and keeps
+   * the other operations' writes.
+   */
+  private async runConcurrent(group: QueuedOp[]): Promise<boolean> {
+    let conn: Awaited<ReturnType<PgWriteRunner['connect']>>;
+    try {
+      conn = await this.connect();
+    } catch (err) {
+      for (const op of group) op.reject(err);
+      return true;
+    }
+    const before = this.enqueuedCount();
+    const trips = tripCounter(conn.client);
+    const values: unknown[] = new Array(group.length);
+    let failed = false;
+    try {
+      await conn.client.query('BEGIN');
+      const sql = new BatchPgSql(trips.client);
+      const tx = new Repos(sql, this.shared);
+      const chains = new Map<string, Promise<unknown>>();
+      const running: Promise<unknown>[] = [];
+      group.forEach((op, i) => {
+        if (op.key === undefined) return;
+        const prev = chains.get(op.key) ?? Promise.resolve();
+        const p = prev.then(async () => {
+          values[i] = await op.fn(tx);
+        });
+        // A failure fails the pass; the chain goes on so that every operation settles before the rollback.
+        chains.set(op.key, p.catch(() => undefined));
+        running.push(p);
+      });
+      for (const r of await Promise.allSettled(running)) if (r.status === 'rejected') failed = true;
+      if (!failed) {
+        for (let i = 0; i < group.length; i++) {
+          if (group[i]!.key !== undefined) continue;
+          try {
+            values[i] = await group[i]!.fn(tx);
+          } catch {
+            failed = true;
+            break;
+          }
+        }
+      }
+      if (failed) {
+        if (!conn.broken()) await conn.client.query('ROLLBACK');
+      } else {
+        await commit(conn.client);
+      }
+    } catch (err) {
+      if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
+      conn.release();
+      if (isRetryable(err) || (err as { code?: unknown }).code === ROLLED_BACK_AT_COMMIT) return false;
+      for (const op of group) op.reject(err);
+      return true;
+    }
+    conn.release();
+    if (failed) return false;
+    this.committed(group.length, before, trips);
+    for (let i = 0; i < group.length; i++) group[i]!.resolve(values[i]);
+    return true;
+  }
+
+  /** Runs the group's operations one after another in one transaction (see the class comment). */
+  private async runSequential(group: QueuedOp[]): Promise<void> {
     if (group.length === 1) {
       const op = group[0]!;
       await this.runAlone(op.fn).then(op.resolve, op.reject);
@@ -234,7 +322,7 @@ class PgWriteRunner implements WriteRunner {
     conn.release();
     if (failedAt >= 0) {
       this.counters.regrouped++;
-      if (failedAt > 0) await this.runGroup(group.slice(0, failedAt));
+      if (failedAt > 0) await this.runSequential(group.slice(0, failedAt));
       const failed = group[failedAt]!;
       await this.runAlone(failed.fn).then(failed.resolve, failed.reject);
       this.queue.unshift(...group.slice(failedAt + 1));
