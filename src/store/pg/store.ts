@@ -427,12 +427,16 @@ function isRetryable(err: unknown): boolean {
 }
 
 /**
- * Group transactions in flight at once: enough to keep the database busy while
- * one group waits for its commit, leaving pool connections for reads (the API,
- * the workers).
+ * Group transactions in flight at once: two, so that one group gathers and runs
+ * while the other waits for its commit, leaving pool connections for reads (the
+ * API, the workers). More lanes make smaller groups, and a group's round trips
+ * are a fixed number whatever its size (pg/batch.ts), so CPU per event grows with
+ * the lanes: bench:ingest at 64 connections, one host, ran 0.30x of SQLite with
+ * four lanes (303 µs svc + 196 µs PostgreSQL per event), 0.70x with two
+ * (212 + 128 µs) and 0.52x with one (188 + 110 µs, commits serialized).
  */
 export function writeLanes(poolSize: number): number {
-  return Math.max(1, Math.min(4, poolSize - 2));
+  return Math.max(1, Math.min(2, poolSize - 2));
 }
 
 /**
