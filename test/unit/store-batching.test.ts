@@ -151,6 +151,30 @@ describe(`set-based group commits (${onPg ? 'PostgreSQL' : 'SQLite'})`, () => {
     expect(maxTrips(leads, 20)).toBeLessThanOrEqual(24);
   });
 
+  it('decision exposures: keyed writes of many visitors share one insert per group', async () => {
+    const { store, siteId } = await open();
+    const row = (i: number, zone: string) => ({
+      siteId,
+      visitorId: `vis${i}`,
+      profileId: null,
+      zoneId: zone,
+      variantId: `var_${zone}`,
+      experimentId: null,
+      armId: null,
+      holdout: i % 5 === 0,
+      url: '/p',
+      at: 1_700_000_000_000 + i,
+    });
+    const groups = await groupsOf(store, 150, (i) =>
+      store.write((tx) => tx.web.insertExposures(i % 2 === 0 ? [row(i, 'hero')] : [row(i, 'hero'), row(i, 'footer')]), { key: `vis${i}` }),
+    );
+    expect(await count(store, 'SELECT count(*) AS n FROM exposures WHERE site_id = ?', [siteId])).toBe(225);
+    expect(await count(store, 'SELECT count(*) AS n FROM exposures WHERE site_id = ? AND holdout = 1', [siteId])).toBe(45);
+    if (!onPg) return;
+    // BEGIN, one insert per wave, COMMIT.
+    expect(maxTrips(groups, 20)).toBeLessThanOrEqual(4);
+  });
+
   it('two events of one new session in one group create it once (same-session operations run in turn)', async () => {
     const { store, svc, siteId } = await open();
     const out = await Promise.all(Array.from({ length: 60 }, (_, i) => event(svc, siteId, `dup${i % 6}`)));

@@ -1,6 +1,5 @@
 import type pg from 'pg';
 import type { Params, RunResult, Sql } from '../sql.js';
-import { PgSql } from './sql.js';
 
 /**
  * Set-based execution of the statements of concurrent operations inside one
@@ -60,13 +59,17 @@ export class BatchPgSql implements Sql {
   readonly dialect = 'pg' as const;
   private queue: Pending[] = [];
   private scheduled = false;
-  private readonly plain: PgSql;
   /** Waves sent, and statements the rewrites saved (for tests and the group-commit figures). */
   readonly stats = { waves: 0, statements: 0, asked: 0 };
 
-  constructor(private readonly client: pg.PoolClient) {
-    this.plain = new PgSql(client);
-  }
+  /**
+   * `client`: a transaction's connection (a group commit), or the pool for one getEach/runEach of PgSql;
+   * `plain`: the executor on the same connection, for statements sent as they are (named, prepared once).
+   */
+  constructor(
+    private readonly client: pg.PoolClient | pg.Pool,
+    private readonly plain: Sql,
+  ) {}
 
   get<T>(sql: string, params: Params = []): Promise<T | undefined> {
     return this.enqueue(sql, params, 'get') as Promise<T | undefined>;

@@ -228,7 +228,7 @@ class PgWriteRunner implements WriteRunner {
     let failed = false;
     try {
       await conn.client.query('BEGIN');
-      const sql = new BatchPgSql(trips.client);
+      const sql = new BatchPgSql(trips.client, new PgSql(trips.client));
       const tx = new Repos(sql, this.shared);
       const chains = new Map<string, Promise<unknown>>();
       const running: Promise<unknown>[] = [];
