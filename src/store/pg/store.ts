@@ -8,6 +8,7 @@ import { compatibleFromAfter, schemaProblem, type AppliedMigration } from '../sc
 import { PgSql, PG_TYPES } from './sql.js';
 import { BatchPgSql } from './batch.js';
 import { GroupCommitListeners } from '../group-commits.js';
+import type { GroupCommitInfo } from '../observe.js';
 
 export interface PgSettings {
   /** postgres://user:pass@host:port/db[?sslmode=require][&schema=name] */
@@ -201,8 +202,10 @@ class PgWriteRunner implements WriteRunner {
       const done = await this.runConcurrent(group);
       if (done) return;
       this.counters.regrouped++;
+      await this.runSequential(group, 'rerun');
+      return;
     }
-    await this.runSequential(group);
+    await this.runSequential(group, 'in_turn');
   }
 
   /**
@@ -268,16 +271,16 @@ class PgWriteRunner implements WriteRunner {
     }
     conn.release();
     if (failed) return false;
-    this.committed(group.length, before, trips);
+    this.committed(group.length, before, trips, 'set_based');
     for (let i = 0; i < group.length; i++) group[i]!.resolve(values[i]);
     return true;
   }
 
   /** Runs the group's operations one after another in one transaction (see the class comment). */
-  private async runSequential(group: QueuedOp[]): Promise<void> {
+  private async runSequential(group: QueuedOp[], mode: 'in_turn' | 'rerun'): Promise<void> {
     if (group.length === 1) {
       const op = group[0]!;
-      await this.runAlone(op.fn).then(op.resolve, op.reject);
+      await this.runAlone(op.fn, mode).then(op.resolve, op.reject);
       return;
     }
     let conn: Awaited<ReturnType<PgWriteRunner['connect']>>;
@@ -315,25 +318,25 @@ class PgWriteRunner implements WriteRunner {
       // one by one; a connection that died at COMMIT leaves the outcome unknown, so the callers hear it.
       if (isRetryable(err) || (err as { code?: unknown }).code === ROLLED_BACK_AT_COMMIT) {
         this.counters.regrouped++;
-        for (const op of group) await this.runAlone(op.fn).then(op.resolve, op.reject);
+        for (const op of group) await this.runAlone(op.fn, mode).then(op.resolve, op.reject);
       } else for (const op of group) op.reject(err);
       return;
     }
     conn.release();
     if (failedAt >= 0) {
       this.counters.regrouped++;
-      if (failedAt > 0) await this.runSequential(group.slice(0, failedAt));
+      if (failedAt > 0) await this.runSequential(group.slice(0, failedAt), mode);
       const failed = group[failedAt]!;
-      await this.runAlone(failed.fn).then(failed.resolve, failed.reject);
+      await this.runAlone(failed.fn, mode).then(failed.resolve, failed.reject);
       this.queue.unshift(...group.slice(failedAt + 1));
       return;
     }
-    this.committed(group.length, before, trips);
+    this.committed(group.length, before, trips, mode);
     for (let i = 0; i < group.length; i++) group[i]!.resolve(values[i]);
   }
 
   /** One operation in its own transaction, run again from the start after a lost race. */
-  private async runAlone<T>(fn: WriteOp<T>): Promise<T> {
+  private async runAlone<T>(fn: WriteOp<T>, mode: 'in_turn' | 'rerun' = 'in_turn'): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const conn = await this.connect();
       const before = this.enqueuedCount();
@@ -350,7 +353,7 @@ class PgWriteRunner implements WriteRunner {
         throw err;
       }
       conn.release();
-      this.committed(1, before, trips);
+      this.committed(1, before, trips, mode);
       return value;
     }
   }
@@ -360,11 +363,11 @@ class PgWriteRunner implements WriteRunner {
     return e.outbox + e.adJobs + e.fires + e.deliveries;
   }
 
-  private committed(ops: number, enqueuedBefore: number, trips: TripCount): void {
+  private committed(ops: number, enqueuedBefore: number, trips: TripCount, mode: NonNullable<GroupCommitInfo['mode']>): void {
     this.counters.batches++;
     this.counters.ops += ops;
     // BEGIN and COMMIT besides the operations' own statements.
-    this.groupCommits.emit({ backend: 'pg', operations: ops, roundTrips: trips.count + 2, durationMs: performance.now() - trips.started });
+    this.groupCommits.emit({ backend: 'pg', operations: ops, roundTrips: trips.count + 2, durationMs: performance.now() - trips.started, mode });
     for (const l of this.listeners) l();
     if (this.enqueuedCount() !== enqueuedBefore) this.notifyOthers();
   }
