@@ -4,6 +4,7 @@ import type { Store } from '../../src/store/store.js';
 import type { GroupCommitInfo } from '../../src/store/observe.js';
 import { IngestionService, type RequestContext } from '../../src/domain/ingestion/service.js';
 import { SegmentMembership } from '../../src/domain/segments/membership.js';
+import { AppError } from '../../src/http/errors.js';
 import { PG_BASE_URL } from '../helpers/backend.js';
 import { tempDir } from '../helpers/svc.js';
 import { openTestStore } from '../helpers/store.js';
@@ -175,6 +176,29 @@ describe(`set-based group commits (${onPg ? 'PostgreSQL' : 'SQLite'})`, () => {
     if (!onPg) return;
     // BEGIN, one insert per wave, COMMIT.
     expect(maxTrips(groups, 20)).toBeLessThanOrEqual(4);
+  });
+
+  it('a keyed operation that fails loses only its own writes: the group is run again in turn', async () => {
+    const { store, siteId } = await open();
+    const modes: (string | undefined)[] = [];
+    const off = store.onGroupCommit((g) => modes.push(g.mode));
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 40 }, (_, i) =>
+        store.write(
+          async (tx) => {
+            const id = await tx.activity.insertEvent({ siteId, sessionId: `k${i}`, profileId: `prf_${i}`, visitorId: null, type: 'pageview', ts: i, body: '{}', now: i });
+            if (i % 10 === 3) throw new AppError('validation_failed', `op ${i} refused after writing`);
+            return id;
+          },
+          { key: `k${i}` },
+        ),
+      ),
+    );
+    off();
+    expect(outcomes.flatMap((o, i) => (o.status === 'rejected' ? [i] : []))).toEqual([3, 13, 23, 33]);
+    const stored = await store.sql.all<{ ts: number }>('SELECT ts FROM events WHERE site_id = ? ORDER BY ts', [siteId]);
+    expect(stored.map((r) => Number(r.ts))).toEqual(Array.from({ length: 40 }, (_, i) => i).filter((i) => i % 10 !== 3));
+    if (onPg) expect(modes).toContain('rerun');
   });
 
   it('two events of one new session in one group create it once (same-session operations run in turn)', async () => {
