@@ -406,6 +406,7 @@ function parseShape(sql: string): SelectShape | InsertShape | UpdateShape | null
     if (where < 0) return null;
     const whereFrom = marks.filter((m) => m < where).length;
     if (/\bselect\b/.test(lower)) return null; // subqueries
+    if (whereFrom === marks.length) return null; // a WHERE without parameters: every set would update the same rows
     return {
       kind: 'update',
       params: marks.length,

@@ -110,6 +110,12 @@ const MAX_GROUP = 256;
  * not per request. Every promise settles only after the commit that holds its
  * writes: an acknowledgement means durably stored (`synchronous_commit` on).
  *
+ * Set-based: when a group holds keyed operations (WriteOptions), they run
+ * concurrently instead, same-key ones in submission order, their statements
+ * sent one per SQL text and wave by BatchPgSql (pg/batch.ts), then the unkeyed
+ * ones in turn; if anything in that pass fails, it is rolled back and the group
+ * runs again in turn as described next.
+ *
  * Optimistic, like SQLite's writer: a group runs without savepoints. When
  * operation k fails (bad input found late, a lost race with another instance:
  * unique violation, deadlock, serialization failure, WriteConflict), the group
