@@ -60,6 +60,7 @@ export class Metrics {
   private readonly groupOps: Histogram<'backend'>;
   private readonly groupTrips: Histogram<'backend'>;
   private readonly groupDuration: Histogram<'backend'>;
+  private readonly groupModes: Counter<'backend' | 'mode'>;
   private readonly deliveries: Counter<'destination' | 'outcome'>;
   private readonly deliveryDuration: Histogram<'destination'>;
   private readonly adJobs: Counter<'platform' | 'connection' | 'outcome'>;
@@ -109,6 +110,12 @@ export class Metrics {
       help: 'Statements sent to the database per committed group, BEGIN and COMMIT included (PostgreSQL; 0 on SQLite).',
       labelNames: ['backend'],
       buckets: [0, ...COUNTS],
+      registers,
+    });
+    this.groupModes = new Counter({
+      name: 'svc_store_group_commits_total',
+      help: 'Committed group transactions by how their operations ran: set_based (PostgreSQL: concurrently, one statement per SQL text and wave), in_turn (one after another; every SQLite group), rerun (in turn after a set-based pass was rolled back: an operation failed or lost a race).',
+      labelNames: ['backend', 'mode'],
       registers,
     });
     this.groupDuration = new Histogram({
@@ -241,6 +248,7 @@ export class Metrics {
     this.groupOps.observe(labels, info.operations);
     this.groupTrips.observe(labels, info.roundTrips);
     this.groupDuration.observe(labels, info.durationMs / 1000);
+    this.groupModes.inc({ backend: info.backend, mode: info.mode ?? 'in_turn' });
   }
 
   /** One recorded webhook delivery attempt. */

@@ -15,12 +15,14 @@ export interface CompanionRow {
   orders: number;
 }
 
+// Counters as additive upserts (the increment is a parameter, added with excluded.orders): on PostgreSQL a
+// group commit's increments of one key are summed into one row of one statement (pg/batch.ts).
 const ADD_ORDER =
-  'INSERT INTO copurchase_orders (site_id, orders) VALUES (?, 1) ON CONFLICT (site_id) DO UPDATE SET orders = copurchase_orders.orders + 1';
+  'INSERT INTO copurchase_orders (site_id, orders) VALUES (?, ?) ON CONFLICT (site_id) DO UPDATE SET orders = copurchase_orders.orders + excluded.orders';
 const ADD_ITEM =
-  'INSERT INTO copurchase_items (site_id, sku, orders) VALUES (?, ?, 1) ON CONFLICT (site_id, sku) DO UPDATE SET orders = copurchase_items.orders + 1 RETURNING id';
+  'INSERT INTO copurchase_items (site_id, sku, orders) VALUES (?, ?, ?) ON CONFLICT (site_id, sku) DO UPDATE SET orders = copurchase_items.orders + excluded.orders RETURNING id';
 const ADD_PAIR =
-  'INSERT INTO copurchase_pairs (item, other, orders) VALUES (?, ?, 1) ON CONFLICT (item, other) DO UPDATE SET orders = copurchase_pairs.orders + 1';
+  'INSERT INTO copurchase_pairs (item, other, orders) VALUES (?, ?, ?) ON CONFLICT (item, other) DO UPDATE SET orders = copurchase_pairs.orders + excluded.orders';
 const COMPANIONS = `SELECT i.sku AS sku, p.orders AS pair_orders, i.orders AS orders
   FROM copurchase_items a
   JOIN copurchase_pairs p ON p.item = a.id
@@ -45,13 +47,18 @@ export class CopurchaseRepo {
   async record(siteId: string, skus: readonly string[]): Promise<void> {
     const distinct = [...new Set(skus.filter((s) => s.length > 0))];
     if (distinct.length === 0) return;
-    await this.x.run(ADD_ORDER, [siteId]);
-    const ids: number[] = [];
-    for (const sku of distinct) ids.push(Number((await this.x.get<{ id: number }>(ADD_ITEM, [siteId, sku]))!.id));
+    await this.x.run(ADD_ORDER, [siteId, 1]);
+    const rows = await this.x.getEach<{ id: number }>(
+      ADD_ITEM,
+      distinct.map((sku) => [siteId, sku, 1]),
+    );
+    const ids = rows.map((r) => Number(r!.id));
     if (ids.length > MAX_PAIRED_SKUS) return;
     // Key order: the rows of one item are neighbours in the primary key, so its upserts share pages.
     ids.sort((x, y) => x - y);
-    for (const a of ids) for (const b of ids) if (a !== b) await this.x.run(ADD_PAIR, [a, b]);
+    const pairs: [number, number, number][] = [];
+    for (const a of ids) for (const b of ids) if (a !== b) pairs.push([a, b, 1]);
+    await this.x.runEach(ADD_PAIR, pairs);
   }
 
   /** N: the site's orders with at least one sku. */

@@ -1,5 +1,6 @@
 import type { Sql } from './sql.js';
 import { newId } from './ids.js';
+import { WriteConflict } from './errors.js';
 import type { Owner } from '../domain/identity/plan.js';
 
 export type IdentityKind = 'email' | 'external_id' | 'visitor';
@@ -35,6 +36,8 @@ const UPSERT_HASH =
   'INSERT INTO identity_hashes (site_id, kind, hash, profile_id, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (site_id, kind, hash) DO UPDATE SET profile_id = excluded.profile_id';
 const INSERT_SESSION = `INSERT INTO sessions (site_id, id, profile_id, visitor_id, first_seen, last_seen, ip, user_agent, landing_url, fbclid, fbclid_at, gclid)
   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+/** ensureSession's insert: a session another transaction created meanwhile (another instance) is then read instead. */
+const INSERT_SESSION_IF_ABSENT = `${INSERT_SESSION} ON CONFLICT (site_id, id) DO NOTHING`;
 const TOUCH_SESSION = 'UPDATE sessions SET last_seen = ? WHERE site_id = ? AND id = ?';
 const SESSION_VISITOR = 'UPDATE sessions SET visitor_id = ? WHERE site_id = ? AND id = ? AND visitor_id IS NULL';
 /** fbclid_at is set (to now) exactly when a new fbclid is: its parameter is null when the fbclid one is. */
@@ -114,23 +117,41 @@ export class ProfilesRepo {
     }
     let profileId =
       visitorId !== undefined ? (await this.x.get<{ id: string }>(OWNER, [siteId, 'visitor', visitorId]))?.id : undefined;
+    // Races with concurrent transactions (on PostgreSQL: other instances, or other operations of one group
+    // commit) are settled by the unique keys: the loser waits for the winner's commit, then uses its rows.
+    let created: string | undefined;
     if (profileId === undefined) {
-      profileId = await this.createProfile(siteId, now);
-      if (visitorId !== undefined) await this.x.run(INSERT_IDENTITY, [siteId, 'visitor', visitorId, profileId, now]);
+      created = profileId = await this.createProfile(siteId, now);
+      if (visitorId !== undefined && (await this.x.run(INSERT_IDENTITY, [siteId, 'visitor', visitorId, profileId, now])).changes === 0) {
+        const owner = await this.x.get<{ id: string }>(OWNER, [siteId, 'visitor', visitorId]);
+        if (owner === undefined) throw new WriteConflict('the visitor was claimed by a concurrent request');
+        await this.x.run('DELETE FROM profiles WHERE id = ?', [created]);
+        created = undefined;
+        profileId = owner.id;
+      }
     }
-    await this.insertSession(siteId, sessionId, profileId, visitorId, ctx, now);
+    const inserted = await this.x.run(INSERT_SESSION_IF_ABSENT, this.sessionRow(siteId, sessionId, profileId, visitorId, ctx, now));
+    if (inserted.changes === 0) {
+      const other = await this.x.get<SessionRow>(SESSION, [siteId, sessionId]);
+      // A new visitor given to our new profile while the session went to another: start over (the runner retries).
+      if (other === undefined || (created !== undefined && visitorId !== undefined)) {
+        throw new WriteConflict('the session was created by a concurrent request');
+      }
+      if (created !== undefined) await this.x.run('DELETE FROM profiles WHERE id = ?', [created]);
+      return { profileId: other.profile_id, visitorId: other.visitor_id ?? visitorId ?? null };
+    }
     return { profileId, visitorId: visitorId ?? null };
   }
 
-  async insertSession(
+  private sessionRow(
     siteId: string,
     sessionId: string,
     profileId: string,
     visitorId: string | undefined,
     ctx: SessionContext,
     now: number,
-  ): Promise<void> {
-    await this.x.run(INSERT_SESSION, [
+  ): unknown[] {
+    return [
       siteId,
       sessionId,
       profileId,
@@ -143,7 +164,18 @@ export class ProfilesRepo {
       ctx.fbclid ?? null,
       ctx.fbclid ? now : null,
       ctx.gclid ?? null,
-    ]);
+    ];
+  }
+
+  async insertSession(
+    siteId: string,
+    sessionId: string,
+    profileId: string,
+    visitorId: string | undefined,
+    ctx: SessionContext,
+    now: number,
+  ): Promise<void> {
+    await this.x.run(INSERT_SESSION, this.sessionRow(siteId, sessionId, profileId, visitorId, ctx, now));
   }
 
   async linkSession(siteId: string, sessionId: string, profileId: string, visitorId: string | undefined, now: number): Promise<void> {

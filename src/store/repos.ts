@@ -121,3 +121,16 @@ export class Repos {
 
 /** A write operation: runs inside one transaction and must do every read and write through `tx`. */
 export type WriteOp<T> = (tx: Repos) => Promise<T> | T;
+
+/**
+ * How a write operation may be grouped. `key` names what the operation
+ * concerns (an ingestion request's site and session): on PostgreSQL, keyed
+ * operations of one group commit run concurrently, operations with the same
+ * key one after another in submission order, and their statements are sent
+ * set-based (one statement per SQL text and wave, see pg/batch.ts). Operations
+ * without a key run one after another. SQLite ignores it (its operations never
+ * wait for I/O).
+ */
+export interface WriteOptions {
+  key?: string | undefined;
+}

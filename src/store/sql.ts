@@ -24,6 +24,21 @@ export interface Sql {
   get<T = Record<string, unknown>>(sql: string, params?: Params): Promise<T | undefined>;
   all<T = Record<string, unknown>>(sql: string, params?: Params): Promise<T[]>;
   run(sql: string, params?: Params): Promise<RunResult>;
+  /**
+   * `sql` once per parameter set, in order, with the first row of each. On
+   * PostgreSQL inside a group commit the sets share one set-based statement
+   * (pg/batch.ts); elsewhere they run one after another.
+   */
+  getEach<T = Record<string, unknown>>(sql: string, sets: readonly Params[]): Promise<(T | undefined)[]>;
+  /** `run` once per parameter set, in order (see getEach). */
+  runEach(sql: string, sets: readonly Params[]): Promise<RunResult[]>;
+}
+
+/** getEach/runEach one after another, for executors that run one statement at a time. */
+export async function eachInTurn<R>(sets: readonly Params[], one: (params: Params) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (const params of sets) out.push(await one(params));
+  return out;
 }
 
 const NO_PARAMS: Params = [];
@@ -72,5 +87,13 @@ export class SqliteSql implements Sql {
     } catch (err) {
       return Promise.reject(err as Error);
     }
+  }
+
+  getEach<T>(sql: string, sets: readonly Params[]): Promise<(T | undefined)[]> {
+    return eachInTurn(sets, (params) => this.get<T>(sql, params));
+  }
+
+  runEach(sql: string, sets: readonly Params[]): Promise<RunResult[]> {
+    return eachInTurn(sets, (params) => this.run(sql, params));
   }
 }

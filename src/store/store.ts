@@ -3,7 +3,7 @@ import { databasePath, openDatabase, type Db, type SyncMode } from './db.js';
 import { GroupCommitWriter } from './writer.js';
 import { SecretBox } from './secret-box.js';
 import { SqliteSql, type Sql } from './sql.js';
-import { newRepoShared, Repos, type RepoShared, type WriteOp } from './repos.js';
+import { newRepoShared, Repos, type RepoShared, type WriteOp, type WriteOptions } from './repos.js';
 import type { SiteStats } from './stats.js';
 import type { GroupCommitListener } from './observe.js';
 import type { GroupCommitListeners } from './group-commits.js';
@@ -15,7 +15,7 @@ export type RemoteTopic = 'segments' | 'web' | 'work' | 'all';
 
 /** How a store runs write operations: SQLite's group-commit writer, or PostgreSQL transactions. */
 export interface WriteRunner {
-  run<T>(fn: WriteOp<T>): Promise<T>;
+  run<T>(fn: WriteOp<T>, opts?: WriteOptions): Promise<T>;
   /** Calls `fn` after every committed transaction (used to wake the delivery workers). */
   onCommit(fn: () => void): void;
   /** Flushes pending writes and refuses new ones. */
@@ -115,16 +115,16 @@ export class Store extends Repos {
   }
 
   /**
-   * Runs `fn` as one write operation: in the next group-commit transaction on
-   * SQLite, in a transaction of its own on PostgreSQL. `fn` must do every read
+   * Runs `fn` as one write operation, in the next group-commit transaction
+   * (`opts.key`: see WriteOptions). `fn` must do every read
    * and write through `tx`, must not await anything but `tx`, and must not call
    * `write` itself. Resolves with its result only once the transaction has
    * committed (and, by default, reached the disk).
    */
-  write<T>(fn: WriteOp<T>): Promise<T> {
+  write<T>(fn: WriteOp<T>, opts?: WriteOptions): Promise<T> {
     if (this.writesInFlight++ === 0) this.progressAt = Date.now();
     return this.writer
-      .run(fn)
+      .run(fn, opts)
       .finally(() => {
         this.writesInFlight--;
       })

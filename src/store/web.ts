@@ -1,6 +1,9 @@
 import type { Sql } from './sql.js';
 import { newId } from './ids.js';
 
+const INSERT_EXPOSURE =
+  'INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+
 export type MatchType = 'exact' | 'prefix' | 'glob';
 export type ContentKind = 'html' | 'json';
 export type VariantStatus = 'draft' | 'approved' | 'published' | 'disabled' | 'archived';
@@ -512,20 +515,12 @@ export class WebRepo {
   }
 
   /** Writes: one multi-row INSERT for every zone a request decided. */
+  /** One statement text for every row: on PostgreSQL the rows of a whole group commit share one multi-row insert (pg/batch.ts). */
   async insertExposures(rows: readonly ExposureInsert[]): Promise<void> {
-    for (let i = 0; i < rows.length; i += 100) {
-      const chunk = rows.slice(i, i + 100);
-      const params: unknown[] = [];
-      for (const r of chunk) {
-        params.push(r.siteId, r.visitorId, r.profileId, r.zoneId, r.variantId, r.experimentId, r.armId, r.holdout ? 1 : 0, r.url, r.at);
-      }
-      await this.x.run(
-        `INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) VALUES ${chunk
-          .map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
-          .join(', ')}`,
-        params,
-      );
-    }
+    await this.x.runEach(
+      INSERT_EXPOSURE,
+      rows.map((r) => [r.siteId, r.visitorId, r.profileId, r.zoneId, r.variantId, r.experimentId, r.armId, r.holdout ? 1 : 0, r.url, r.at]),
+    );
   }
 
   // ---- variant renders (watchdog) ---------------------------------------

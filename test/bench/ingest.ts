@@ -393,6 +393,29 @@ async function main(): Promise<number> {
     );
   }
 
+  // CPU per acknowledged event over the window: % of one core / requests per second = core-µs per request.
+  const perEvent = (pct: number | null | undefined, r: LoadResult | undefined) =>
+    pct !== null && pct !== undefined && r && r.rps > 0 ? (pct / 100) * 1e6 / r.rps : null;
+  const cpuLines: string[][] = [['target', 'svc µs/event', 'pg µs/event', 'svc+pg µs/event']];
+  const cpuOf = new Map<string, number>();
+  for (const row of rows) {
+    const svcUs = perEvent(row.serverCpuPercent, row.result);
+    if (svcUs === null) continue;
+    const pgUs = perEvent(row.pgCpuPercent, row.result);
+    const sum = svcUs + (pgUs ?? 0);
+    cpuOf.set(row.target.name, sum);
+    cpuLines.push([row.target.name, svcUs.toFixed(0), pgUs === null ? '-' : pgUs.toFixed(0), sum.toFixed(0)]);
+  }
+  if (cpuLines.length > 1) {
+    log('');
+    log(table(cpuLines, cpuLines[0]!.map((_, i) => i > 0)));
+    const base = cpuOf.get('svc-raw');
+    for (const name of PG_TARGETS) {
+      const v = cpuOf.get(name);
+      if (v !== undefined && base) log(`CPU per event ${name} (svc + PostgreSQL backends) / svc-raw: ${(v / base).toFixed(2)}`);
+    }
+  }
+
   const failed = rows.filter((r) => r.failure);
   if (failed.length) {
     log(`\n${failed.length} target(s) failed: ${failed.map((r) => `${r.target.name} (${r.failure})`).join('; ')}`);

@@ -127,6 +127,8 @@ describe('GET /metrics on its own listener', () => {
     expect(groups.count - groupsBefore.count).toBeGreaterThan(0);
     expect(groups.sum - groupsBefore.sum).toBeGreaterThanOrEqual(N + (6 - refused));
     expect(after.histogram('svc_store_group_commit_duration_seconds', { backend }).count).toBe(groups.count);
+    const modes = ['set_based', 'in_turn', 'rerun'].reduce((a, mode) => a + delta('svc_store_group_commits_total', { backend, mode }), 0);
+    expect(modes).toBe(groups.count - groupsBefore.count);
     const trips = after.histogram('svc_store_group_commit_round_trips', { backend });
     if (backend === 'sqlite') expect(trips.sum).toBe(0);
     else expect(trips.sum).toBeGreaterThanOrEqual(2 * groups.count + groups.sum);

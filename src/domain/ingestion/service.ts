@@ -82,7 +82,7 @@ export class IngestionService {
       );
       await this.membership.recompute(tx, req.site_id, r.profile_id, now, { identity: true });
       return r;
-    });
+    }, { session: req.session_id, visitor: req.visitor_id });
   }
 
   async convert(req: ConvertRequest, ctx: RequestContext): Promise<{ conversion_id: string; profile_id: string }> {
@@ -140,7 +140,7 @@ export class IngestionService {
       }
       await this.membership.recompute(tx, site.id, s.profileId, now);
       return { conversion_id: id, profile_id: s.profileId };
-    });
+    }, { session: req.session_id });
   }
 
   async captureLead(
@@ -195,7 +195,7 @@ export class IngestionService {
       );
       await this.membership.recompute(tx, req.site_id, profileId, now, { identity: true });
       return { lead_id: leadId, profile_id: profileId, form_id: formId, kind, workable };
-    });
+    }, { session: req.session_id, visitor: req.visitor_id });
   }
 
   /**
@@ -253,7 +253,7 @@ export class IngestionService {
       }
       await this.membership.recompute(tx, req.site_id, s.profileId, now);
       return { event_id: eventId, profile_id: s.profileId };
-    });
+    }, { session: req.session_id });
   }
 
   async recordScore(req: ScoreRequest, raw: string, ctx: RequestContext): Promise<{ score_id: string; profile_id: string }> {
@@ -273,7 +273,7 @@ export class IngestionService {
       await triggers.onScore(tx, req.site_id, s.profileId, rowId, req.score ?? null, now);
       await this.membership.recompute(tx, req.site_id, s.profileId, now);
       return { score_id: scoreId(rowId), profile_id: s.profileId };
-    });
+    }, { session: req.session_id });
   }
 
   /**
@@ -282,9 +282,12 @@ export class IngestionService {
    * new is stored, `ctx.replayed` is set); otherwise the answer is remembered in the same
    * transaction as the data. A key first used on another path is a conflict.
    */
-  private write<T>(siteId: string, ctx: RequestContext, op: WriteOp<T>): Promise<T> {
+  private write<T>(siteId: string, ctx: RequestContext, op: WriteOp<T>, key?: { session?: string | null | undefined; visitor?: string | null | undefined }): Promise<T> {
     const idem = ctx.idempotency;
-    if (idem === undefined) return this.store.write(op);
+    // What the operation concerns (its session, else its visitor): operations of different sessions may
+    // share their group's statements (Store.write); one with an idempotency key runs on its own turn.
+    const anchor = key?.session != null ? `s\u0000${siteId}\u0000${key.session}` : key?.visitor != null ? `v\u0000${siteId}\u0000${key.visitor}` : undefined;
+    if (idem === undefined) return this.store.write(op, { key: anchor });
     return this.store.write(async (tx) => {
       const now = Date.now();
       ctx.replayed = false;

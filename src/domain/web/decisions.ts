@@ -209,7 +209,8 @@ export class DecisionService {
       url,
       at,
     }));
-    await this.store.write((tx) => tx.web.insertExposures(rows));
+    // Keyed by visitor: decisions of different visitors share their group commit's insert (Store.write).
+    await this.store.write((tx) => tx.web.insertExposures(rows), { key: `x\u0000${siteId}\u0000${visitorId}` });
     return r;
   }
 }

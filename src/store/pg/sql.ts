@@ -1,5 +1,6 @@
 import pg from 'pg';
-import type { Params, RunResult, Sql } from '../sql.js';
+import { eachInTurn, type Params, type RunResult, type Sql } from '../sql.js';
+import { BatchPgSql } from './batch.js';
 
 /** int8 (counts, ms timestamps, identity ids) and numeric (sums) as JS numbers, as SQLite returns them. */
 const INT8 = 20;
@@ -97,5 +98,16 @@ export class PgSql implements Sql {
   async run(sql: string, params: Params = []): Promise<RunResult> {
     const r = await this.query(sql, params);
     return { changes: r.rowCount ?? 0 };
+  }
+
+  /** Several sets: one set-based statement where the text allows it (see BatchPgSql), else one after another. */
+  getEach<T>(sql: string, sets: readonly Params[]): Promise<(T | undefined)[]> {
+    if (sets.length < 2) return eachInTurn(sets, (params) => this.get<T>(sql, params));
+    return new BatchPgSql(this.q, this).getEach<T>(sql, sets);
+  }
+
+  runEach(sql: string, sets: readonly Params[]): Promise<RunResult[]> {
+    if (sets.length < 2) return eachInTurn(sets, (params) => this.run(sql, params));
+    return new BatchPgSql(this.q, this).runEach(sql, sets);
   }
 }

@@ -175,7 +175,8 @@ export function svcTarget(o: SvcTargetOptions): Target {
           const s = await spawnServer(registry, {
             name,
             command: process.execPath,
-            args: [SVC_BIN, 'serve', '--host', '127.0.0.1', '--port', '0', ...storage],
+            // SVC_BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the servers under load.
+            args: [...(process.env.SVC_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), SVC_BIN, 'serve', '--host', '127.0.0.1', '--port', '0', ...storage],
             env,
             cwd: REPO_ROOT,
             ready: /^svc listening on (http:\/\/127\.0\.0\.1:\d+)$/,

@@ -1,0 +1,530 @@
+import type pg from 'pg';
+import type { Params, RunResult, Sql } from '../sql.js';
+
+/**
+ * Set-based execution of the statements of concurrent operations inside one
+ * PostgreSQL group transaction (PgWriteRunner). Operations that may run
+ * concurrently (keyed write operations) each still ask for one statement at a
+ * time; this executor holds what they ask for until every operation has either
+ * finished or is waiting for a statement (the next turn of the event loop),
+ * then sends that "wave" with one statement per SQL text:
+ *
+ * - reads (`SELECT …`) of one text: identical parameters are asked once; the
+ *   distinct parameter sets run as one statement, the original query joined
+ *   LATERAL to `unnest` arrays of the parameters, rows tagged with the ordinal
+ *   of the set that asked for them;
+ * - `INSERT … VALUES (…)` of one text: one multi-row VALUES statement
+ *   (`RETURNING` rows come back in VALUES order); an upsert
+ *   (`ON CONFLICT (…) DO UPDATE`) whose rows share a conflict key is split in
+ *   rounds, at most one row per key in each, so a key is never touched twice
+ *   by one statement ("cannot affect row a second time");
+ * - `UPDATE … SET … WHERE …` of one text: one `UPDATE … FROM unnest(…)`, in
+ *   rounds when two rows share the WHERE parameters (the later one wins, as
+ *   one after another would);
+ * - anything else, or a text whose rewrite PostgreSQL refused once, as sent.
+ *
+ * Every caller of a wave hears its answer only when the whole wave is back,
+ * so the operations' next statements form the next wave together: the round
+ * trips of a group are (waves × statement texts per wave), whatever the
+ * number of operations in it. Statements whose rows nobody needs (the outbox,
+ * the events, counters) are still sent in their wave: an operation awaits each
+ * statement, so deferring them further would not shorten the waves.
+ */
+
+interface Pending {
+  sql: string;
+  params: Params;
+  kind: 'get' | 'all' | 'run';
+  resolve: (v: unknown) => void;
+  reject: (e: unknown) => void;
+  /** Set once the statement that carried it came back. */
+  outcome?: { rows: Record<string, unknown>[]; changes: number } | { error: unknown };
+}
+
+/** At most this many parameters in one statement (PostgreSQL's wire limit is 65,535). */
+const MAX_PARAMS = 60_000;
+/** At most this many rows of one wave in one rewritten statement. */
+const MAX_ROWS = 1_000;
+
+/** Texts PostgreSQL refused in their rewritten form (a parameter type unnest cannot carry): sent as they are from then on. */
+const unbatchable = new Set<string>();
+
+/** SQLSTATE classes that say the rewrite, not the data, was wrong: syntax, types, feature, cardinality. */
+function rewriteRefused(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('42') || code.startsWith('0A') || code === '21000' || code === '22P02');
+}
+
+export class BatchPgSql implements Sql {
+  readonly dialect = 'pg' as const;
+  private queue: Pending[] = [];
+  private scheduled = false;
+  /** Waves sent, and statements the rewrites saved (for tests and the group-commit figures). */
+  readonly stats = { waves: 0, statements: 0, asked: 0 };
+
+  /**
+   * `client`: a transaction's connection (a group commit), or the pool for one getEach/runEach of PgSql;
+   * `plain`: the executor on the same connection, for statements sent as they are (named, prepared once).
+   */
+  constructor(
+    private readonly client: pg.PoolClient | pg.Pool,
+    private readonly plain: Sql,
+  ) {}
+
+  get<T>(sql: string, params: Params = []): Promise<T | undefined> {
+    return this.enqueue(sql, params, 'get') as Promise<T | undefined>;
+  }
+
+  all<T>(sql: string, params: Params = []): Promise<T[]> {
+    return this.enqueue(sql, params, 'all') as Promise<T[]>;
+  }
+
+  run(sql: string, params: Params = []): Promise<RunResult> {
+    return this.enqueue(sql, params, 'run') as Promise<RunResult>;
+  }
+
+  /** Every set joins the same wave: one statement for all of them. */
+  getEach<T>(sql: string, sets: readonly Params[]): Promise<(T | undefined)[]> {
+    return Promise.all(sets.map((params) => this.get<T>(sql, params)));
+  }
+
+  runEach(sql: string, sets: readonly Params[]): Promise<RunResult[]> {
+    return Promise.all(sets.map((params) => this.run(sql, params)));
+  }
+
+  private enqueue(sql: string, params: Params, kind: Pending['kind']): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ sql, params, kind, resolve, reject });
+      this.stats.asked++;
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(() => void this.flush());
+      }
+    });
+  }
+
+  private async flush(): Promise<void> {
+    this.scheduled = false;
+    const wave = this.queue;
+    this.queue = [];
+    if (wave.length === 0) return;
+    this.stats.waves++;
+    const byText = new Map<string, Pending[]>();
+    for (const p of wave) {
+      const list = byText.get(p.sql);
+      if (list === undefined) byText.set(p.sql, [p]);
+      else list.push(p);
+    }
+    // One statement at a time on the connection (a connection answers in order anyway); the callers
+    // hear their answers together once all are back.
+    for (const [sql, items] of byText) await this.send(sql, items);
+    for (const p of wave) {
+      const o = p.outcome!;
+      if ('error' in o) p.reject(o.error);
+      else if (p.kind === 'run') p.resolve({ changes: o.changes });
+      else if (p.kind === 'get') p.resolve(o.rows[0]);
+      else p.resolve(o.rows);
+    }
+  }
+
+  /** One text's statements of a wave; never rejects (outcomes are set on the items). */
+  private async send(sql: string, items: Pending[]): Promise<void> {
+    const shape = items.length > 1 && !unbatchable.has(sql) ? shapeOf(sql) : null;
+    try {
+      if (shape === null) return await this.oneByOne(items);
+      if (shape.kind === 'select') return await this.select(sql, shape, items);
+      if (shape.kind === 'insert') return await this.insert(sql, shape, items);
+      return await this.update(sql, shape, items);
+    } catch (err) {
+      if (rewriteRefused(err)) unbatchable.add(sql);
+      for (const p of items) p.outcome ??= { error: err };
+    }
+  }
+
+  private async oneByOne(items: Pending[]): Promise<void> {
+    for (const p of items) {
+      this.stats.statements++;
+      try {
+        const rows = p.kind === 'run' ? [] : await this.plain.all<Record<string, unknown>>(p.sql, p.params);
+        const changes = p.kind === 'run' ? (await this.plain.run(p.sql, p.params)).changes : rows.length;
+        p.outcome = { rows, changes };
+      } catch (error) {
+        p.outcome = { error };
+      }
+    }
+  }
+
+  private query(text: string, values: unknown[]): Promise<pg.QueryResult<Record<string, unknown>>> {
+    this.stats.statements++;
+    return this.client.query<Record<string, unknown>>(text, values);
+  }
+
+  private async select(sql: string, shape: SelectShape, items: Pending[]): Promise<void> {
+    // Identical parameters are asked once.
+    const distinct = new Map<string, Pending[]>();
+    for (const p of items) {
+      const k = JSON.stringify(p.params);
+      const list = distinct.get(k);
+      if (list === undefined) distinct.set(k, [p]);
+      else list.push(p);
+    }
+    const sets = [...distinct.values()];
+    if (sets.length === 1) {
+      this.stats.statements++;
+      const rows = await this.plain.all<Record<string, unknown>>(sql, sets[0]![0]!.params);
+      for (const p of sets[0]!) p.outcome = { rows: rows.map((r) => ({ ...r })), changes: rows.length };
+      return;
+    }
+    const width = shape.params;
+    const types = paramTypes(sets.map((s) => s[0]!.params), width);
+    if (types === null) return this.oneByOne(items);
+    for (const chunk of chunks(sets, Math.max(1, Math.min(MAX_ROWS, Math.floor(MAX_PARAMS / Math.max(1, width)))))) {
+      const cols = Array.from({ length: width }, (_, i) => `p${i + 1}`);
+      const inner = replaceMarks(sql, (i) => `b.p${i + 1}`);
+      const text =
+        `SELECT b.svc_i, s.* FROM unnest(${types.map((t, i) => `$${i + 1}::${t}[]`).join(', ')}) WITH ORDINALITY AS b(${[...cols, 'svc_i'].join(', ')}) ` +
+        `CROSS JOIN LATERAL (SELECT row_number() OVER () AS svc_o, t.* FROM (${inner}) t) s ORDER BY b.svc_i, s.svc_o`;
+      const values = types.map((_, i) => chunk.map((set) => set[0]!.params[i] ?? null));
+      const rows = (await this.query(text, width === 0 ? [] : values)).rows;
+      const per: Record<string, unknown>[][] = chunk.map(() => []);
+      for (const r of rows) {
+        const at = Number(r.svc_i) - 1;
+        delete r.svc_i;
+        delete r.svc_o;
+        per[at]!.push(r);
+      }
+      chunk.forEach((set, i) => {
+        for (const p of set) p.outcome = { rows: per[i]!.map((r) => ({ ...r })), changes: per[i]!.length };
+      });
+    }
+  }
+
+  private async insert(sql: string, shape: InsertShape, items: Pending[]): Promise<void> {
+    const keyOf = (p: Pending) => shape.keyParams.map((i) => p.params[i]);
+    // Additive upserts (counters): rows of one key become one row carrying the sum.
+    let rows: { params: unknown[]; items: Pending[] }[];
+    if (shape.additive.length > 0 && items.every((p) => shape.additive.every((i) => typeof p.params[i] === 'number'))) {
+      const merged = new Map<string, { params: unknown[]; items: Pending[] }>();
+      for (const p of items) {
+        const k = JSON.stringify(keyOf(p));
+        const m = merged.get(k);
+        if (m === undefined) merged.set(k, { params: [...p.params], items: [p] });
+        else {
+          for (const i of shape.additive) m.params[i] = (m.params[i] as number) + (p.params[i] as number);
+          m.items.push(p);
+        }
+      }
+      rows = [...merged.values()];
+    } else rows = items.map((p) => ({ params: [...p.params], items: [p] }));
+    if (shape.keyParams.length > 0) {
+      // Upserts take row locks: in key order, so two groups upserting the same keys cannot deadlock.
+      const k = new Map(rows.map((r) => [r, JSON.stringify(shape.keyParams.map((i) => r.params[i]))]));
+      rows.sort((a, b) => (k.get(a)! < k.get(b)! ? -1 : k.get(a)! > k.get(b)! ? 1 : 0));
+    }
+    for (const round of rounds(rows, (r) => shape.keyParams.map((i) => r.params[i]))) {
+      for (const chunk of chunks(round, Math.max(1, Math.min(MAX_ROWS, Math.floor(MAX_PARAMS / Math.max(1, shape.params)))))) {
+        let n = 0;
+        const tuples = chunk.map(() => replaceMarks(shape.tuple, () => `$${++n}`));
+        const text = `${shape.head} ${tuples.join(', ')}${shape.tail}${shape.doNothing ? ` RETURNING ${shape.keyColumns.join(', ')}` : ''}`;
+        const r = await this.query(
+          text,
+          chunk.flatMap((row) => row.params),
+        );
+        if (shape.doNothing) {
+          // The rows inserted come back by key; the others met a conflict and changed nothing.
+          const inserted = new Set(r.rows.map((row) => JSON.stringify(shape.keyColumns.map((c) => String(row[c])))));
+          for (const row of chunk) {
+            const hit = inserted.has(JSON.stringify(shape.keyParams.map((i) => String(row.params[i]))));
+            for (const p of row.items) p.outcome = { rows: [], changes: hit ? 1 : 0 };
+          }
+          continue;
+        }
+        if (shape.returning && r.rows.length !== chunk.length) {
+          throw new Error(`batched insert returned ${r.rows.length} rows for ${chunk.length}`);
+        }
+        chunk.forEach((row, i) => {
+          for (const p of row.items) p.outcome = { rows: shape.returning ? [{ ...r.rows[i]! }] : [], changes: 1 };
+        });
+      }
+    }
+  }
+
+  private async update(sql: string, shape: UpdateShape, items: Pending[]): Promise<void> {
+    const types = paramTypes(
+      items.map((p) => p.params),
+      shape.params,
+    );
+    if (types === null) return this.oneByOne(items);
+    for (const round of rounds(items, (p) => p.params.slice(shape.whereFrom))) {
+      for (const chunk of chunks(round, Math.max(1, Math.min(MAX_ROWS, Math.floor(MAX_PARAMS / Math.max(1, shape.params)))))) {
+        const cols = Array.from({ length: shape.params }, (_, i) => `p${i + 1}`);
+        const body = replaceMarks(shape.body, (i) => `b.p${i + 1}`);
+        const where = replaceMarks(shape.where, (i) => `b.p${i + 1 + shape.whereFrom}`);
+        const text =
+          `UPDATE ${shape.table} SET ${body} FROM unnest(${types.map((t, i) => `$${i + 1}::${t}[]`).join(', ')}) WITH ORDINALITY AS b(${[...cols, 'svc_i'].join(', ')}) ` +
+          `WHERE ${where} RETURNING b.svc_i`;
+        const values = types.map((_, i) => chunk.map((p) => p.params[i] ?? null));
+        const rows = (await this.query(text, values)).rows;
+        const changes = chunk.map(() => 0);
+        for (const r of rows) changes[Number(r.svc_i) - 1]!++;
+        chunk.forEach((p, i) => {
+          p.outcome = { rows: [], changes: changes[i]! };
+        });
+      }
+    }
+  }
+}
+
+interface SelectShape {
+  kind: 'select';
+  params: number;
+}
+interface InsertShape {
+  kind: 'insert';
+  params: number;
+  /** `INSERT INTO t (cols) VALUES` */
+  head: string;
+  /** The one VALUES tuple, with its parentheses, `?` marks inside. */
+  tuple: string;
+  /** What follows the tuple (ON CONFLICT …, RETURNING …): no parameters. */
+  tail: string;
+  returning: boolean;
+  /** Positions of the parameters that make up the conflict key (upserts); [] for plain inserts. */
+  keyParams: number[];
+  /** The conflict key's columns (in the order of keyParams). */
+  keyColumns: string[];
+  /** `ON CONFLICT (key) DO NOTHING` without RETURNING: the inserted rows are told apart by their key. */
+  doNothing: boolean;
+  /** Parameters of an additive upsert (`DO UPDATE SET c = t.c + excluded.c`, only such assignments): summed per key. */
+  additive: number[];
+}
+interface UpdateShape {
+  kind: 'update';
+  params: number;
+  table: string;
+  body: string;
+  where: string;
+  /** Parameters before this index are the SET clause's, the rest the WHERE clause's. */
+  whereFrom: number;
+}
+
+const shapes = new Map<string, SelectShape | InsertShape | UpdateShape | null>();
+
+/** How a text can be batched, or null when it is sent as it is. */
+export function shapeOf(sql: string): SelectShape | InsertShape | UpdateShape | null {
+  if (shapes.has(sql)) return shapes.get(sql)!;
+  const shape = parseShape(sql);
+  if (shapes.size > 2000) shapes.clear();
+  shapes.set(sql, shape);
+  return shape;
+}
+
+function parseShape(sql: string): SelectShape | InsertShape | UpdateShape | null {
+  const marks = markPositions(sql);
+  if (marks === null) return null;
+  const lower = maskQuoted(sql).toLowerCase();
+  if (/^\s*select\b/.test(lower)) {
+    // Row locks, set operations at top level and statements that write are left alone.
+    if (/\bfor\s+(update|share|no\s+key|key)\b/.test(lower) || /\b(union|intersect|except)\b/.test(lower)) return null;
+    if (/\blimit\s+\?|\boffset\s+\?/.test(lower)) return null;
+    return { kind: 'select', params: marks.length };
+  }
+  const ins = /^\s*insert\s+into\s+([a-z_][a-z0-9_.]*)\s*\(([^)]*)\)\s*values\s*\(/.exec(lower);
+  if (ins !== null) {
+    const open = ins[0].length - 1;
+    const close = matchingParen(lower, open);
+    if (close < 0) return null;
+    const tail = sql.slice(close + 1);
+    if (marks.some((m) => m > close)) return null;
+    const t = lower.slice(close + 1);
+    if (/^\s*,/.test(t)) return null; // already several tuples
+    let keyParams: number[] = [];
+    const keyColumns: string[] = [];
+    const additive: number[] = [];
+    let doNothing = false;
+    if (/\bon\s+conflict\b/.test(t)) {
+      doNothing = /\bdo\s+nothing\b/.test(t);
+      if (doNothing && /\breturning\b/.test(t)) return null; // which rows come back would be ambiguous
+      if ((!doNothing && !/\bdo\s+update\b/.test(t)) || /\bwhere\b/.test(t)) return null; // a conditional update: changes per row unknown
+      const target = /\bon\s+conflict\s*\(([^)]*)\)/.exec(t);
+      if (target === null) return null;
+      const columns = ins[2]!.split(',').map((c) => c.trim());
+      const tuple = lower.slice(open + 1, close);
+      const parts = splitTopLevel(tuple).map((p) => p.trim());
+      if (parts.length !== columns.length) return null;
+      let mark = 0;
+      const paramAt: (number | null)[] = parts.map((p) => {
+        if (p === '?') return mark++;
+        mark += countMarks(p);
+        return null;
+      });
+      keyParams = [];
+      for (const c of target[1]!.split(',').map((x) => x.trim())) {
+        const at = columns.indexOf(c);
+        if (at < 0) return null;
+        const pi = paramAt[at];
+        if (pi === null || pi === undefined) {
+          if (countMarks(parts[at]!) > 0 || doNothing) return null; // the key is an expression of parameters, or a constant DO NOTHING cannot tell apart
+          continue; // a constant: the same for every row
+        }
+        keyParams.push(pi);
+        keyColumns.push(c);
+      }
+      const set = /\bdo\s+update\s+set\s+(.*?)(\breturning\b|$)/s.exec(t);
+      if (set !== null) {
+        const assignments = splitTopLevel(set[1]!).map((a) => a.trim());
+        const adds = assignments.map((a) => /^([a-z_][a-z0-9_]*)\s*=\s*[a-z_][a-z0-9_]*\.\1\s*\+\s*excluded\.\1$/.exec(a)?.[1]);
+        if (adds.every((c) => c !== undefined)) {
+          for (const c of adds) {
+            const pi = paramAt[columns.indexOf(c)];
+            if (pi === null || pi === undefined) {
+              additive.length = 0;
+              break;
+            }
+            additive.push(pi);
+          }
+        }
+      }
+    } else if (/\bon\s+conflict\b|\bselect\b/.test(t)) return null;
+    return {
+      kind: 'insert',
+      params: marks.length,
+      head: sql.slice(0, open).replace(/\s+$/, ''),
+      tuple: sql.slice(open, close + 1),
+      tail,
+      returning: /\breturning\b/.test(t),
+      keyParams,
+      keyColumns,
+      doNothing,
+      additive,
+    };
+  }
+  const upd = /^\s*update\s+([a-z_][a-z0-9_.]*)\s+set\s+/.exec(lower);
+  if (upd !== null) {
+    if (/\b(returning|from|limit|order)\b/.test(lower.slice(upd[0].length))) return null;
+    const where = lower.search(/\bwhere\b/);
+    if (where < 0) return null;
+    const whereFrom = marks.filter((m) => m < where).length;
+    if (/\bselect\b/.test(lower)) return null; // subqueries
+    if (whereFrom === marks.length) return null; // a WHERE without parameters: every set would update the same rows
+    return {
+      kind: 'update',
+      params: marks.length,
+      table: sql.slice(upd[0].indexOf(upd[1]!), upd[0].indexOf(upd[1]!) + upd[1]!.length),
+      body: sql.slice(upd[0].length, where),
+      where: sql.slice(where + 'where'.length),
+      whereFrom,
+    };
+  }
+  return null;
+}
+
+/** The text with quoted strings and identifiers blanked (same length), so keyword searches skip them. */
+function maskQuoted(sql: string): string {
+  let out = '';
+  let quote: string | null = null;
+  for (const ch of sql) {
+    if (quote !== null) {
+      out += ch === quote ? ch : ' ';
+      if (ch === quote) quote = null;
+    } else {
+      if (ch === "'" || ch === '"') quote = ch;
+      out += ch;
+    }
+  }
+  return out;
+}
+
+/** Offsets of the `?` marks outside quotes; null when the text already uses `$n` (sent as it is). */
+function markPositions(sql: string): number[] | null {
+  const masked = maskQuoted(sql);
+  if (/\$\d/.test(masked)) return null;
+  const out: number[] = [];
+  for (let i = 0; i < masked.length; i++) if (masked[i] === '?') out.push(i);
+  return out;
+}
+
+function countMarks(s: string): number {
+  return markPositions(s)?.length ?? 0;
+}
+
+function matchingParen(s: string, open: number): number {
+  let depth = 0;
+  for (let i = open; i < s.length; i++) {
+    if (s[i] === '(') depth++;
+    else if (s[i] === ')' && --depth === 0) return i;
+  }
+  return -1;
+}
+
+function splitTopLevel(s: string): string[] {
+  const out: string[] = [];
+  let depth = 0;
+  let start = 0;
+  for (let i = 0; i < s.length; i++) {
+    if (s[i] === '(') depth++;
+    else if (s[i] === ')') depth--;
+    else if (s[i] === ',' && depth === 0) {
+      out.push(s.slice(start, i));
+      start = i + 1;
+    }
+  }
+  out.push(s.slice(start));
+  return out;
+}
+
+/** Replaces the i-th `?` (outside quotes) with `to(i)`. */
+function replaceMarks(sql: string, to: (i: number) => string): string {
+  const marks = markPositions(sql) ?? [];
+  let out = '';
+  let last = 0;
+  marks.forEach((m, i) => {
+    out += sql.slice(last, m) + to(i);
+    last = m + 1;
+  });
+  return out + sql.slice(last);
+}
+
+/**
+ * The array type that carries each parameter position across the sets, from
+ * the JavaScript values: integers int8, other numbers float8, strings text,
+ * booleans bool, all-null text. Null when a position mixes kinds or holds
+ * anything else (then the statements are sent one by one).
+ */
+function paramTypes(sets: Params[], width: number): string[] | null {
+  const out: string[] = [];
+  for (let i = 0; i < width; i++) {
+    let t: string | null = null;
+    for (const s of sets) {
+      const v = s[i];
+      if (v === null || v === undefined) continue;
+      const k = typeof v === 'string' ? 'text' : typeof v === 'boolean' ? 'bool' : typeof v === 'number' ? (Number.isInteger(v) ? 'int8' : 'float8') : null;
+      if (k === null) return null;
+      if (t === null || t === k) t = k;
+      else if ((t === 'int8' && k === 'float8') || (t === 'float8' && k === 'int8')) t = 'float8';
+      else return null;
+    }
+    out.push(t ?? 'text');
+  }
+  return out;
+}
+
+/** Splits items in rounds so that no two items of one round share a key (order kept within a key). */
+function rounds<T>(items: T[], key: (t: T) => readonly unknown[]): T[][] {
+  const out: T[][] = [];
+  const seen = new Map<string, number>();
+  for (const it of items) {
+    const k = key(it);
+    const s = k.length === 0 ? null : JSON.stringify(k);
+    const r = s === null ? 0 : (seen.get(s) ?? -1) + 1;
+    if (s !== null) seen.set(s, r);
+    (out[r] ??= []).push(it);
+  }
+  return out;
+}
+
+function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}

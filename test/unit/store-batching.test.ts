@@ -1,0 +1,211 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { rmSync } from 'node:fs';
+import type { Store } from '../../src/store/store.js';
+import type { GroupCommitInfo } from '../../src/store/observe.js';
+import { IngestionService, type RequestContext } from '../../src/domain/ingestion/service.js';
+import { SegmentMembership } from '../../src/domain/segments/membership.js';
+import { AppError } from '../../src/errors/app-error.js';
+import { PG_BASE_URL } from '../helpers/backend.js';
+import { tempDir } from '../helpers/svc.js';
+import { openTestStore } from '../helpers/store.js';
+
+/**
+ * The ingestion hot paths on PostgreSQL are set-based per group commit: the
+ * round trips of a group stay a small constant whatever its number of
+ * operations (pg/batch.ts). On SQLite (no round trips) the same operations
+ * must store the same data. The pg vitest project runs this file on
+ * PostgreSQL.
+ */
+const onPg = PG_BASE_URL !== undefined;
+const dirs: string[] = [];
+const stores: Store[] = [];
+
+async function open(): Promise<{ store: Store; svc: IngestionService; siteId: string }> {
+  const dir = tempDir('svc-batch-');
+  dirs.push(dir);
+  const store = await openTestStore(dir, { poolSize: 10 });
+  stores.push(store);
+  const site = await store.write((tx) => tx.sites.create({ name: 'batch' }));
+  return { store, svc: new IngestionService(store, new SegmentMembership(store)), siteId: site.id };
+}
+
+afterEach(async () => {
+  for (const s of stores.splice(0)) await s.close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+const ctx = (): RequestContext => ({ ip: '203.0.113.9', userAgent: 'batch-test' });
+
+/** Runs `n` operations submitted at once; returns the committed groups they made. */
+async function groupsOf(store: Store, n: number, f: (i: number) => Promise<unknown>): Promise<GroupCommitInfo[]> {
+  const groups: GroupCommitInfo[] = [];
+  const off = store.onGroupCommit((g) => groups.push(g));
+  try {
+    await Promise.all(Array.from({ length: n }, (_, i) => f(i)));
+  } finally {
+    off();
+  }
+  expect(groups.reduce((a, g) => a + g.operations, 0)).toBe(n);
+  return groups;
+}
+
+/** The most round trips of any group that carried at least `minOps` operations (and that such a group exists). */
+function maxTrips(groups: GroupCommitInfo[], minOps: number): number {
+  if (process.env.SVC_TEST_SHOW_TRIPS) console.log(groups.map((g) => `${g.operations}:${g.roundTrips}`).join(' '));
+  const big = groups.filter((g) => g.operations >= minOps);
+  expect(big.length).toBeGreaterThan(0);
+  return Math.max(...big.map((g) => g.roundTrips));
+}
+
+function event(svc: IngestionService, siteId: string, session: string, type = 'pageview', extra: Record<string, unknown> = {}) {
+  const body = { site_id: siteId, session_id: session, type, url: 'https://shop.test/p', ...extra };
+  return svc.recordEvent(body as never, JSON.stringify(body), ctx());
+}
+
+async function count(store: Store, sql: string, params: unknown[]): Promise<number> {
+  return Number((await store.sql.get<{ n: number }>(sql, params))!.n);
+}
+
+describe(`set-based group commits (${onPg ? 'PostgreSQL' : 'SQLite'})`, () => {
+  it('events: every one stored once, and on PostgreSQL a group costs the same few round trips for 50 events as for 300', async () => {
+    const { store, svc, siteId } = await open();
+    // New sessions (profiles and sessions created), then known ones; add_to_cart also writes the outbox.
+    const small = await groupsOf(store, 50, (i) => event(svc, siteId, `s${i}`));
+    // 300 sessions, the first 50 known: one operation per session (same-session operations run in turn, see below).
+    const large = await groupsOf(store, 300, (i) => event(svc, siteId, `s${i}`, i % 2 === 0 ? 'add_to_cart' : 'pageview', { n: i }));
+    expect(await count(store, 'SELECT count(*) AS n FROM events WHERE site_id = ?', [siteId])).toBe(350);
+    expect(await count(store, 'SELECT count(*) AS n FROM sessions WHERE site_id = ?', [siteId])).toBe(300);
+    expect(await count(store, 'SELECT count(*) AS n FROM profiles WHERE site_id = ?', [siteId])).toBe(300);
+    expect(await count(store, "SELECT count(*) AS n FROM outbox WHERE site_id = ? AND event_type = 'add_to_cart'", [siteId])).toBe(150);
+    // Every outbox row names a stored event of its session.
+    const rows = await store.sql.all<{ payload: string }>("SELECT payload FROM outbox WHERE site_id = ? AND event_type = 'add_to_cart'", [siteId]);
+    const ids = new Set(rows.map((r) => (JSON.parse(r.payload) as { event_id: string }).event_id));
+    expect(ids.size).toBe(150);
+    if (!onPg) return;
+    // One statement per SQL text and wave: about a dozen whatever the group's size (one statement per event
+    // would be 4 to 6 per event, over a thousand for this group).
+    // The big groups ran set-based (not re-run one by one after a failure), and say so to /metrics.
+    for (const g of large.filter((x) => x.operations >= 60)) expect(g.mode).toBe('set_based');
+    expect(maxTrips(small, 8)).toBeLessThanOrEqual(16);
+    expect(maxTrips(large, 60)).toBeLessThanOrEqual(16);
+    const ops = large.reduce((a, g) => a + g.operations, 0);
+    const trips = large.reduce((a, g) => a + g.roundTrips, 0);
+    expect(trips / ops).toBeLessThan(1);
+  });
+
+  it('scores and conversions: bounded round trips per group, co-purchase counters summed exactly', async () => {
+    const { store, svc, siteId } = await open();
+    await groupsOf(store, 40, (i) => event(svc, siteId, `c${i}`));
+    const scores = await groupsOf(store, 120, (i) => {
+      const body = { site_id: siteId, session_id: `c${i % 40}`, score: i % 7 };
+      return svc.recordScore(body as never, JSON.stringify(body), ctx());
+    });
+    const conversions = await groupsOf(store, 120, (i) =>
+      svc.convert(
+        {
+          site_id: siteId,
+          session_id: `v${i}`,
+          revenue: 10,
+          line_items: [
+            { sku: 'a', qty: 1, price: 4 },
+            { sku: 'b', qty: 1, price: 3 },
+            ...(i % 3 === 0 ? [{ sku: 'c', qty: 2, price: 3 }] : []),
+          ],
+        } as never,
+        ctx(),
+      ),
+    );
+    expect(await count(store, 'SELECT count(*) AS n FROM scores WHERE site_id = ?', [siteId])).toBe(120);
+    expect(await count(store, 'SELECT count(*) AS n FROM conversions WHERE site_id = ?', [siteId])).toBe(120);
+    expect(await store.copurchase.totalOrders(siteId)).toBe(120);
+    expect(await store.copurchase.itemOrders(siteId, 'a')).toBe(120);
+    expect(await store.copurchase.itemOrders(siteId, 'c')).toBe(40);
+    const companions = await store.copurchase.companions(siteId, 'a', 1);
+    expect(companions.map((c) => [c.sku, c.pair_orders, c.orders]).sort()).toEqual([
+      ['b', 120, 120],
+      ['c', 40, 40],
+    ]);
+    if (!onPg) return;
+    expect(maxTrips(scores, 20)).toBeLessThanOrEqual(12);
+    expect(maxTrips(conversions, 20)).toBeLessThanOrEqual(16);
+  });
+
+  it('identify and lead capture: bounded round trips per group; one email through two sessions at once still makes one profile', async () => {
+    const { store, svc, siteId } = await open();
+    const identified = await groupsOf(store, 120, (i) =>
+      svc.identify({ site_id: siteId, session_id: `i${i}`, traits: { email: `person${i}@example.com`, plan: 'pro' } } as never, ctx()),
+    );
+    const leads = await groupsOf(store, 80, (i) =>
+      svc.captureLead({ site_id: siteId, session_id: `l${i}`, email: `lead${i}@example.com`, name: `Lead ${i}` } as never, ctx()),
+    );
+    expect(await count(store, "SELECT count(*) AS n FROM identities WHERE site_id = ? AND kind = 'email'", [siteId])).toBe(200);
+    expect(await count(store, 'SELECT count(*) AS n FROM leads WHERE site_id = ?', [siteId])).toBe(80);
+    expect(await count(store, "SELECT count(*) AS n FROM outbox WHERE site_id = ? AND event_type = 'profile.identified'", [siteId])).toBe(200);
+    // The same email from 20 sessions in one group: the unique key decides, every session ends on one profile.
+    const same = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        svc.identify({ site_id: siteId, session_id: `same${i}`, traits: { email: 'shared@example.com' } } as never, ctx()),
+      ),
+    );
+    expect(new Set(same.map((r) => r.profile_id)).size).toBe(1);
+    expect(await count(store, "SELECT count(*) AS n FROM sessions WHERE site_id = ? AND id LIKE 'same%' AND profile_id = ?", [siteId, same[0]!.profile_id])).toBe(20);
+    if (!onPg) return;
+    expect(maxTrips(identified, 20)).toBeLessThanOrEqual(24);
+    expect(maxTrips(leads, 20)).toBeLessThanOrEqual(24);
+  });
+
+  it('decision exposures: keyed writes of many visitors share one insert per group', async () => {
+    const { store, siteId } = await open();
+    const row = (i: number, zone: string) => ({
+      siteId,
+      visitorId: `vis${i}`,
+      profileId: null,
+      zoneId: zone,
+      variantId: `var_${zone}`,
+      experimentId: null,
+      armId: null,
+      holdout: i % 5 === 0,
+      url: '/p',
+      at: 1_700_000_000_000 + i,
+    });
+    const groups = await groupsOf(store, 150, (i) =>
+      store.write((tx) => tx.web.insertExposures(i % 2 === 0 ? [row(i, 'hero')] : [row(i, 'hero'), row(i, 'footer')]), { key: `vis${i}` }),
+    );
+    expect(await count(store, 'SELECT count(*) AS n FROM exposures WHERE site_id = ?', [siteId])).toBe(225);
+    expect(await count(store, 'SELECT count(*) AS n FROM exposures WHERE site_id = ? AND holdout = 1', [siteId])).toBe(45);
+    if (!onPg) return;
+    // BEGIN, one insert per wave, COMMIT.
+    expect(maxTrips(groups, 20)).toBeLessThanOrEqual(4);
+  });
+
+  it('a keyed operation that fails loses only its own writes: the group is run again in turn', async () => {
+    const { store, siteId } = await open();
+    const modes: (string | undefined)[] = [];
+    const off = store.onGroupCommit((g) => modes.push(g.mode));
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 40 }, (_, i) =>
+        store.write(
+          async (tx) => {
+            const id = await tx.activity.insertEvent({ siteId, sessionId: `k${i}`, profileId: `prf_${i}`, visitorId: null, type: 'pageview', ts: i, body: '{}', now: i });
+            if (i % 10 === 3) throw new AppError('validation_failed', `op ${i} refused after writing`);
+            return id;
+          },
+          { key: `k${i}` },
+        ),
+      ),
+    );
+    off();
+    expect(outcomes.flatMap((o, i) => (o.status === 'rejected' ? [i] : []))).toEqual([3, 13, 23, 33]);
+    const stored = await store.sql.all<{ ts: number }>('SELECT ts FROM events WHERE site_id = ? ORDER BY ts', [siteId]);
+    expect(stored.map((r) => Number(r.ts))).toEqual(Array.from({ length: 40 }, (_, i) => i).filter((i) => i % 10 !== 3));
+    if (onPg) expect(modes).toContain('rerun');
+  });
+
+  it('two events of one new session in one group create it once (same-session operations run in turn)', async () => {
+    const { store, svc, siteId } = await open();
+    const out = await Promise.all(Array.from({ length: 60 }, (_, i) => event(svc, siteId, `dup${i % 6}`)));
+    expect(await count(store, 'SELECT count(*) AS n FROM sessions WHERE site_id = ?', [siteId])).toBe(6);
+    expect(await count(store, 'SELECT count(*) AS n FROM profiles WHERE site_id = ?', [siteId])).toBe(6);
+    for (let i = 0; i < 60; i++) expect(out[i]!.profile_id).toBe(out[i % 6]!.profile_id);
+  });
+});
