@@ -8,8 +8,8 @@
  */
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
+import { serveUntilSignal } from './serve-bare.js';
 
 const { values } = parseArgs({ options: { port: { type: 'string', default: '0' }, file: { type: 'string' }, 'content-type': { type: 'string' } } });
 if (!values.file || !values['content-type']) {
@@ -28,14 +28,4 @@ const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   req.on('error', () => res.destroy());
 });
 
-server.listen(Number(values.port), '127.0.0.1', () => {
-  process.stdout.write(`bare-bytes listening on http://127.0.0.1:${(server.address() as AddressInfo).port}\n`);
-});
-
-const stop = () => {
-  server.close(() => process.exit(0));
-  server.closeAllConnections();
-  setTimeout(() => process.exit(0), 2_000).unref();
-};
-process.once('SIGTERM', stop);
-process.once('SIGINT', stop);
+serveUntilSignal(server, 'bare-bytes', Number(values.port));

@@ -8,10 +8,10 @@
  * Prints `bare-mcp listening on http://127.0.0.1:PORT` when ready; stops on SIGTERM/SIGINT.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import { createMcpHandler, McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
+import { serveUntilSignal } from './serve-bare.js';
 
 const { values } = parseArgs({ options: { port: { type: 'string', default: '0' } } });
 
@@ -52,14 +52,4 @@ const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   });
 });
 
-server.listen(Number(values.port), '127.0.0.1', () => {
-  process.stdout.write(`bare-mcp listening on http://127.0.0.1:${(server.address() as AddressInfo).port}\n`);
-});
-
-const stop = () => {
-  server.close(() => process.exit(0));
-  server.closeAllConnections();
-  setTimeout(() => process.exit(0), 2_000).unref();
-};
-process.once('SIGTERM', stop);
-process.once('SIGINT', stop);
+serveUntilSignal(server, 'bare-mcp', Number(values.port));

@@ -6,8 +6,8 @@
  * Prints `bare listening on http://127.0.0.1:PORT` when ready; stops on SIGTERM/SIGINT.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
+import { serveUntilSignal } from './serve-bare.js';
 
 const { values } = parseArgs({ options: { port: { type: 'string', default: '0' } } });
 const port = Number(values.port);
@@ -25,15 +25,4 @@ const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   req.on('error', () => res.destroy());
 });
 
-server.listen(port, '127.0.0.1', () => {
-  const addr = server.address() as AddressInfo;
-  process.stdout.write(`bare listening on http://127.0.0.1:${addr.port}\n`);
-});
-
-const stop = () => {
-  server.close(() => process.exit(0));
-  server.closeAllConnections();
-  setTimeout(() => process.exit(0), 2_000).unref();
-};
-process.once('SIGTERM', stop);
-process.once('SIGINT', stop);
+serveUntilSignal(server, 'bare', port);

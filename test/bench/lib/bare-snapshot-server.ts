@@ -8,8 +8,8 @@
  */
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
+import { serveUntilSignal } from './serve-bare.js';
 
 const { values } = parseArgs({ options: { body: { type: 'string' }, port: { type: 'string', default: '0' } } });
 if (!values.body) throw new Error('--body FILE is required');
@@ -23,14 +23,4 @@ const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   });
 });
 
-server.listen(Number(values.port), '127.0.0.1', () => {
-  process.stdout.write(`bare-snapshot listening on http://127.0.0.1:${(server.address() as AddressInfo).port}\n`);
-});
-
-const stop = () => {
-  server.close(() => process.exit(0));
-  server.closeAllConnections();
-  setTimeout(() => process.exit(0), 2_000).unref();
-};
-process.once('SIGTERM', stop);
-process.once('SIGINT', stop);
+serveUntilSignal(server, 'bare-snapshot', Number(values.port));

@@ -17,10 +17,10 @@
  * prints the number of stored rows and exits.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { countRows, DurableLog, svcTableSchema } from './durable-log.js';
+import { serveUntilSignal } from './serve-bare.js';
 
 const { values } = parseArgs({
   options: { port: { type: 'string', default: '0' }, data: { type: 'string' }, count: { type: 'boolean', default: false } },
@@ -65,15 +65,4 @@ const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   req.on('error', () => res.destroy());
 });
 
-server.listen(Number(values.port), '127.0.0.1', () => {
-  const addr = server.address() as AddressInfo;
-  process.stdout.write(`bare-store listening on http://127.0.0.1:${addr.port}\n`);
-});
-
-const stop = () => {
-  server.close();
-  server.closeAllConnections();
-  void log.close().then(() => process.exit(0));
-};
-process.once('SIGTERM', stop);
-process.once('SIGINT', stop);
+serveUntilSignal(server, 'bare-store', Number(values.port), () => log.close());
