@@ -30,7 +30,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
-import { ChildRegistry, processCpuMs, runCommand, spawnServer, stopChild, type SpawnedServer } from './lib/child.js';
+import { closedLoop } from './lib/closed-loop.js';
+import { ChildRegistry, runCommand, spawnServer, stopChild, type SpawnedServer } from './lib/child.js';
 import { Histogram, type HistogramSummary } from './lib/histogram.js';
 import { BenchSchemas, databaseUrlError, redact } from './lib/pg.js';
 import { REPO_ROOT, removeTree } from './lib/targets.js';
@@ -170,72 +171,26 @@ interface LoadResult {
 /** Sequential GETs on `connections` keep-alive connections; bounded by warm-up + seconds and by maxRequests. */
 async function load(origin: string, siteId: string, opts: ReturnType<typeof parse>, pid: number | undefined): Promise<LoadResult> {
   const pool = new Pool(origin, { connections: opts.connections, pipelining: 1, keepAliveTimeout: 60_000 });
-  const hist = new Histogram();
-  let sent = 0;
-  let ok = 0;
-  let non2xx = 0;
-  let errors = 0;
-  let measured = 0;
-  let firstProblem: string | null = null;
-  let measuring = false;
-  let stop = false;
-  let measureStart = 0;
-  let cpuStart: number | null = null;
   const paths: string[] = [];
   for (let i = 0; i < 4096; i++) {
     const p = i % PAGES;
     const url = p % 2 === 0 ? `https://shop.example/p${p}?utm_source=bench` : `https://shop.example/p${p}/item-${i}`;
     paths.push(`/api/decide?site_id=${siteId}&visitor_id=bv-${(i * 7919) % opts.visitors}&url=${encodeURIComponent(url)}`);
   }
-  const worker = async () => {
-    while (!stop && sent < opts.maxRequests) {
-      const p = paths[sent % paths.length]!.replace(/visitor_id=bv-\d+/, `visitor_id=bv-${(sent * 7919) % opts.visitors}`);
-      sent++;
-      const t0 = performance.now();
-      try {
-        const res = await pool.request({ method: 'GET', path: p });
-        if (res.statusCode >= 200 && res.statusCode < 300) {
-          await res.body.dump();
-          ok++;
-        } else {
-          non2xx++;
-          firstProblem ??= `${res.statusCode} ${(await res.body.text()).slice(0, 300)}`;
-        }
-        if (measuring && t0 >= measureStart) {
-          hist.record((performance.now() - t0) * 1000);
-          measured++;
-        }
-      } catch (err) {
-        errors++;
-        firstProblem ??= (err as Error).message;
+  const r = await closedLoop(
+    { connections: opts.connections, warmupSeconds: opts.warmup, seconds: opts.seconds, maxRequests: opts.maxRequests, pid },
+    async (i) => {
+      const p = paths[i % paths.length]!.replace(/visitor_id=bv-\d+/, `visitor_id=bv-${(i * 7919) % opts.visitors}`);
+      const res = await pool.request({ method: 'GET', path: p });
+      if (res.statusCode >= 200 && res.statusCode < 300) {
+        await res.body.dump();
+        return null;
       }
-    }
-  };
-  const workers = Array.from({ length: opts.connections }, () => worker());
-  await new Promise((r) => setTimeout(r, opts.warmup * 1000));
-  measuring = true;
-  measureStart = performance.now();
-  cpuStart = processCpuMs(pid);
-  const window = new Promise((r) => setTimeout(r, opts.seconds * 1000));
-  const finished = Promise.all(workers);
-  await Promise.race([window, finished]);
-  const elapsed = (performance.now() - measureStart) / 1000;
-  const cpuEnd = processCpuMs(pid);
-  measuring = false;
-  stop = true;
-  await Promise.race([finished, new Promise((r) => setTimeout(r, 10_000))]);
+      return `${res.statusCode} ${await res.body.text()}`;
+    },
+  );
   await pool.close();
-  return {
-    seconds: elapsed,
-    requests: measured,
-    rps: measured / elapsed,
-    latency: hist.summary(),
-    ok,
-    non2xx,
-    errors,
-    firstProblem,
-    serverCpuPercent: cpuStart !== null && cpuEnd !== null ? ((cpuEnd - cpuStart) / (elapsed * 1000)) * 100 : null,
-  };
+  return { ...r, non2xx: r.wrong };
 }
 
 async function main(): Promise<number> {

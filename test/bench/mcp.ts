@@ -33,8 +33,9 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { ChildRegistry, processCpuMs, runCommand, spawnServer, stopChild, type SpawnedServer } from './lib/child.js';
-import { Histogram, type HistogramSummary } from './lib/histogram.js';
+import { closedLoop } from './lib/closed-loop.js';
+import { ChildRegistry, runCommand, spawnServer, stopChild, type SpawnedServer } from './lib/child.js';
+import { type HistogramSummary } from './lib/histogram.js';
 import { REPO_ROOT, removeTree } from './lib/targets.js';
 import { UsageError, intFlag } from './lib/args.js';
 import { TOOLS } from '../../src/mcp/tools/index.js';
@@ -139,57 +140,27 @@ interface LoadResult {
 /** Replays `req` on `connections` keep-alive connections; bounded by warm-up + seconds and by maxRequests. A 2xx whose body holds `"isError":true` or a JSON-RPC error counts as a failure. */
 async function load(origin: string, req: Recorded, opts: Opts, pid: number | undefined): Promise<LoadResult> {
   const pool = new Pool(origin, { connections: opts.connections, pipelining: 1, keepAliveTimeout: 60_000 });
-  const hist = new Histogram();
-  let sent = 0;
-  let failures = 0;
-  let measured = 0;
-  let firstProblem: string | null = null;
-  let measuring = false;
-  let stop = false;
-  let measureStart = 0;
-  const worker = async () => {
-    while (!stop && sent < opts.maxRequests) {
-      sent++;
-      const t0 = performance.now();
-      try {
-        const res = await pool.request({ method: 'POST', path: req.path, headers: req.headers, body: req.body });
-        // Checking every 100th body keeps the generator cheap; the status is checked on every response.
-        const text = sent % 100 === 1 || res.statusCode !== 200 ? await res.body.text() : (await res.body.dump(), null);
-        if (res.statusCode !== 200 || (text !== null && (text.includes('"isError":true') || text.includes('"error":{')))) {
-          failures++;
-          firstProblem ??= `${res.statusCode} ${(text ?? '').slice(0, 300)}`;
-        }
-        if (measuring && t0 >= measureStart) {
-          hist.record((performance.now() - t0) * 1000);
-          measured++;
-        }
-      } catch (err) {
-        failures++;
-        firstProblem ??= (err as Error).message;
+  const r = await closedLoop(
+    { connections: opts.connections, warmupSeconds: opts.warmup, seconds: opts.seconds, maxRequests: opts.maxRequests, pid },
+    async (i) => {
+      const res = await pool.request({ method: 'POST', path: req.path, headers: req.headers, body: req.body });
+      // Checking every 100th body keeps the generator cheap; the status is checked on every response.
+      const text = i % 100 === 0 || res.statusCode !== 200 ? await res.body.text() : (await res.body.dump(), null);
+      if (res.statusCode !== 200 || (text !== null && (text.includes('"isError":true') || text.includes('"error":{')))) {
+        return `${res.statusCode} ${text ?? ''}`;
       }
-    }
-  };
-  const workers = Array.from({ length: opts.connections }, () => worker());
-  await new Promise((r) => setTimeout(r, opts.warmup * 1000));
-  measuring = true;
-  measureStart = performance.now();
-  const cpuStart = processCpuMs(pid);
-  const finished = Promise.all(workers);
-  await Promise.race([new Promise((r) => setTimeout(r, opts.seconds * 1000)), finished]);
-  const elapsed = (performance.now() - measureStart) / 1000;
-  const cpuEnd = processCpuMs(pid);
-  measuring = false;
-  stop = true;
-  await Promise.race([finished, new Promise((r) => setTimeout(r, 10_000))]);
+      return null;
+    },
+  );
   await pool.close();
   return {
-    seconds: elapsed,
-    requests: measured,
-    rps: measured / elapsed,
-    latency: hist.summary(),
-    failures,
-    firstProblem,
-    serverCpuPercent: cpuStart !== null && cpuEnd !== null ? ((cpuEnd - cpuStart) / (elapsed * 1000)) * 100 : null,
+    seconds: r.seconds,
+    requests: r.requests,
+    rps: r.rps,
+    latency: r.latency,
+    failures: r.wrong + r.errors,
+    firstProblem: r.firstProblem,
+    serverCpuPercent: r.serverCpuPercent,
   };
 }
 
