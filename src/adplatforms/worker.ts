@@ -10,7 +10,7 @@ import { signalsSchema, type ConversionSignals } from './signals.js';
 import { META_BATCH_MAX, metaEvent, metaEventProblem, sendMeta, type MetaEvent } from './meta.js';
 import { GOOGLE_BATCH_MAX, GoogleTokens, googleConversion, googleConversionProblem, sendGoogle, type GoogleClickConversion } from './google.js';
 import type { JobOutcome } from './http.js';
-import { LaneLease } from '../workers/lane-lease.js';
+import { LaneLease } from '../store/lane-lease.js';
 
 export interface AdFanoutOptions {
   retry: RetryPolicy;

@@ -3,11 +3,9 @@ import { ZodError } from 'zod';
 import { loadConfig, type Config } from '../config.js';
 import { AppError } from '../errors/app-error.js';
 import type { Store } from '../store/store.js';
-import { openConfiguredStore } from '../store/open.js';
+import { openConfiguredStore, storeExists } from '../store/open.js';
 import { configError } from './config-error.js';
-import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { databasePath } from '../store/db.js';
 
 /** Adds `--data DIR` and `--database-url URL` to a command. */
 export function withData(cmd: Command): Command {
@@ -43,7 +41,7 @@ export async function withStore<T>(
   { create = false }: { create?: boolean } = {},
 ): Promise<T> {
   const config = storeConfig(opts);
-  if (!create && config.databaseUrl === undefined && !existsSync(databasePath(config.dataDir))) {
+  if (!create && !storeExists(config)) {
     throw new AppError(
       'not_found',
       `there is no svc data directory at ${path.resolve(config.dataDir)} (no svc.db): create a site there with svc site create, or name another with --data / SVC_DATA_DIR`,

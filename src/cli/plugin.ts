@@ -28,10 +28,11 @@ export function registerPlugin(program: Command): void {
     const token = opts.token ?? process.env.SVC_MCP_TOKEN;
     if (!token) throw usageError('plugin run needs an MCP token: --token mcpt_... or SVC_MCP_TOKEN (mint one with `svc token mint`)');
     if (opts.url !== undefined && (opts.data !== undefined || opts.databaseUrl !== undefined)) throw usageError('--url proxies to a remote server: drop --data / --database-url');
-    const [{ runStdio }, { createLogger }] = await Promise.all([import('../mcp/stdio.js'), import('../log.js')]);
+    const [{ runStdio }, { createLogger }, { loadSkills, SKILLS_ROOT }] = await Promise.all([import('../mcp/stdio.js'), import('../log.js'), import('../plugin/skills.js')]);
+    const skills = { root: SKILLS_ROOT, docs: await loadSkills(SKILLS_ROOT) };
     if (opts.url !== undefined) {
       const logger = createLogger(storeConfig({}).logLevel);
-      await runStdio({ mode: 'proxy', url: opts.url, token }, logger);
+      await runStdio({ mode: 'proxy', url: opts.url, token }, logger, skills);
       return;
     }
     const config = storeConfig(opts, { allowPrivateDestinations: opts.allowPrivateDestinations });
@@ -39,7 +40,7 @@ export function registerPlugin(program: Command): void {
     const { openConfiguredStore } = await import('../store/open.js');
     const store = await openConfiguredStore(config);
     try {
-      await runStdio({ mode: 'local', store, token, allowPrivateDestinations: config.allowPrivateDestinations }, logger);
+      await runStdio({ mode: 'local', store, token, allowPrivateDestinations: config.allowPrivateDestinations }, logger, skills);
     } finally {
       await store.close();
     }

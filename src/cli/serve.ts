@@ -54,16 +54,12 @@ export function registerServe(program: Command): void {
  */
 export async function serveUntilSignal(config: Config, options: ServerOptions = {}, announce?: (running: RunningServer) => void): Promise<void> {
   // Loaded on demand: the other commands start faster without the HTTP stack.
-  const [{ startServer }, { createLogger }, { INSTANCE_ID }] = await Promise.all([
-    import('../server/serve.js'),
-    import('../log.js'),
-    import('../workers/lane-lease.js'),
-  ]);
+  const [{ startServer }, { createLogger }] = await Promise.all([import('../server/serve.js'), import('../log.js')]);
   const logger = createLogger(config.logLevel, config.logFormat);
   const running = await startServer(config, logger, options);
   // The name this process holds work-lane leases under (lane_leases.holder), on stderr before the ready
   // line, so that stdout stays the one ready line scripts wait for.
-  process.stderr.write(`svc instance ${INSTANCE_ID}\n`);
+  process.stderr.write(`svc instance ${running.instanceId}\n`);
   if (running.metricsUrl !== null) process.stderr.write(`svc metrics on ${running.metricsUrl}\n`);
   announce?.(running);
   process.stdout.write(`svc listening on ${running.url}\n`);

@@ -6,7 +6,7 @@ import { validationError } from '../errors/validation.js';
 import { describePolicy, type RateLimiter } from '../http/rate-limit.js';
 import type { IngestionService } from '../domain/ingestion/service.js';
 import type { DecisionService } from '../domain/web/decisions.js';
-import { visitorCookie, type OriginPolicy } from '../http/origins.js';
+import { visitorCookie, type OriginPolicy } from './origins.js';
 
 export const DECIDE_PATH = '/api/decide';
 

@@ -10,7 +10,7 @@ import { describePolicy, type RateLimiter } from '../http/rate-limit.js';
 import type { IngestionService, RequestContext } from '../domain/ingestion/service.js';
 import { BODY_LIMITS, type IngestPath } from './limits.js';
 import { convertSchema, eventSchema, identifySchema, idempotencyKeySchema, leadSchema, scoreSchema } from '../domain/ingestion/schemas.js';
-import { visitorCookie, type OriginPolicy } from '../http/origins.js';
+import { visitorCookie, type OriginPolicy } from './origins.js';
 
 export interface IngestDeps {
   service: IngestionService;

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AppError } from '../errors/app-error.js';
-import { jsonList, type OriginPolicy } from '../http/origins.js';
+import { jsonList } from '../domain/sites/origins.js';
+import type { OriginPolicy } from './origins.js';
 import { sendFailure, sendJson } from '../http/respond.js';
 import type { IngestionService } from '../domain/ingestion/service.js';
 

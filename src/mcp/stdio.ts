@@ -1,4 +1,3 @@
-import path from 'node:path';
 import { z } from 'zod';
 import type { Logger } from 'pino';
 import {
@@ -14,7 +13,6 @@ import { loadSkills as loadSkillCatalog } from '@modelcontextprotocol/server/ext
 import { AppError } from '../errors/app-error.js';
 import type { Store } from '../store/store.js';
 import { SegmentMembership } from '../domain/segments/membership.js';
-import { loadSkills, PACKAGE_ROOT, type SkillDoc } from '../plugin/skills.js';
 import { VERSION } from '../version.js';
 import { grantForToken } from './auth.js';
 import type { Grant } from './grant.js';
@@ -22,8 +20,16 @@ import { batchRefusal, BatchGate } from './batch.js';
 import { rpcErrorMessage } from './rpc-error.js';
 import { advertiseStaticLists, createMcpServer } from './server.js';
 
-/** The skills folder the stdio server serves as prompts and through the skills extension. */
-export const SKILLS_ROOT = path.join(PACKAGE_ROOT, 'skills');
+/**
+ * The skills the stdio server serves as prompts and through the skills
+ * extension: their folder and the parsed SKILL.md files. The wiring (`svc
+ * plugin run`) loads them with the plugin builder's reader and passes them in,
+ * so this surface does not import the plugin surface.
+ */
+export interface StdioSkills {
+  root: string;
+  docs: readonly { dir: string; frontmatter: Record<string, unknown>; body: string }[];
+}
 
 function promptTitle(name: string): string {
   const words = name.split('-').join(' ');
@@ -34,7 +40,7 @@ function promptTitle(name: string): string {
  * Every skill as an MCP prompt: prompts/get returns the SKILL.md body (the
  * instructions), followed by the caller's request when one is given.
  */
-export function registerSkillPrompts(server: McpServer, skills: readonly SkillDoc[]): void {
+export function registerSkillPrompts(server: McpServer, skills: StdioSkills['docs']): void {
   for (const s of skills) {
     const description = String(s.frontmatter.description);
     const hint = typeof s.frontmatter['argument-hint'] === 'string' ? ` (${s.frontmatter['argument-hint']})` : '';
@@ -147,9 +153,9 @@ export function mcpEndpoint(url: string): URL {
  * svc with the token. Both serve the skills as prompts and through the
  * skills extension. Resolves when stdin closes.
  */
-export async function runStdio(target: StdioLocal | StdioProxy, logger: Logger): Promise<void> {
-  const skills = await loadSkills(SKILLS_ROOT);
-  const catalog = await loadSkillCatalog(SKILLS_ROOT, {
+export async function runStdio(target: StdioLocal | StdioProxy, logger: Logger, stdioSkills: StdioSkills): Promise<void> {
+  const skills = stdioSkills.docs;
+  const catalog = await loadSkillCatalog(stdioSkills.root, {
     strict: true,
     onWarning: (w) => logger.warn({ path: w.path }, `skill: ${w.message}`),
   });

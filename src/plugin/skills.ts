@@ -6,6 +6,9 @@ import { skillEntry } from '@modelcontextprotocol/server/ext/skills';
 /** The package root (the folder of package.json): `src/plugin` and `dist/plugin` are both two levels below it. */
 export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
+/** The skills folder of the package: served by `svc plugin run` and packed by `svc plugin build`. */
+export const SKILLS_ROOT = path.join(PACKAGE_ROOT, 'skills');
+
 /** The plugin's name in its manifest; Claude Code names its tools `mcp__plugin_<plugin>_<server>__<tool>`. */
 export const PLUGIN_NAME = 'svc-seller-skills';
 /** The two server entries of plugin/.mcp.json: the HTTP server and the local stdio one (`svc plugin run`). */

@@ -25,7 +25,7 @@ import { startContentJobs } from '../workers/content-jobs.js';
 import { StallWorker } from '../workers/stall.js';
 import { TriggerFireWorker } from '../workers/trigger-fires.js';
 import { ExperimentsWorker } from '../workers/experiments.js';
-import { INSTANCE_ID, releaseDeadLocalLeases } from '../workers/lane-lease.js';
+import { INSTANCE_ID, releaseDeadLocalLeases } from '../store/lane-lease.js';
 import { claimHolder, type HolderClaim } from '../workers/holder-lock.js';
 import { DECIDE_PATH, handleDecide, type DecideDeps } from '../ingest/decide.js';
 import { decisionService } from '../domain/web/decisions.js';
@@ -41,7 +41,7 @@ import { holdServeLock } from '../store/serve-lock.js';
 import { answerClientError, MAX_HEADER_BYTES } from './client-error.js';
 import { sendError } from '../http/respond.js';
 import { AppError } from '../errors/app-error.js';
-import { OriginPolicy } from '../http/origins.js';
+import { OriginPolicy } from '../ingest/origins.js';
 import { handleTag, isTagPath, loadTag, type TagDeps } from '../ingest/tag.js';
 
 export interface RunningServer {
@@ -52,6 +52,8 @@ export interface RunningServer {
   server: http.Server;
   /** The Prometheus exporter's URL, when SVC_METRICS_PORT is set. */
   metricsUrl: string | null;
+  /** The name this process holds work-lane leases under (lane_leases.holder). */
+  instanceId: string;
   /** Stops accepting, lets in-flight requests finish, flushes writes, closes the store. */
   close: () => Promise<void>;
   /**
@@ -398,6 +400,7 @@ export async function startServer(config: Config, logger: Logger, options: Serve
     dispatcher,
     adFanout,
     metricsUrl: metricsServer?.url ?? null,
+    instanceId: INSTANCE_ID,
     close,
     shutdown,
     endDrain: () => endDrain?.(),

@@ -5,7 +5,7 @@ import type { Repos, WriteOp } from '../store/repos.js';
 import type { DeliveryRow, DestinationRow } from '../store/webhooks.js';
 import { createGuardedDispatcher } from '../outbound/guard.js';
 import { ATTEMPT_TIMEOUT_MS, sendSigned, type AttemptResult } from '../outbound/sender.js';
-import { INSTANCE_ID, LaneLease } from '../workers/lane-lease.js';
+import { INSTANCE_ID, LaneLease } from '../store/lane-lease.js';
 import { nextAttemptAt, type RetryPolicy } from './schedule.js';
 import { subscribes, signingChanged, signingKeys } from './destinations.js';
 import type { SigningKeys } from '../outbound/signer.js';

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Store } from '../store/store.js';
-import { LaneLease } from './lane-lease.js';
+import { LaneLease } from '../store/lane-lease.js';
 
 /**
  * A pass that runs every `intervalMs` in whichever instance holds its lane

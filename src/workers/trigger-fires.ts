@@ -7,7 +7,7 @@ import { ATTEMPT_TIMEOUT_MS, type AttemptResult } from '../outbound/sender.js';
 import { nextAttemptAt, type RetryPolicy } from '../webhooks/schedule.js';
 import { firedPayload, logAttempt, messageBody } from '../domain/triggers/service.js';
 import { sendFire } from '../domain/triggers/send.js';
-import { LaneLease } from './lane-lease.js';
+import { LaneLease } from '../store/lane-lease.js';
 
 export interface TriggerWorkerOptions {
   allowPrivate: boolean;

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { phoneE164, type ConversionSignals } from '../../src/adplatforms/signals.js';
+import type { ConversionSignals } from '../../src/adplatforms/signals.js';
+import { phoneE164 } from '../../src/domain/ingestion/ad-signals.js';
 import { metaEvent, metaEventProblem } from '../../src/adplatforms/meta.js';
 import { googleConversion, googleConversionProblem, googleDateTime } from '../../src/adplatforms/google.js';
 import { sendBisecting, type JobOutcome } from '../../src/adplatforms/http.js';

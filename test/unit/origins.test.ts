@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { IncomingMessage } from 'node:http';
-import { canonicalOrigin, originAllowed, visitorCookie } from '../../src/http/origins.js';
+import { canonicalOrigin, originAllowed } from '../../src/domain/sites/origins.js';
+import { visitorCookie } from '../../src/ingest/origins.js';
 import type { SiteRow } from '../../src/store/sites.js';
 
 const site = (over: Partial<SiteRow> = {}): SiteRow => ({

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/store/store.js';
-import { INSTANCE_ID, isDeadLocalHolder, releaseDeadLocalLeases } from '../../src/workers/lane-lease.js';
+import { INSTANCE_ID, isDeadLocalHolder, releaseDeadLocalLeases } from '../../src/store/lane-lease.js';
 import { cleanup, tempDir } from '../helpers/svc.js';
 import { openTestStore } from '../helpers/store.js';
 

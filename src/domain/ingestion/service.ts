@@ -12,7 +12,7 @@ import { planIdentify } from '../identity/plan.js';
 import { clickIdsFromUrl } from './click-ids.js';
 import { eventId as publicEventId, scoreId } from './ids.js';
 import { recordWebVitals, webVitalsOf } from '../experiments/service.js';
-import { captureSignals } from '../../adplatforms/signals.js';
+import { captureSignals } from './ad-signals.js';
 import * as triggers from '../triggers/service.js';
 import {
   BEHAVIOURAL_WEBHOOK_TYPES,

@@ -1,5 +1,5 @@
 import { AppError } from '../../errors/app-error.js';
-import { canonicalOrigin, jsonList } from '../../http/origins.js';
+import { canonicalOrigin, jsonList } from './origins.js';
 import type { SitePatch, SiteRow } from '../../store/sites.js';
 
 /** At most this many extra origins and kept URL parameters per site. */

@@ -1,7 +1,7 @@
 import { readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
-import type { Store } from '../store/store.js';
-import { newId } from '../store/ids.js';
+import type { Store } from './store.js';
+import { newId } from './ids.js';
 
 /**
  * Where this process runs: the host name and the PID namespace. Two holders
