@@ -1,4 +1,5 @@
 import { TokenBucket } from 'limiter';
+import { AppError } from '../errors/app-error.js';
 import type { Store } from '../store/store.js';
 import { RateBucketsRepo } from '../store/pg/rate-buckets.js';
 
@@ -19,6 +20,26 @@ export interface RateLimiter {
   readonly policy: RatePolicy;
   take(key: string): RateDecision | Promise<RateDecision>;
   headers(d: RateDecision): Record<string, string>;
+}
+
+/** Who a public-path limit counts: the site, or the client address. */
+const SCOPE_TEXT = { site: 'for this site', client_address: 'from this client address' } as const;
+
+/**
+ * Takes a token of the public paths' limit (ingestion, /api/decide) for `key`,
+ * or throws the documented `rate_limited` refusal (scope, retry_after_seconds
+ * and the rate headers). No limiter: nothing to take.
+ */
+export async function takePublicLimit(limiter: RateLimiter | null, scope: keyof typeof SCOPE_TEXT, key: string): Promise<void> {
+  if (!limiter) return;
+  const d = await limiter.take(key);
+  if (d.ok) return;
+  throw new AppError(
+    'rate_limited',
+    `too many requests ${SCOPE_TEXT[scope]} (${describePolicy(limiter.policy)})`,
+    { scope, retry_after_seconds: d.retryAfterSeconds },
+    limiter.headers(d),
+  );
 }
 
 /**

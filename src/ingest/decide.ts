@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { AppError } from '../errors/app-error.js';
 import { sendFailure, sendJson } from '../http/respond.js';
 import { validationError } from '../errors/validation.js';
-import { describePolicy, type RateLimiter } from '../http/rate-limit.js';
+import { takePublicLimit, type RateLimiter } from '../http/rate-limit.js';
 import type { IngestionService } from '../domain/ingestion/service.js';
 import type { DecisionService } from '../domain/web/decisions.js';
 import { visitorCookie, type OriginPolicy } from './origins.js';
@@ -51,17 +51,7 @@ export async function handleDecide(deps: DecideDeps, req: IncomingMessage, res: 
     if (req.method !== 'GET') {
       throw new AppError('method_not_allowed', `${req.method} is not allowed on ${DECIDE_PATH}; use GET`, {}, { Allow: 'GET, OPTIONS' });
     }
-    if (deps.ipLimiter) {
-      const d = await deps.ipLimiter.take(clientAddress(req, deps.trustProxy));
-      if (!d.ok) {
-        throw new AppError(
-          'rate_limited',
-          `too many requests from this client address (${describePolicy(deps.ipLimiter.policy)})`,
-          { scope: 'client_address', retry_after_seconds: d.retryAfterSeconds },
-          deps.ipLimiter.headers(d),
-        );
-      }
-    }
+    await takePublicLimit(deps.ipLimiter, 'client_address', clientAddress(req, deps.trustProxy));
     const params = new URL(req.url ?? '/', 'http://svc.invalid').searchParams;
     const raw: Record<string, string> = {};
     for (const key of ['site_id', 'visitor_id', 'url'] as const) {
@@ -74,17 +64,7 @@ export async function handleDecide(deps: DecideDeps, req: IncomingMessage, res: 
     const q = parsed.data;
     const site = await deps.ingestion.site(q.site_id);
     deps.origins.check(site, req, res);
-    if (deps.siteLimiter) {
-      const d = await deps.siteLimiter.take(q.site_id);
-      if (!d.ok) {
-        throw new AppError(
-          'rate_limited',
-          `too many requests for this site (${describePolicy(deps.siteLimiter.policy)})`,
-          { scope: 'site', retry_after_seconds: d.retryAfterSeconds },
-          deps.siteLimiter.headers(d),
-        );
-      }
-    }
+    await takePublicLimit(deps.siteLimiter, 'site', q.site_id);
     const r = await deps.decisions.decideAndRecord(q.site_id, q.visitor_id, q.url);
     if (!r) throw new AppError('validation_failed', 'url: an absolute http(s) URL or a path starting with "/"', { field: 'url' });
     const cookie = visitorCookie(site, req, deps.trustProxy, q.visitor_id);

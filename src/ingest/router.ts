@@ -6,7 +6,7 @@ import { readBody } from '../http/body.js';
 import { checkJsonText, jsonProblemError } from '../http/json-guard.js';
 import { sendFailure, sendJson } from '../http/respond.js';
 import { validationError } from '../errors/validation.js';
-import { describePolicy, type RateLimiter } from '../http/rate-limit.js';
+import { takePublicLimit, type RateLimiter } from '../http/rate-limit.js';
 import type { IngestionService, RequestContext } from '../domain/ingestion/service.js';
 import { BODY_LIMITS, type IngestPath } from './limits.js';
 import { convertSchema, eventSchema, identifySchema, idempotencyKeySchema, leadSchema, scoreSchema } from '../domain/ingestion/schemas.js';
@@ -64,17 +64,11 @@ export async function handleIngest(deps: IngestDeps, path: IngestPath, req: Inco
       throw new AppError('method_not_allowed', `${req.method} is not allowed on ${path}; use POST`, {}, { Allow: 'POST, OPTIONS' });
     }
     const ip = clientAddress(req, deps.trustProxy);
-    if (deps.ipLimiter) {
-      const d = await deps.ipLimiter.take(ip);
-      if (!d.ok) {
-        req.resume();
-        throw new AppError(
-          'rate_limited',
-          `too many requests from this client address (${describePolicy(deps.ipLimiter.policy)})`,
-          { scope: 'client_address', retry_after_seconds: d.retryAfterSeconds },
-          deps.ipLimiter.headers(d),
-        );
-      }
+    try {
+      await takePublicLimit(deps.ipLimiter, 'client_address', ip);
+    } catch (err) {
+      req.resume(); // the body is not read: drain it so the connection stays usable
+      throw err;
     }
     const body = await readBody(req, limit);
     if (!body.ok) {
@@ -121,17 +115,7 @@ export async function handleIngest(deps: IngestDeps, path: IngestPath, req: Inco
     const site = await deps.service.site(input.site_id);
     deps.origins.check(site, req, res);
     const key = idempotencyKey(req, input.idempotency_key);
-    if (deps.siteLimiter) {
-      const d = await deps.siteLimiter.take(input.site_id);
-      if (!d.ok) {
-        throw new AppError(
-          'rate_limited',
-          `too many requests for this site (${describePolicy(deps.siteLimiter.policy)})`,
-          { scope: 'site', retry_after_seconds: d.retryAfterSeconds },
-          deps.siteLimiter.headers(d),
-        );
-      }
-    }
+    await takePublicLimit(deps.siteLimiter, 'site', input.site_id);
     const ctx: RequestContext = {
       ip,
       userAgent: req.headers['user-agent'],
