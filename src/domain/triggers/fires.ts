@@ -6,11 +6,7 @@ import { validateDestinationUrl } from '../../webhooks/destinations.js';
 import { ownTrigger } from './definitions.js';
 import { createFire, logAttempt, messageBody } from './service.js';
 import { endpointView, fireView, type EndpointView, type FireList, type FireView, type TestFireResult } from './views.js';
-import { safeTimeZone } from './zoned.js';
-
-async function siteTz(store: Store, siteId: string): Promise<string> {
-  return safeTimeZone((await store.sites.get(siteId))?.timezone);
-}
+import { siteTimeZone } from '../time.js';
 
 /**
  * Sets the site's endpoints: each URL given is checked as a destination, the
@@ -92,7 +88,7 @@ export async function testFire(store: Store, siteId: string, by: string, id: str
     await tx.triggers.recordTest(fire.id, { ok: r.ok, status: r.status, error, now: Date.now() });
     await logAttempt(tx, fire, 1, r, Date.now());
   });
-  return { fire: fireView((await store.triggers.fire(siteId, fire.id))!, await siteTz(store, siteId)), ok: r.ok, status: r.status, error, latency_ms: r.latencyMs };
+  return { fire: fireView((await store.triggers.fire(siteId, fire.id))!, await siteTimeZone(store, siteId)), ok: r.ok, status: r.status, error, latency_ms: r.latencyMs };
 }
 
 /**
@@ -106,7 +102,7 @@ export async function fireTrigger(store: Store, siteId: string, by: string, id: 
   if (!endpoint?.url) throw new AppError('conflict', 'set the live endpoint first (triggers_endpoint_set)', { field: 'id' });
   const pid = await profileId();
   const fire = await store.write((tx) => createFire(tx, t, pid, 'manual', Date.now(), { by, ignoreQuietHours }));
-  return fireView(fire!, await siteTz(store, siteId));
+  return fireView(fire!, await siteTimeZone(store, siteId));
 }
 
 /** Fires of the site, newest first, with the site's time zone their local due times are in. */
@@ -115,7 +111,7 @@ export async function listFires(
   siteId: string,
   f: { triggerId?: string | undefined; profileId?: string | undefined; state?: FireState | undefined; limit: number },
 ): Promise<FireList> {
-  const tz = await siteTz(store, siteId);
+  const tz = await siteTimeZone(store, siteId);
   const rows = await store.triggers.fires({ siteId, ...f });
   return { fires: rows.map((r) => fireView(r, tz)), timezone: tz };
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { FireRow, TriggerEndpointRow, TriggerRow } from '../../store/triggers.js';
-import { iso } from '../iso.js';
+import { iso } from '../time.js';
 import { TRIGGER_KINDS } from './rules.js';
 import { quietHoursOf } from './service.js';
 import { isoInZone } from './zoned.js';
