@@ -71,3 +71,33 @@ export const bySegmentViewSchema = z.object({
   ),
 });
 export type BySegmentView = z.input<typeof bySegmentViewSchema>;
+
+/** A conversion with its line items. */
+export const conversionViewSchema = z.object({
+  id: z.string(),
+  profile_id: z.string(),
+  session_id: z.string(),
+  revenue: z.number().nullable(),
+  currency: z.string(),
+  line_items: z.array(z.object({ sku: z.string().optional(), qty: z.number().optional(), price: z.number().optional() }).loose()),
+  created_at: z.string(),
+});
+export type ConversionView = z.input<typeof conversionViewSchema>;
+
+/** Conversions and revenue per UTC day and currency over a window, with totals per currency. */
+export const revenueByDayViewSchema = z.object({
+  since: z.string(),
+  until: z.string(),
+  days: z.array(z.object({ day: z.string(), currency: z.string(), conversions: z.number().int(), revenue: z.number() })),
+  total_conversions: z.number().int(),
+  total_revenue: z.array(z.object({ currency: z.string(), revenue: z.number() })).describe('Revenue per currency over the window.'),
+});
+export type RevenueByDayView = z.input<typeof revenueByDayViewSchema>;
+
+/** A behavioural event (ids and times; never its properties). */
+export const eventViewSchema = z.object({ id: z.string().describe('Event id (evt_...), as /api/events answered it.'), type: z.string(), profile_id: z.string(), session_id: z.string(), at: z.string(), received_at: z.string() });
+export type EventView = z.input<typeof eventViewSchema>;
+
+/** An event type seen, with its count and latest time. */
+export const eventTypeViewSchema = z.object({ type: z.string(), count: z.number().int(), last_at: z.string() });
+export type EventTypeView = z.input<typeof eventTypeViewSchema>;
