@@ -29,7 +29,7 @@ beforeAll(async () => {
   await store.write(async (tx) => {
     for (const s of seedStatements(seed)) await tx.sql.run(s.sql, s.params);
   });
-  funnelId = (await store.write((tx) => createFunnel(tx, siteId, { name: 'Shop', steps: [...FUNNEL_STEPS] }))).id;
+  funnelId = (await createFunnel(store, siteId, { name: 'Shop', steps: [...FUNNEL_STEPS] })).id;
 });
 
 afterAll(async () => {

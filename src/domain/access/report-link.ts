@@ -1,5 +1,8 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
+import { AppError } from '../../errors/app-error.js';
+import type { Store } from '../../store/store.js';
+import { iso } from '../time.js';
 
 /** Prefix of a report link's token: `rpl1.<payload>.<signature>`, base64url parts. */
 export const REPORT_LINK_PREFIX = 'rpl1';
@@ -65,4 +68,37 @@ export function verifyReportLink(token: string, sign: Signer, now: number): Link
   if (!p.success) return { ok: false, reason: 'malformed' };
   if (p.data.e <= now) return { ok: false, reason: 'expired' };
   return { ok: true, link: { id: p.data.i, siteId: p.data.s, minterTokenId: p.data.t, tool: p.data.n, args: p.data.a, expiresAt: p.data.e } };
+}
+
+/** Arguments of a report, as JSON, at most this long (they travel inside the link). */
+const MAX_ARGS_CHARS = 2000;
+
+/** A freshly minted report link; the token is shown only this once. */
+export const reportLinkViewSchema = z.object({
+  id: z.string().describe('The link id (the report shows it).'),
+  link: z.string().describe('The signed link token; shown only this once.'),
+  path: z.string().describe('Append to the server address; whoever holds the URL can read the report until it expires.'),
+  tool: z.string(),
+  expires_at: z.string(),
+});
+export type ReportLinkView = z.input<typeof reportLinkViewSchema>;
+
+/**
+ * Signs a link to the report of `tool` (a read tool the caller has checked,
+ * with arguments already checked against its input) with the server's key,
+ * valid for `minutes`. Nothing is stored.
+ */
+export function mintReportLink(
+  store: Pick<Store, 'secrets'>,
+  link: { siteId: string; minterTokenId: string; tool: string; args: Record<string, unknown>; minutes: number },
+): ReportLinkView {
+  if (JSON.stringify(link.args).length > MAX_ARGS_CHARS) {
+    throw new AppError('validation_failed', `arguments: at most ${MAX_ARGS_CHARS} characters of JSON`, { field: 'arguments' });
+  }
+  const expiresAt = Date.now() + link.minutes * 60_000;
+  const { id, token } = signReportLink(
+    { siteId: link.siteId, minterTokenId: link.minterTokenId, tool: link.tool, args: link.args, expiresAt },
+    (data) => store.secrets.mac(REPORT_LINK_PURPOSE, data),
+  );
+  return { id, link: token, path: `/api/mcp/report?link=${token}`, tool: link.tool, expires_at: iso(expiresAt)! };
 }

@@ -1,3 +1,5 @@
+import type { z } from 'zod';
+import type { riseViewSchema } from './views.js';
 import type { CompanySignals } from './signals.js';
 
 /** The signals a rise is measured on, with the weight of one unit of rise in the heat score. */
@@ -12,12 +14,8 @@ export const HEAT_WEIGHTS = {
 
 export type HeatSignal = keyof typeof HEAT_WEIGHTS;
 
-export interface Rise {
-  signal: HeatSignal;
-  previous: number;
-  current: number;
-  change: number;
-}
+/** A signal that rose (the view schema is the one truth). */
+export type Rise = z.infer<typeof riseViewSchema>;
 
 export interface HotAccount {
   domain: string;

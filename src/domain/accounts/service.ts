@@ -3,17 +3,9 @@ import type { Repos } from '../../store/repos.js';
 import { companyOfEmails } from './profile-company.js';
 import { IpRangeIndex } from './ip-ranges.js';
 import { aggregateSignals, Attributor, emptySignals, type CompanySignals, type WindowRows } from './signals.js';
+import type { AccountSummary } from './views.js';
 
-/** An account as listed: its key, what makes it exist, and counts (never a person). */
-export interface AccountSummary {
-  domain: string;
-  name: string | null;
-  website: string | null;
-  /** record: an explicit account with a website; contacts: known profiles with a corporate email here; ip_ranges: loaded ranges. */
-  sources: ('record' | 'contacts' | 'ip_ranges')[];
-  known_contacts: number;
-  ip_ranges: number;
-}
+export type { AccountSummary };
 
 export interface SignalOptions {
   threshold: number;

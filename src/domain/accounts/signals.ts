@@ -1,4 +1,5 @@
 import type { IpRangeIndex } from './ip-ranges.js';
+import type { CompanySignals } from './views.js';
 
 /** How a session was tied to a company: a known contact's corporate email domain, or the operator's IP ranges. */
 export type Via = 'contact' | 'ip_range';
@@ -10,24 +11,8 @@ export interface SessionFact {
   ip: string | null;
 }
 
-/** Company-level visit signals of one window. Counts only: never a person. */
-export interface CompanySignals {
-  sessions: number;
-  /** Sessions tied to the company by IP range only (anonymous visitors). */
-  ip_attributed_sessions: number;
-  /** Distinct known contacts (profiles with a corporate email of the company) who visited: a count. */
-  known_visitors: number;
-  page_views: number;
-  /** Page views in sessions whose highest score in the window reached the threshold. */
-  high_intent_page_views: number;
-  high_intent_sessions: number;
-  top_pages: { path: string; views: number }[];
-  conversions: number;
-  /** Revenue of conversions in the site currency. */
-  revenue: number;
-  score_avg: number | null;
-  score_max: number | null;
-}
+/** Company-level visit signals of one window (the view schema is the one truth). */
+export type { CompanySignals };
 
 export interface WindowRows {
   sessions: readonly SessionFact[];

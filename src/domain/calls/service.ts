@@ -1,11 +1,15 @@
 import { AppError } from '../../errors/app-error.js';
+import type { ErrorCode } from '../../errors/codes.js';
 import { newId } from '../../store/ids.js';
 import type { Repos } from '../../store/repos.js';
+import type { Store } from '../../store/store.js';
 import type { LeadCallRow } from '../../store/leads.js';
 import { CATALOGUE } from '../../webhooks/catalogue.js';
 import { checkTransition } from '../leads/pipeline.js';
 import { isoInZone, safeTimeZone } from '../triggers/zoned.js';
-import { callEnd, OUTCOME_STATUS, parseCallback, type CallInput } from './rules.js';
+import { siteTimeZone } from '../time.js';
+import { callEnd, ImportRowError, OUTCOME_STATUS, parseCallback, parseImport, type CallInput } from './rules.js';
+import { callView, type CallImport, type CallView } from './views.js';
 
 export interface RecordedCall {
   call: LeadCallRow;
@@ -104,4 +108,80 @@ export async function recordCall(
   });
   await tx.activity.enqueue(siteId, 'call.completed', payload, now);
   return { call: row, status_note: statusNote };
+}
+
+/** Calls of the site, newest first, by lead, outcome and start (never transcripts). */
+export async function listCalls(
+  store: Store,
+  siteId: string,
+  f: { leadId?: string | undefined; outcome?: string | undefined; since?: number | undefined; limit: number },
+): Promise<CallView[]> {
+  const tz = await siteTimeZone(store, siteId);
+  const rows = await store.leads.calls({ siteId, ...f });
+  return rows.map((c) => callView(c, tz));
+}
+
+/** One call with its notes, and its transcript when `transcript` (the caller checks the right to read it). */
+export async function getCall(store: Store, siteId: string, callId: string, transcript: boolean): Promise<CallView> {
+  const c = await store.leads.call(siteId, callId);
+  if (!c) throw new AppError('not_found', `no call ${callId}`, { field: 'call_id' });
+  return callView(c, await siteTimeZone(store, siteId), { notes: true, transcript });
+}
+
+/** Records one call (see recordCall) in its own write operation. */
+export async function recordOneCall(store: Store, siteId: string, by: string, call: CallInput): Promise<CallView> {
+  const r = await store.write((tx) => recordCall(tx, { siteId, call, source: 'tool', by, now: Date.now() }));
+  return callView(r.call, await siteTimeZone(store, siteId), { statusNote: r.status_note });
+}
+
+/**
+ * Imports calls from CSV text or JSON rows, all or nothing: every row is
+ * mapped like recordCall, in the order the calls happened (so the last call
+ * decides the status), in one write operation; the first failing row is
+ * named and nothing is stored. Call ids already recorded are skipped.
+ */
+export async function importCalls(store: Store, siteId: string, by: string, input: { csv?: string | undefined; rows?: unknown[] | undefined }): Promise<CallImport> {
+  if ((input.csv === undefined) === (input.rows === undefined)) throw new AppError('validation_failed', 'give exactly one of csv and rows', { field: 'csv' });
+  let calls;
+  try {
+    calls = parseImport(input);
+  } catch (err) {
+    if (err instanceof ImportRowError) throw rowError(err.row, err.field, err.message);
+    throw err;
+  }
+  const order = calls.map((c, i) => ({ c, i })).sort((a, b) => Date.parse(a.c.started_at) - Date.parse(b.c.started_at) || a.i - b.i);
+  const result = await store.write(async (tx) => {
+    const done = [];
+    const skipped: string[] = [];
+    const now = Date.now();
+    for (const { c, i } of order) {
+      if (await tx.leads.call(siteId, c.call_id)) {
+        skipped.push(c.call_id);
+        continue;
+      }
+      try {
+        done.push(await recordCall(tx, { siteId, call: c, source: 'import', by, now }));
+      } catch (err) {
+        if (err instanceof AppError) throw rowError(i + 1, (err.details as { field?: string } | undefined)?.field ?? null, err.message, c.call_id, err.code);
+        throw err;
+      }
+    }
+    return { done, skipped };
+  });
+  const tz = await siteTimeZone(store, siteId);
+  return {
+    imported: result.done.length,
+    skipped: result.skipped,
+    moved: result.done.filter((d) => d.call.status_after !== d.call.status_before).length,
+    callbacks: result.done.filter((d) => d.call.task_id !== null).length,
+    calls: result.done.map((d) => callView(d.call, tz, { statusNote: d.status_note })),
+  };
+}
+
+function rowError(row: number, field: string | null, message: string, callId?: string, code: ErrorCode = 'validation_failed'): AppError {
+  const where = row === 0 ? 'import' : `row ${row}${callId ? ` (call ${callId})` : ''}`;
+  return new AppError(code === 'not_found' || code === 'conflict' ? code : 'validation_failed', `${where}: ${message}; nothing was imported`, {
+    row,
+    ...(field ? { field } : {}),
+  });
 }

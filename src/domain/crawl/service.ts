@@ -5,6 +5,7 @@ import type { CrawlRow, CrawlUrlRow, UrlState } from '../../store/crawl.js';
 import { CATALOGUE } from '../../webhooks/catalogue.js';
 import { checkDestinationUrl } from '../../outbound/guard.js';
 import { crawlSite, REQUEST_TIMEOUT_MS, type CrawledUrl } from './crawler.js';
+import { crawlUrlView, crawlView, type CrawlPagesView, type CrawlView } from './views.js';
 
 /** URL rows written per transaction. */
 const WRITE_CHUNK = 500;
@@ -175,4 +176,32 @@ export async function runCrawlJob(store: Store, crawl: CrawlRow, deps: { dispatc
     });
     await tx.activity.enqueue(crawl.site_id, 'crawl.completed', payload, now);
   });
+}
+
+/** Queues a crawl (see queueCrawl) and shows it; the caller wakes the content-job runner. */
+export async function startCrawl(store: Store, req: StartCrawl): Promise<CrawlView> {
+  return crawlView(await queueCrawl(store, req));
+}
+
+/** Crawl `id` of the site, or its newest crawl; not_found when there is none. */
+async function crawlOf(store: Store, siteId: string, id: string | undefined): Promise<CrawlRow> {
+  const c = id !== undefined ? await store.crawl.ofSite(siteId, id) : await store.crawl.latest(siteId);
+  if (!c) throw new AppError('not_found', id !== undefined ? `no crawl ${id}` : 'the site has not been crawled', { field: 'crawl_id' });
+  return c;
+}
+
+/** State and counts of crawl `id` (default: the newest). */
+export async function crawlStatus(store: Store, siteId: string, id: string | undefined): Promise<CrawlView> {
+  return crawlView(await crawlOf(store, siteId, id));
+}
+
+/** The URLs of crawl `id` (default: the newest) by URL, after `after`, `limit` at a time. */
+export async function crawlPages(
+  store: Store,
+  siteId: string,
+  q: { crawlId?: string | undefined; state?: UrlState | undefined; after: string; limit: number },
+): Promise<CrawlPagesView> {
+  const c = await crawlOf(store, siteId, q.crawlId);
+  const rows = await store.crawl.list(siteId, c.id, { state: q.state, after: q.after, limit: q.limit });
+  return { crawl_id: c.id, pages: rows.map(crawlUrlView), next_after: rows.length === q.limit ? rows.at(-1)!.url : null };
 }

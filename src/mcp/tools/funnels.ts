@@ -1,27 +1,11 @@
 import { z } from 'zod';
-import { AppError } from '../../errors/app-error.js';
-import { funnelStepView, stepsInput, stepView } from '../../domain/funnels/schema.js';
-import { createFunnel, deleteFunnel, funnelReport, requireFunnel, resolveCohort, updateFunnel, type Funnel } from '../../domain/funnels/service.js';
+import { stepsInput } from '../../domain/funnels/schema.js';
+import { createFunnel, deleteFunnel, getFunnel, listFunnels, reportFunnel, updateFunnel } from '../../domain/funnels/service.js';
+import { funnelReportSchema, funnelViewSchema } from '../../domain/funnels/views.js';
 import { defineTool } from '../tool.js';
-import { iso, isoInput } from './shared.js';
+import { isoInput, ms } from './shared.js';
 
 const area = 'funnels';
-
-const funnelView = z.object({
-  id: z.string().describe('Funnel id (fnl_...).'),
-  name: z.string().describe('Name, unique in the site.'),
-  steps: z.array(funnelStepView).describe('The ordered steps.'),
-  created_at: z.string().describe('ISO 8601.'),
-  updated_at: z.string().describe('ISO 8601.'),
-});
-
-const view = (f: Funnel): z.input<typeof funnelView> => ({
-  id: f.id,
-  name: f.name,
-  steps: f.steps.map(stepView),
-  created_at: iso(f.createdAt)!,
-  updated_at: iso(f.updatedAt)!,
-});
 
 const funnelId = z.string().min(1).max(128).describe('Funnel id (fnl_...).');
 const name = z.string().trim().min(1).max(200).describe('Name of the funnel, unique in the site.');
@@ -34,11 +18,8 @@ export const funnelsList = defineTool({
   scope: 'read',
   flags: { changesData: false, idempotent: true },
   input: z.object({}),
-  output: z.object({ funnels: z.array(funnelView).describe('The funnels.') }),
-  handler: async (ctx) => {
-    const rows = await ctx.store.stall.funnels(ctx.grant.siteId);
-    return { funnels: rows.map((r) => view({ id: r.id, siteId: r.site_id, name: r.name, steps: JSON.parse(r.steps) as Funnel['steps'], createdAt: r.created_at, updatedAt: r.updated_at })) };
-  },
+  output: z.object({ funnels: z.array(funnelViewSchema).describe('The funnels.') }),
+  handler: async (ctx) => ({ funnels: await listFunnels(ctx.store, ctx.grant.siteId) }),
 });
 
 export const funnelsGet = defineTool({
@@ -49,8 +30,8 @@ export const funnelsGet = defineTool({
   scope: 'read',
   flags: { changesData: false, idempotent: true },
   input: z.object({ id: funnelId }),
-  output: funnelView,
-  handler: async (ctx, input) => view(await requireFunnel(ctx.store, ctx.grant.siteId, input.id)),
+  output: funnelViewSchema,
+  handler: (ctx, input) => getFunnel(ctx.store, ctx.grant.siteId, input.id),
 });
 
 export const funnelsCreate = defineTool({
@@ -62,8 +43,8 @@ export const funnelsCreate = defineTool({
   scope: 'write',
   flags: { changesData: true },
   input: z.object({ name, steps: stepsInput }),
-  output: funnelView,
-  handler: async (ctx, input) => view(await ctx.store.write((tx) => createFunnel(tx, ctx.grant.siteId, input))),
+  output: funnelViewSchema,
+  handler: (ctx, input) => createFunnel(ctx.store, ctx.grant.siteId, input),
 });
 
 export const funnelsUpdate = defineTool({
@@ -74,11 +55,8 @@ export const funnelsUpdate = defineTool({
   scope: 'write',
   flags: { changesData: true, idempotent: true },
   input: z.object({ id: funnelId, name: name.optional(), steps: stepsInput.optional() }),
-  output: funnelView,
-  handler: async (ctx, input) => {
-    if (input.name === undefined && input.steps === undefined) throw new AppError('validation_failed', 'give name or steps (or both) to change', { field: 'name' });
-    return view(await ctx.store.write((tx) => updateFunnel(tx, ctx.grant.siteId, input.id, input)));
-  },
+  output: funnelViewSchema,
+  handler: (ctx, input) => updateFunnel(ctx.store, ctx.grant.siteId, input.id, input),
 });
 
 export const funnelsDelete = defineTool({
@@ -90,13 +68,8 @@ export const funnelsDelete = defineTool({
   flags: { changesData: true, destructive: true },
   input: z.object({ id: funnelId }),
   output: z.object({ removed: z.string().describe('Id of the deleted funnel.') }),
-  handler: async (ctx, input) => {
-    await ctx.store.write((tx) => deleteFunnel(tx, ctx.grant.siteId, input.id));
-    return { removed: input.id };
-  },
+  handler: (ctx, input) => deleteFunnel(ctx.store, ctx.grant.siteId, input.id),
 });
-
-const DAY = 86_400_000;
 
 export const analyticsFunnel = defineTool({
   name: 'analytics_funnel',
@@ -112,33 +85,6 @@ export const analyticsFunnel = defineTool({
     to: isoInput.optional().describe('End of the window (exclusive), ISO 8601; default now.'),
     cohort: z.string().min(1).max(200).optional().describe('Only sessions of this cohort: high_intent (highest session score >= 70) or segment:<segment id> (the profile is a member now).'),
   }),
-  output: z.object({
-    funnel_id: z.string().describe('The funnel.'),
-    from: z.string().describe('Window start, ISO 8601.'),
-    to: z.string().describe('Window end (exclusive), ISO 8601.'),
-    cohort: z.string().nullable().describe('The cohort key; null for all sessions.'),
-    sessions_scanned: z.number().int().describe('Sessions of the site that started in the window.'),
-    steps: z
-      .array(
-        z.object({
-          position: z.number().int().describe('1-based position.'),
-          key: z.string().describe('Machine name of the step.'),
-          label: z.string().describe('Display label.'),
-          sessions: z.number().int().describe('Sessions that did steps 1..k in order.'),
-          overall_rate: z.number().nullable().describe('sessions / sessions of step 1; null when step 1 has none.'),
-          step_rate: z.number().nullable().describe('sessions / sessions of step k-1 (1 for step 1); null when the previous step has none.'),
-        }),
-      )
-      .describe('Per step, in order.'),
-  }),
-  handler: async (ctx, input) => {
-    const f = await requireFunnel(ctx.store, ctx.grant.siteId, input.funnel_id);
-    const to = input.to !== undefined ? Date.parse(input.to) : Date.now();
-    const from = input.from !== undefined ? Date.parse(input.from) : to - 28 * DAY;
-    if (!(from < to)) throw new AppError('validation_failed', 'from must be before to', { field: 'from' });
-    if (to - from > 366 * DAY) throw new AppError('validation_failed', 'the window is at most 366 days', { field: 'from' });
-    const cohort = input.cohort === undefined ? null : resolveCohort(input.cohort, await ctx.store.segments.list(ctx.grant.siteId));
-    const r = await funnelReport(ctx.store, f, from, to, cohort);
-    return { funnel_id: f.id, from: iso(from)!, to: iso(to)!, cohort: cohort?.key ?? null, sessions_scanned: r.sessions_scanned, steps: r.steps };
-  },
+  output: funnelReportSchema,
+  handler: (ctx, input) => reportFunnel(ctx.store, ctx.grant.siteId, { funnelId: input.funnel_id, from: ms(input.from), to: ms(input.to), cohort: input.cohort }),
 });

@@ -1,20 +1,11 @@
 import { z } from 'zod';
 import { AppError } from '../../errors/app-error.js';
 import { validationError } from '../../errors/validation.js';
-import {
-  REPORT_LINK_DEFAULT_MINUTES,
-  REPORT_LINK_MAX_MINUTES,
-  REPORT_LINK_PURPOSE,
-  signReportLink,
-} from '../../domain/access/report-link.js';
+import { mintReportLink, REPORT_LINK_DEFAULT_MINUTES, REPORT_LINK_MAX_MINUTES, reportLinkViewSchema } from '../../domain/access/report-link.js';
 import { policyFacts } from '../call.js';
 import { reportGrant } from '../grant.js';
 import { decide } from '../policy.js';
 import { defineTool } from '../tool.js';
-import { iso } from './shared.js';
-
-/** Arguments of a report, as JSON, at most this long (they travel inside the link). */
-const MAX_ARGS_CHARS = 2000;
 
 export const reportLinkMint = defineTool({
   name: 'access_report_link_mint',
@@ -35,13 +26,7 @@ export const reportLinkMint = defineTool({
       .default(REPORT_LINK_DEFAULT_MINUTES)
       .describe(`Lifetime in minutes (default ${REPORT_LINK_DEFAULT_MINUTES}, at most ${REPORT_LINK_MAX_MINUTES}).`),
   }),
-  output: z.object({
-    id: z.string().describe('The link id (the report shows it).'),
-    link: z.string().describe('The signed link token; shown only this once.'),
-    path: z.string().describe('Append to the server address; whoever holds the URL can read the report until it expires.'),
-    tool: z.string(),
-    expires_at: z.string(),
-  }),
+  output: reportLinkViewSchema,
   handler: (ctx, input) => {
     const tool = ctx.tools.find((t) => t.name === input.tool);
     if (!tool) throw new AppError('not_found', `no tool ${input.tool}; find one with tools_search`, { field: 'tool' });
@@ -55,14 +40,6 @@ export const reportLinkMint = defineTool({
       const e = validationError(parsed.error);
       throw new AppError('validation_failed', `arguments.${e.message}`, { ...e.details, field: `arguments.${String(e.details?.field)}` });
     }
-    if (JSON.stringify(input.arguments).length > MAX_ARGS_CHARS) {
-      throw new AppError('validation_failed', `arguments: at most ${MAX_ARGS_CHARS} characters of JSON`, { field: 'arguments' });
-    }
-    const expiresAt = Date.now() + input.expires_in_minutes * 60_000;
-    const { id, token } = signReportLink(
-      { siteId: ctx.grant.siteId, minterTokenId: ctx.grant.tokenId, tool: tool.name, args: input.arguments, expiresAt },
-      (data) => ctx.store.secrets.mac(REPORT_LINK_PURPOSE, data),
-    );
-    return { id, link: token, path: `/api/mcp/report?link=${token}`, tool: tool.name, expires_at: iso(expiresAt)! };
+    return mintReportLink(ctx.store, { siteId: ctx.grant.siteId, minterTokenId: ctx.grant.tokenId, tool: tool.name, args: input.arguments, minutes: input.expires_in_minutes });
   },
 });
