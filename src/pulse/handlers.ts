@@ -1,9 +1,8 @@
 import type { z } from 'zod';
 import { AppError } from '../errors/app-error.js';
 import type { Store } from '../store/store.js';
-import type { LookupKind } from '../store/profile-read.js';
-import { buildSnapshot } from '../domain/profiles/snapshot.js';
-import { normalizeEmail } from '../domain/identity/normalize.js';
+import { findProfile, profileSnapshot, type LookupKind } from '../domain/profiles/service.js';
+import { liveSegment, segmentMembers } from '../domain/profiles/query.js';
 import { createDestination, findDestination, listDestinations, removeDestination, rotateSecret, updateDestination, type DestinationOwner } from '../domain/webhooks/destinations.js';
 import { publicDestination, type DestinationView } from '../domain/webhooks/views.js';
 import { attemptLog, pickView } from '../domain/webhooks/attempts.js';
@@ -54,26 +53,23 @@ export const HANDLERS: Record<string, Handler> = {
     if (wantsPii) requireScope(key, 'profile:read:pii', 'include_pii=true');
     const pii = query.include_pii === 'false' ? false : key.scopes.has('profile:read:pii');
     const kind = given[0]! as LookupKind;
-    let value = String(query[kind]);
-    if (kind === 'email') value = normalizeEmail(value);
-    const profile = await store.profileRead.find(key.siteId, kind, value);
+    const profile = await findProfile(store, key.siteId, kind, String(query[kind]));
     if (!profile) throw new AppError('not_found', `no profile matches ${kind}`, { field: kind });
-    return buildSnapshot(await store.profileRead.facts(profile), pii);
+    return profileSnapshot(store, profile, pii);
   },
 
   listSegmentMembers: async ({ store }, { key, query, params }) => {
-    const segment = await store.segments.get(key.siteId, params.segmentId ?? '');
     // A draft segment (awaiting approval under propose-only) does not exist for the profile REST API.
-    if (!segment || segment.status !== 'live') throw new AppError('not_found', `no segment ${params.segmentId ?? ''}`, { field: 'segmentId' });
+    const segment = await liveSegment(store, key.siteId, params.segmentId ?? '');
+    if (!segment) throw new AppError('not_found', `no segment ${params.segmentId ?? ''}`, { field: 'segmentId' });
     const limit = (query.limit as number | undefined) ?? PAGE_LIMIT.default;
     const cursor = decodeCursor(query.cursor as string | undefined);
     if (cursor && cursor.segment !== segment.id) throw new AppError('bad_request', 'cursor belongs to another segment', { field: 'cursor' });
-    const ids = await store.segments.members(segment.id, (cursor?.after as string | undefined) ?? '', limit + 1);
-    const page = ids.slice(0, limit);
+    const page = await segmentMembers(store, segment.id, { afterId: (cursor?.after as string | undefined) ?? '', limit });
     return {
       segment_id: segment.id,
-      profile_ids: page,
-      next_cursor: ids.length > limit ? encodeCursor({ segment: segment.id, after: page[page.length - 1]! }) : null,
+      profile_ids: page.ids,
+      next_cursor: page.more ? encodeCursor({ segment: segment.id, after: page.ids[page.ids.length - 1]! }) : null,
     };
   },
 
