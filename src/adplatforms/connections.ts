@@ -112,30 +112,3 @@ export function rotateSecrets(store: Store, row: AdConnectionRow, patch: Record<
   const next = parseOrThrow(PLATFORM_FIELDS[row.platform].secrets, { ...current, ...patch }, row.platform);
   return store.secrets.seal(JSON.stringify(next));
 }
-
-export const connectionViewSchema = z.object({
-  id: z.string(),
-  site_id: z.string(),
-  platform: z.enum(['meta', 'google_ads']),
-  name: z.string().nullable(),
-  settings: z.record(z.string(), z.string()),
-  secrets: z.array(z.string()).describe('Names of the stored credentials; their values are never shown.'),
-  enabled: z.boolean(),
-  created_at: z.string(),
-  updated_at: z.string(),
-});
-
-/** A connection as operators see it: settings, and only the names of its secrets. */
-export function connectionView(row: AdConnectionRow): z.infer<typeof connectionViewSchema> {
-  return {
-    id: row.id,
-    site_id: row.site_id,
-    platform: row.platform,
-    name: row.name,
-    settings: JSON.parse(row.config) as Record<string, string>,
-    secrets: Object.keys(PLATFORM_FIELDS[row.platform].secrets.shape).sort(),
-    enabled: row.enabled === 1,
-    created_at: new Date(row.created_at).toISOString(),
-    updated_at: new Date(row.updated_at).toISOString(),
-  };
-}

@@ -1,10 +1,19 @@
 import type { Command } from 'commander';
 import { SUMMARIES } from './summaries.js';
 import { AppError } from '../errors/app-error.js';
-import type { Repos } from '../store/repos.js';
-import { AD_PLATFORMS, type AdPlatform } from '../store/adplatforms.js';
-import { connectionView, prepareConnection, rotateSecrets } from '../adplatforms/connections.js';
-import { adAttemptLog } from '../domain/webhooks/attempts.js';
+import type { Store } from '../store/store.js';
+import {
+  AD_PLATFORMS,
+  addConnection,
+  connectionLog,
+  findConnection,
+  listConnections,
+  listJobs,
+  removeConnection,
+  retryJobs,
+  updateConnection,
+  type AdPlatform,
+} from '../domain/adplatforms/service.js';
 import { print, table, usageError, withData, withStore } from './common.js';
 
 interface Common {
@@ -53,10 +62,12 @@ function collect(opts: Record<string, unknown>, map: Record<string, string>, sec
   return out;
 }
 
-async function requireConnection(r: Repos, id: string) {
-  const row = await r.adplatforms.connection(id);
-  if (!row) throw new AppError('not_found', `no ad-platform connection ${id}`);
-  return row;
+const noConnection = (id: string) => new AppError('not_found', `no ad-platform connection ${id}`);
+
+async function requireConnection(s: Store, id: string) {
+  const c = await findConnection(s, id, {});
+  if (!c) throw noConnection(id);
+  return c;
 }
 
 function positiveLimit(v: string): number {
@@ -101,16 +112,13 @@ export function registerAdplatform(program: Command): void {
     const secrets = collect(opts, FLAGS[platform].secrets, true);
     const missing = [...Object.entries(FLAGS[platform].secrets)].filter(([, field]) => secrets[field] === undefined).map(([f]) => `--${kebab(f)}`);
     if (missing.length > 0) throw usageError(`${platform} needs ${missing.join(', ')}`);
-    const row = await withStore(opts, async (s) => {
-      const prepared = await prepareConnection(s, { siteId: opts.site, platform, name: opts.name, config, secrets });
-      return s.write((tx) => tx.adplatforms.create(prepared));
-    });
-    print(opts.json, { id: row.id, connection: connectionView(row) }, () => row.id);
+    const created = await withStore(opts, (s) => addConnection(s, { siteId: opts.site, platform, name: opts.name, config, secrets }));
+    print(opts.json, { id: created.id, connection: created }, () => created.id);
   });
 
   withData(ap.command('list').description('List connections (settings only; secrets are never shown)').option('--site <id>', 'only this site').option('--json', 'print JSON')).action(
     async (opts: Common & { site?: string }) => {
-      const rows = await withStore(opts, async (s) => (await s.adplatforms.list(opts.site)).map(connectionView));
+      const rows = await withStore(opts, (s) => listConnections(s, opts.site));
       print(opts.json, rows, () =>
         table(
           rows.map((r) => ({ ...r, settings: Object.entries(r.settings).map(([k, v]) => `${k}=${v}`).join(' '), secrets: r.secrets.join(',') })),
@@ -135,27 +143,20 @@ export function registerAdplatform(program: Command): void {
       .option('--json', 'print JSON'),
   ).action(async (id: string, opts: Common & Record<string, unknown> & { enable?: boolean; disable?: boolean }) => {
     if (opts.enable && opts.disable) throw usageError('--enable and --disable exclude each other');
-    const row = await withStore(opts, async (s) => {
+    const updated = await withStore(opts, async (s) => {
       const current = await requireConnection(s, id);
       const patch = collect(opts, FLAGS[current.platform].secrets, true);
       const other = current.platform === 'meta' ? FLAGS.google_ads.secrets : FLAGS.meta.secrets;
       const foreign = Object.keys(other).filter((f) => opts[f] !== undefined);
       if (foreign.length > 0) throw usageError(`${foreign.map((f) => `--${kebab(f)}`).join(', ')} do not apply to ${current.platform}`);
-      return s.write(async (tx) => {
-        if (Object.keys(patch).length > 0) await tx.adplatforms.setSecrets(id, rotateSecrets(s, current, patch));
-        if (opts.enable || opts.disable) await tx.adplatforms.setEnabled(id, opts.enable === true);
-        return (await tx.adplatforms.connection(id))!;
-      });
+      return updateConnection(s, id, { secrets: patch, enabled: opts.enable || opts.disable ? opts.enable === true : undefined });
     });
-    print(opts.json, connectionView(row), () => `${row.id} updated`);
+    print(opts.json, updated, () => `${updated.id} updated`);
   });
 
   withData(ap.command('remove').description('Remove a connection; its pending jobs fail for good, its history stays').argument('<id>', 'connection id').option('--json', 'print JSON')).action(
     async (id: string, opts: Common) => {
-      await withStore(opts, async (s) => {
-        await requireConnection(s, id);
-        await s.write((tx) => tx.adplatforms.remove(id));
-      });
+      if (!(await withStore(opts, (s) => removeConnection(s, id, {})))) throw noConnection(id);
       print(opts.json, { id, removed: true }, () => `${id} removed`);
     },
   );
@@ -171,7 +172,7 @@ export function registerAdplatform(program: Command): void {
       .option('--json', 'print JSON'),
   ).action(async (opts: Common & { site?: string; connection?: string; failed?: boolean; limit: string }) => {
     const limit = positiveLimit(opts.limit);
-    const out = await withStore(opts, (s) => adAttemptLog(s, { siteId: opts.site, destinationId: opts.connection, failedOnly: opts.failed, limit, integration: AD_PLATFORMS }));
+    const out = await withStore(opts, (s) => connectionLog(s, { siteId: opts.site, destinationId: opts.connection, failedOnly: opts.failed, limit }));
     print(opts.json, out, () => table(out, ['id', 'at', 'platform', 'connection_id', 'job_id', 'attempt', 'ok', 'status', 'latency_ms', 'error_class', 'message']));
   });
 
@@ -187,21 +188,7 @@ export function registerAdplatform(program: Command): void {
   ).action(async (opts: Common & { site?: string; connection?: string; state?: string; limit: string }) => {
     const limit = positiveLimit(opts.limit);
     if (opts.state !== undefined && !['pending', 'delivered', 'failed'].includes(opts.state)) throw usageError('--state must be pending, delivered or failed');
-    const rows = await withStore(opts, (s) =>
-      s.adplatforms.jobs({ siteId: opts.site, connectionId: opts.connection, state: opts.state as 'pending' | undefined, limit }),
-    );
-    const out = rows.map((j) => ({
-      id: j.id,
-      connection_id: j.connection_id,
-      conversion_id: j.conversion_id,
-      state: j.state,
-      attempts: j.attempts,
-      next_attempt_at: j.state === 'pending' ? new Date(j.next_attempt_at).toISOString() : null,
-      last_status: j.last_status,
-      last_error: j.last_error,
-      created_at: new Date(j.created_at).toISOString(),
-      delivered_at: j.delivered_at === null ? null : new Date(j.delivered_at).toISOString(),
-    }));
+    const out = await withStore(opts, (s) => listJobs(s, { siteId: opts.site, connectionId: opts.connection, state: opts.state as 'pending' | undefined, limit }));
     print(opts.json, out, () => table(out, ['id', 'connection_id', 'conversion_id', 'state', 'attempts', 'last_status', 'last_error']));
   });
 
@@ -214,19 +201,7 @@ export function registerAdplatform(program: Command): void {
       .option('--json', 'print JSON'),
   ).action(async (jobId: string | undefined, opts: Common & { connection?: string }) => {
     if ((jobId === undefined) === (opts.connection === undefined)) throw usageError('name one job id, or --connection ID');
-    const n = await withStore(opts, (s) =>
-      s.write(async (tx) => {
-        const now = Date.now();
-        if (jobId !== undefined) {
-          const job = await tx.adplatforms.job(jobId);
-          if (!job) throw new AppError('not_found', `no ad-platform job ${jobId}`);
-          if (job.state !== 'failed') throw new AppError('conflict', `job ${jobId} is ${job.state}, not failed`);
-          return (await tx.adplatforms.requeue(jobId, now)) ? 1 : 0;
-        }
-        await requireConnection(tx, opts.connection!);
-        return tx.adplatforms.requeueFailed(opts.connection!, now);
-      }),
-    );
+    const n = await withStore(opts, (s) => retryJobs(s, jobId !== undefined ? { jobId } : { connectionId: opts.connection! }));
     print(opts.json, { requeued: n }, () => `${n} job${n === 1 ? '' : 's'} queued again`);
   });
 }

@@ -2,16 +2,14 @@ import type { Command } from 'commander';
 import { SUMMARIES } from './summaries.js';
 import { z } from 'zod';
 import { AppError } from '../errors/app-error.js';
-import type { Repos } from '../store/repos.js';
-import type { DeliveryRow } from '../store/webhooks.js';
-import { samplePayload, isEventType, EVENT_TYPES, type EventType } from '../webhooks/catalogue.js';
-import { destinationDescriptionSchema, destinationSecretSchema, destinationUrlSchema, destinationView, sendToDestination } from '../webhooks/destinations.js';
+import { isEventType, EVENT_TYPES, type EventType } from '../webhooks/catalogue.js';
+import { destinationDescriptionSchema, destinationSecretSchema, destinationUrlSchema } from '../webhooks/destinations.js';
 import { webhookPolicy } from '../webhooks/policy.js';
 import { parseDelays } from '../webhooks/schedule.js';
 import { signingModeSchema, type SigningMode } from '../outbound/signer.js';
-import { createDestination, MAX_GRACE_SECONDS, rotateSecret, updateDestination } from '../domain/webhooks/destinations.js';
+import { createDestination, listDestinations, MAX_GRACE_SECONDS, removeDestination, rotateSecret, updateDestination } from '../domain/webhooks/destinations.js';
+import { replayDeliveries, replayTargets, testSend } from '../domain/webhooks/deliveries.js';
 import { attemptLog } from '../domain/webhooks/attempts.js';
-import { newId } from '../store/ids.js';
 import { configFrom, print, table, usageError, withData, withStore } from './common.js';
 
 interface Common {
@@ -71,12 +69,6 @@ function checkEvent(value: string | undefined): void {
   if (value !== undefined && !isEventType(value)) throw usageError(`--event: unknown event type ${JSON.stringify(value)}; known: ${EVENT_TYPES.join(', ')}`);
 }
 
-async function requireDestination(r: Repos, id: string) {
-  const d = await r.webhooks.destination(id);
-  if (!d) throw new AppError('not_found', `no destination ${id}`);
-  return d;
-}
-
 const healthColumns = ['id', 'at', 'destination_id', 'delivery_id', 'event', 'kind', 'attempt', 'ok', 'status', 'latency_ms', 'error_class', 'message'];
 
 export function registerWebhooks(program: Command): void {
@@ -97,7 +89,7 @@ export function registerWebhooks(program: Command): void {
   ).action(async (opts: Common & { site: string; url: string; secret?: string; events: string; signingMode?: string; description?: string }) => {
     checkFields(opts);
     const mode = signingMode(opts.signingMode);
-    const row = await withStore(opts, (s) =>
+    const created = await withStore(opts, (s) =>
       createDestination(
         s,
         { siteId: opts.site, url: opts.url, events: opts.events, secret: opts.secret, description: opts.description, signingMode: mode },
@@ -109,12 +101,12 @@ export function registerWebhooks(program: Command): void {
         'svc: warning: no --secret set; deliveries are signed with the public site_id, which anyone who has seen the install snippet can reproduce. Give it one with `svc webhooks rotate-secret ID`.\n',
       );
     }
-    print(opts.json, { id: row.id, destination: destinationView(row) }, () => row.id);
+    print(opts.json, { id: created.id, destination: created }, () => created.id);
   });
 
   withData(wh.command('list').description('List destinations').option('--site <id>', 'only this site').option('--json', 'print JSON')).action(
     async (opts: Common & { site?: string }) => {
-      const rows = await withStore(opts, async (s) => (await s.webhooks.listDestinations({ siteId: opts.site })).map((d) => destinationView(d)));
+      const rows = await withStore(opts, (s) => listDestinations(s, { siteId: opts.site }));
       print(opts.json, rows, () => table(rows as unknown as Record<string, unknown>[], ['id', 'site_id', 'url', 'events', 'has_secret', 'signing_mode', 'previous_secret_expires_at', 'enabled', 'disabled_reason', 'created_at']));
     },
   );
@@ -152,7 +144,7 @@ export function registerWebhooks(program: Command): void {
       if (opts.secret !== undefined && opts.removeSecret) throw usageError('--secret and --remove-secret exclude each other');
       checkFields(opts);
       const mode = signingMode(opts.signingMode);
-      const row = await withStore(opts, (s) =>
+      const updated = await withStore(opts, (s) =>
         updateDestination(
           s,
           { id, owner: {} },
@@ -167,7 +159,7 @@ export function registerWebhooks(program: Command): void {
           { allowPrivate: allowPrivate(opts) },
         ),
       );
-      print(opts.json, destinationView(row), () => `updated ${row.id}`);
+      print(opts.json, updated, () => `updated ${updated.id}`);
     },
   );
 
@@ -195,12 +187,8 @@ export function registerWebhooks(program: Command): void {
 
   withData(wh.command('remove').description('Remove a destination (its log stays)').argument('<id>', 'destination id').option('--json', 'print JSON')).action(
     async (id: string, opts: Common) => {
-      await withStore(opts, (s) =>
-        s.write(async (tx) => {
-          await requireDestination(tx, id);
-          await tx.webhooks.removeDestination(id);
-        }),
-      );
+      const removed = await withStore(opts, (s) => removeDestination(s, id, {}));
+      if (!removed) throw new AppError('not_found', `no destination ${id}`);
       print(opts.json, { removed: id }, () => `removed ${id}`);
     },
   );
@@ -257,39 +245,17 @@ export function registerWebhooks(program: Command): void {
       if (since !== undefined && until !== undefined && since >= until) throw usageError('--since must be before --until');
       const config = configFrom({ dataDir: opts.data, allowPrivateDestinations: opts.allowPrivateDestinations });
       const policy = webhookPolicy(config);
-      const [{ recordAttempt }, { createGuardedDispatcher }, { progressReporter }] = await Promise.all([
-        import('../webhooks/dispatcher.js'),
-        import('../outbound/guard.js'),
-        import('./ui/progress.js'),
-      ]);
+      const [{ createGuardedDispatcher }, { progressReporter }] = await Promise.all([import('../outbound/guard.js'), import('./ui/progress.js')]);
       const summary = await withStore(opts, async (s) => {
-        let targets: DeliveryRow[];
-        if (deliveryId !== undefined) {
-          const d = await s.webhooks.delivery(deliveryId);
-          if (!d) throw new AppError('not_found', `no delivery ${deliveryId}`);
-          targets = [d];
-        } else {
-          await requireDestination(s, opts.destination!);
-          targets = await s.webhooks.deliveries({ destinationId: opts.destination, since, until, eventType: opts.event, failedOnly: opts.failed });
-        }
+        const targets = await replayTargets(
+          s,
+          deliveryId !== undefined
+            ? { deliveryId }
+            : { destinationId: opts.destination!, since, until, eventType: opts.event, failedOnly: opts.failed },
+        );
         const http = createGuardedDispatcher({ allowPrivate: config.allowPrivateDestinations, connections: concurrency });
         const progress = progressReporter('replaying', targets.length, opts.json ? 'silent' : process.stdout.isTTY ? 'bar' : 'lines');
-        let next = 0;
-        const worker = async () => {
-          while (next < targets.length) {
-            const d = targets[next++]!;
-            const dest = await s.webhooks.destination(d.destination_id);
-            if (!dest) {
-              progress.tick(false, `${d.id} destination ${d.destination_id} no longer exists`);
-              continue;
-            }
-            const r = await sendToDestination(http, s, dest, { body: d.payload, eventType: d.event_type, deliveryId: d.id });
-            await s.write((tx) => recordAttempt(tx, dest, d, r, policy, 'replay'));
-            const line = `${d.id} ${d.event_type} ${r.ok ? 'ok' : 'failed'} ${r.status ?? r.errorClass} ${r.latencyMs}ms`;
-            progress.tick(r.ok, line);
-          }
-        };
-        await Promise.all(Array.from({ length: Math.min(concurrency, Math.max(1, targets.length)) }, worker));
+        await replayDeliveries(s, http, targets, policy, { concurrency, onResult: (ok, line) => progress.tick(ok, line) });
         await http.close();
         return progress.finish();
       });
@@ -312,33 +278,12 @@ export function registerWebhooks(program: Command): void {
     const config = configFrom({ dataDir: opts.data, allowPrivateDestinations: opts.allowPrivateDestinations });
     const { createGuardedDispatcher } = await import('../outbound/guard.js');
     const result = await withStore(opts, async (s) => {
-      const dest = await requireDestination(s, destinationId);
-      const subscribed = (JSON.parse(dest.events) as string[]).filter(isEventType);
-      const type: EventType = (opts.event as EventType | undefined) ?? subscribed[0] ?? 'profile.identified';
-      const body = JSON.stringify(samplePayload(type, dest.site_id));
-      const deliveryId = newId('test');
       const http = createGuardedDispatcher({ allowPrivate: config.allowPrivateDestinations, connections: 1 });
-      const r = await sendToDestination(http, s, dest, { body, eventType: type, deliveryId });
-      await http.close();
-      await s.write((tx) =>
-        tx.webhooks.log({
-          site_id: dest.site_id,
-          integration: 'webhook',
-          destination_id: dest.id,
-          delivery_id: null,
-          event_type: type,
-          kind: 'test',
-          attempt: null,
-          ok: r.ok,
-          status: r.status,
-          latency_ms: r.latencyMs,
-          error_class: r.errorClass,
-          message: r.message,
-          response_excerpt: r.excerpt,
-          created_at: Date.now(),
-        }),
-      );
-      return { event: type, delivery_id: deliveryId, ok: r.ok, status: r.status, latency_ms: r.latencyMs, error_class: r.errorClass, message: r.message };
+      try {
+        return await testSend(s, http, destinationId, opts.event as EventType | undefined);
+      } finally {
+        await http.close();
+      }
     });
     print(opts.json, result, () =>
       result.ok ? `ok: receiver answered ${result.status} in ${result.latency_ms} ms` : `failed: ${result.status ?? result.error_class} ${result.message ?? ''}`.trim(),

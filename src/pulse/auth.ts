@@ -1,14 +1,10 @@
 import type { Request } from 'express';
 import { AppError } from '../errors/app-error.js';
 import type { Store } from '../store/store.js';
-import { credentialHash, sameHash } from '../domain/access/secrets.js';
 import { API_KEY_PREFIX, type KeyScope } from '../domain/access/key-scopes.js';
+import { presentedKey, type ApiKeyGrant } from '../domain/access/api-keys.js';
 
-export interface CallerKey {
-  id: string;
-  siteId: string;
-  scopes: ReadonlySet<KeyScope>;
-}
+export type CallerKey = ApiKeyGrant;
 
 const CHALLENGE = 'Bearer realm="svc-pulse"';
 
@@ -28,13 +24,10 @@ export async function authenticateKey(store: Store, req: Request): Promise<Calle
   }
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!m || !m[1]!.startsWith(API_KEY_PREFIX)) throw unauthorized(`Authorization must be "Bearer ${API_KEY_PREFIX}..."`);
-  const hash = credentialHash(m[1]!);
-  const row = await store.keys.byHash(hash);
-  if (!row || !sameHash(row.hash, hash)) throw unauthorized('unknown API key');
-  if (row.revoked_at !== null) throw unauthorized('this API key was revoked');
-  const now = Date.now();
-  if (row.last_used_at === null || now - row.last_used_at > 60_000) await store.write((tx) => tx.keys.touch(row.id, now));
-  return { id: row.id, siteId: row.site_id, scopes: new Set(JSON.parse(row.scopes) as KeyScope[]) };
+  const key = await presentedKey(store, m[1]!);
+  if (key === 'unknown') throw unauthorized('unknown API key');
+  if (key === 'revoked') throw unauthorized('this API key was revoked');
+  return key;
 }
 
 /** 403 insufficient_scope unless the key has `scope`. */

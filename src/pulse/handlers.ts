@@ -1,11 +1,10 @@
 import type { z } from 'zod';
 import { AppError } from '../errors/app-error.js';
 import type { Store } from '../store/store.js';
-import type { LookupKind } from '../store/profile-read.js';
-import { buildSnapshot } from '../domain/profiles/snapshot.js';
-import { normalizeEmail } from '../domain/identity/normalize.js';
-import { publicDestinationView } from '../webhooks/destinations.js';
-import { createDestination, rotateSecret, updateDestination } from '../domain/webhooks/destinations.js';
+import { findProfile, profileSnapshot, type LookupKind } from '../domain/profiles/service.js';
+import { liveSegment, segmentMembers } from '../domain/profiles/query.js';
+import { createDestination, findDestination, listDestinations, removeDestination, rotateSecret, updateDestination, type DestinationOwner } from '../domain/webhooks/destinations.js';
+import { publicDestination, type DestinationView } from '../domain/webhooks/views.js';
 import { attemptLog, pickView } from '../domain/webhooks/attempts.js';
 import type { CallerKey } from './auth.js';
 import { requireScope } from './auth.js';
@@ -28,9 +27,14 @@ export interface HandlerInput {
 
 type Handler = (deps: PulseDeps, input: HandlerInput) => unknown;
 
-async function ownWebhook(deps: PulseDeps, key: CallerKey, id: string | undefined) {
-  const d = id ? await deps.store.webhooks.destination(id) : undefined;
-  if (!d || d.site_id !== key.siteId || d.api_key_id !== key.id) throw new AppError('not_found', `no webhook subscription ${id ?? ''} for this key`);
+/** A key reaches the subscriptions it made, in its site. */
+const keyOwner = (key: CallerKey): DestinationOwner => ({ siteId: key.siteId, apiKeyId: key.id });
+
+const noWebhook = (id: string | undefined) => new AppError('not_found', `no webhook subscription ${id ?? ''} for this key`);
+
+async function ownWebhook(deps: PulseDeps, key: CallerKey, id: string | undefined): Promise<DestinationView> {
+  const d = id ? await findDestination(deps.store, id, keyOwner(key)) : undefined;
+  if (!d) throw noWebhook(id);
   return d;
 }
 
@@ -49,66 +53,63 @@ export const HANDLERS: Record<string, Handler> = {
     if (wantsPii) requireScope(key, 'profile:read:pii', 'include_pii=true');
     const pii = query.include_pii === 'false' ? false : key.scopes.has('profile:read:pii');
     const kind = given[0]! as LookupKind;
-    let value = String(query[kind]);
-    if (kind === 'email') value = normalizeEmail(value);
-    const profile = await store.profileRead.find(key.siteId, kind, value);
+    const profile = await findProfile(store, key.siteId, kind, String(query[kind]));
     if (!profile) throw new AppError('not_found', `no profile matches ${kind}`, { field: kind });
-    return buildSnapshot(await store.profileRead.facts(profile), pii);
+    return profileSnapshot(store, profile, pii);
   },
 
   listSegmentMembers: async ({ store }, { key, query, params }) => {
-    const segment = await store.segments.get(key.siteId, params.segmentId ?? '');
     // A draft segment (awaiting approval under propose-only) does not exist for the profile REST API.
-    if (!segment || segment.status !== 'live') throw new AppError('not_found', `no segment ${params.segmentId ?? ''}`, { field: 'segmentId' });
+    const segment = await liveSegment(store, key.siteId, params.segmentId ?? '');
+    if (!segment) throw new AppError('not_found', `no segment ${params.segmentId ?? ''}`, { field: 'segmentId' });
     const limit = (query.limit as number | undefined) ?? PAGE_LIMIT.default;
     const cursor = decodeCursor(query.cursor as string | undefined);
     if (cursor && cursor.segment !== segment.id) throw new AppError('bad_request', 'cursor belongs to another segment', { field: 'cursor' });
-    const ids = await store.segments.members(segment.id, (cursor?.after as string | undefined) ?? '', limit + 1);
-    const page = ids.slice(0, limit);
+    const page = await segmentMembers(store, segment.id, { afterId: (cursor?.after as string | undefined) ?? '', limit });
     return {
       segment_id: segment.id,
-      profile_ids: page,
-      next_cursor: ids.length > limit ? encodeCursor({ segment: segment.id, after: page[page.length - 1]! }) : null,
+      profile_ids: page.ids,
+      next_cursor: page.more ? encodeCursor({ segment: segment.id, after: page.ids[page.ids.length - 1]! }) : null,
     };
   },
 
   queryProfiles: (deps, { key, body }) => queryProfiles(deps.store, key, body as { rule: unknown; limit?: number; cursor?: string }),
 
   listWebhooks: async ({ store }, { key }) => ({
-    webhooks: (await store.webhooks.listDestinations({ siteId: key.siteId, apiKeyId: key.id })).map((d) => publicDestinationView(d)),
+    webhooks: (await listDestinations(store, keyOwner(key))).map(publicDestination),
   }),
 
   createWebhook: async (deps, { key, body }) => {
     const b = body as z.infer<typeof webhookCreateSchema>;
-    const row = await createDestination(
+    const created = await createDestination(
       deps.store,
       { siteId: key.siteId, url: b.url, events: b.events, secret: b.secret, signingMode: b.signing_mode, description: b.description, apiKeyId: key.id },
       { allowPrivate: deps.allowPrivateDestinations },
     );
-    return publicDestinationView(row);
+    return publicDestination(created);
   },
 
-  getWebhook: async (deps, { key, params }) => publicDestinationView(await ownWebhook(deps, key, params.webhookId)),
+  getWebhook: async (deps, { key, params }) => publicDestination(await ownWebhook(deps, key, params.webhookId)),
 
   updateWebhook: async (deps, { key, params, body }) => {
     const b = body as z.infer<typeof webhookUpdateSchema>;
-    const row = await updateDestination(
+    const updated = await updateDestination(
       deps.store,
-      { id: params.webhookId ?? '', owner: { siteId: key.siteId, apiKeyId: key.id } },
+      { id: params.webhookId ?? '', owner: keyOwner(key) },
       { url: b.url, events: b.events, secret: b.secret, signingMode: b.signing_mode, enabled: b.enabled, description: b.description },
       { allowPrivate: deps.allowPrivateDestinations },
     );
-    return publicDestinationView(row);
+    return publicDestination(updated);
   },
 
   rotateWebhookSecret: async (deps, { key, params, body }) => {
     const b = body as z.infer<typeof webhookRotateSchema>;
-    return rotateSecret(deps.store, { id: params.webhookId ?? '', owner: { siteId: key.siteId, apiKeyId: key.id } }, { secret: b.secret, gracePeriodSeconds: b.grace_period_seconds });
+    return rotateSecret(deps.store, { id: params.webhookId ?? '', owner: keyOwner(key) }, { secret: b.secret, gracePeriodSeconds: b.grace_period_seconds });
   },
 
   deleteWebhook: async (deps, { key, params }) => {
-    const d = await ownWebhook(deps, key, params.webhookId);
-    await deps.store.write((tx) => tx.webhooks.removeDestination(d.id));
+    const id = params.webhookId;
+    if (!id || !(await removeDestination(deps.store, id, keyOwner(key)))) throw noWebhook(id);
     return null;
   },
 

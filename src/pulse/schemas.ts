@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { profileSnapshotSchema } from '../domain/profiles/schema.js';
 import { EVENT_TYPES } from '../webhooks/catalogue.js';
-import { destinationDescriptionSchema, destinationSecretSchema, destinationUrlSchema, publicDestinationSchema } from '../webhooks/destinations.js';
+import { destinationDescriptionSchema, destinationSecretSchema, destinationUrlSchema } from '../webhooks/destinations.js';
+import { publicDestinationSchema } from '../domain/webhooks/views.js';
 import { signingModeSchema } from '../outbound/signer.js';
 import { gracePeriodSecondsSchema, secretRotationSchema } from '../domain/webhooks/destinations.js';
 import { attemptViewSchema } from '../domain/webhooks/attempts.js';

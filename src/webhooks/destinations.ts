@@ -3,7 +3,7 @@ import { AppError } from '../errors/app-error.js';
 import type { Store } from '../store/store.js';
 import type { DestinationRow } from '../store/webhooks.js';
 import { EVENT_TYPES, isEventType } from './catalogue.js';
-import { endpointKey, signingModeSchema, type SigningKeys } from '../outbound/signer.js';
+import { endpointKey, type SigningKeys } from '../outbound/signer.js';
 import type { AttemptResult } from '../outbound/sender.js';
 import type { Dispatcher } from 'undici';
 
@@ -78,55 +78,4 @@ export async function validateDestinationUrl(url: string, allowPrivate: boolean)
   const check = await checkDestinationUrl(url, { allowPrivate });
   if (!check.ok) throw new AppError('destination_refused', `url: ${check.reason}`, { field: 'url' });
   return check.url.toString();
-}
-
-/** A destination as API clients (REST and MCP) see it: no site_id, never a secret. */
-export const publicDestinationSchema = z.object({
-  id: z.string(),
-  url: z.string(),
-  events: z.array(z.string()),
-  has_secret: z.boolean(),
-  signing_mode: signingModeSchema,
-  secret_rotated_at: z.string().nullable().describe('When the secret was last rotated.'),
-  previous_secret_expires_at: z
-    .string()
-    .nullable()
-    .describe('While a rotation is in its grace period: when the old secret stops signing deliveries. null otherwise.'),
-  enabled: z.boolean(),
-  disabled_reason: z.string().nullable(),
-  description: z.string().nullable(),
-  created_at: z.string(),
-  updated_at: z.string(),
-});
-
-/** A destination as shown to operators: the public view and its site. */
-export const destinationViewSchema = publicDestinationSchema.extend({ site_id: z.string() });
-
-export type DestinationView = z.infer<typeof destinationViewSchema>;
-
-export function publicDestinationView(d: DestinationRow, now = Date.now()): z.infer<typeof publicDestinationSchema> {
-  const { site_id: _site, ...rest } = destinationView(d, now);
-  return rest;
-}
-
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
-
-/** A destination as shown to operators and API clients: no secret is ever shown back. */
-export function destinationView(d: DestinationRow, now = Date.now()): DestinationView {
-  const graceEnds = d.previous_secret_enc !== null && d.previous_secret_expires_at !== null && d.previous_secret_expires_at > now ? d.previous_secret_expires_at : null;
-  return {
-    id: d.id,
-    site_id: d.site_id,
-    url: d.url,
-    events: JSON.parse(d.events) as string[],
-    has_secret: d.secret_enc !== null,
-    signing_mode: d.signing_mode,
-    secret_rotated_at: iso(d.secret_rotated_at),
-    previous_secret_expires_at: iso(graceEnds),
-    enabled: d.enabled === 1,
-    disabled_reason: d.disabled_reason,
-    description: d.description,
-    created_at: new Date(d.created_at).toISOString(),
-    updated_at: new Date(d.updated_at).toISOString(),
-  };
 }

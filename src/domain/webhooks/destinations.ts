@@ -3,7 +3,8 @@ import { AppError } from '../../errors/app-error.js';
 import type { Repos } from '../../store/repos.js';
 import type { Store } from '../../store/store.js';
 import type { DestinationRow } from '../../store/webhooks.js';
-import { destinationSecretSchema, parseEventList, publicDestinationSchema, publicDestinationView, validateDestinationUrl } from '../../webhooks/destinations.js';
+import { destinationSecretSchema, parseEventList, validateDestinationUrl } from '../../webhooks/destinations.js';
+import { destinationView, publicDestinationSchema, publicDestinationView, type DestinationView } from './views.js';
 import { sealedEndpointKey, type SigningMode } from '../../outbound/signer.js';
 import { generateSecret, isNewStandardSecret, STANDARD_KEY_BYTES } from '../../outbound/standard.js';
 
@@ -52,12 +53,47 @@ function checkNewSecret(mode: SigningMode, secret: string): void {
   if (mode === 'standard' && !isNewStandardSecret(secret)) throw refuse('secret', STANDARD_SECRET_RULE);
 }
 
+function owns(owner: DestinationOwner, d: DestinationRow): boolean {
+  return (owner.siteId === undefined || d.site_id === owner.siteId) && (owner.apiKeyId === undefined || d.api_key_id === owner.apiKeyId);
+}
+
+/** The destination `id` if `owner` may reach it. */
+async function reachable(r: Repos, id: string, owner: DestinationOwner): Promise<DestinationRow | undefined> {
+  const d = await r.webhooks.destination(id);
+  return d && owns(owner, d) ? d : undefined;
+}
+
 async function owned(tx: Repos, id: string, owner: DestinationOwner): Promise<DestinationRow> {
-  const d = await tx.webhooks.destination(id);
-  if (!d || (owner.siteId !== undefined && d.site_id !== owner.siteId) || (owner.apiKeyId !== undefined && d.api_key_id !== owner.apiKeyId)) {
-    throw new AppError('not_found', `no destination ${id}`, { field: 'id' });
-  }
+  const d = await reachable(tx, id, owner);
+  if (!d) throw new AppError('not_found', `no destination ${id}`, { field: 'id' });
   return d;
+}
+
+/** The destinations `owner` may reach, as operator views (API clients present them with publicDestination). */
+export async function listDestinations(store: Store, owner: DestinationOwner): Promise<DestinationView[]> {
+  return (await store.webhooks.listDestinations({ siteId: owner.siteId, apiKeyId: owner.apiKeyId })).map((d) => destinationView(d));
+}
+
+/**
+ * One destination `owner` may reach, or undefined: each surface answers a
+ * miss with its own not-found (a key's subscription, a site's destination).
+ */
+export async function findDestination(store: Store, id: string, owner: DestinationOwner): Promise<DestinationView | undefined> {
+  const d = await reachable(store, id, owner);
+  return d ? destinationView(d) : undefined;
+}
+
+/**
+ * Removes a destination `owner` may reach: its pending deliveries fail for
+ * good, its log stays. False when there is none to remove.
+ */
+export async function removeDestination(store: Store, id: string, owner: DestinationOwner): Promise<boolean> {
+  return store.write(async (tx) => {
+    const d = await reachable(tx, id, owner);
+    if (!d) return false;
+    await tx.webhooks.removeDestination(d.id);
+    return true;
+  });
 }
 
 export interface NewDestination {
@@ -75,7 +111,7 @@ export interface NewDestination {
  * Adds a destination. The URL must be publicly routable (unless private ones
  * are allowed); a standard-mode destination needs a `whsec_` secret.
  */
-export async function createDestination(store: Store, input: NewDestination, opts: { allowPrivate: boolean }): Promise<DestinationRow> {
+export async function createDestination(store: Store, input: NewDestination, opts: { allowPrivate: boolean }): Promise<DestinationView> {
   const events = parseEventList(input.events);
   const mode = input.signingMode ?? 'svc';
   if (mode === 'standard' && input.secret === undefined) {
@@ -84,7 +120,7 @@ export async function createDestination(store: Store, input: NewDestination, opt
   if (input.secret !== undefined) checkNewSecret(mode, input.secret);
   const url = await validateDestinationUrl(input.url, opts.allowPrivate);
   const secretEnc = input.secret !== undefined ? store.secrets.seal(input.secret) : null;
-  return store.write(async (tx) => {
+  const row = await store.write(async (tx) => {
     if (!(await tx.sites.get(input.siteId))) throw new AppError('not_found', `no site ${input.siteId}`, { field: 'site' });
     return tx.webhooks.createDestination({
       siteId: input.siteId,
@@ -96,6 +132,7 @@ export async function createDestination(store: Store, input: NewDestination, opt
       signingMode: mode,
     });
   });
+  return destinationView(row);
 }
 
 export interface DestinationChange {
@@ -118,11 +155,11 @@ export async function updateDestination(
   ref: { id: string; owner: DestinationOwner },
   change: DestinationChange,
   opts: { allowPrivate: boolean },
-): Promise<DestinationRow> {
+): Promise<DestinationView> {
   const events = change.events !== undefined ? parseEventList(change.events) : undefined;
   const url = change.url !== undefined ? await validateDestinationUrl(change.url, opts.allowPrivate) : undefined;
   const secretEnc = typeof change.secret === 'string' ? store.secrets.seal(change.secret) : change.secret;
-  return store.write(async (tx) => {
+  const row = await store.write(async (tx) => {
     const d = await owned(tx, ref.id, ref.owner);
     const mode = change.signingMode ?? d.signing_mode;
     const hasSecret = change.secret !== undefined ? change.secret !== null : d.secret_enc !== null;
@@ -158,6 +195,7 @@ export async function updateDestination(
     }
     return updated;
   });
+  return destinationView(row);
 }
 
 /**

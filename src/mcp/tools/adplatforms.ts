@@ -1,24 +1,20 @@
 import { z } from 'zod';
 import { AppError } from '../../errors/app-error.js';
-import { connectionViewSchema, connectionView, prepareConnection } from '../../adplatforms/connections.js';
-import { AD_PLATFORMS, type AdConnectionRow } from '../../store/adplatforms.js';
-import { adAttemptLog, adAttemptViewSchema, pickView } from '../../domain/webhooks/attempts.js';
+import { addConnection, connectionLog, findConnection, listConnections, removeConnection } from '../../domain/adplatforms/service.js';
+import { publicConnection, publicConnectionSchema } from '../../domain/adplatforms/views.js';
+import { adAttemptViewSchema, pickView } from '../../domain/webhooks/attempts.js';
 import { defineTool, type ToolContext } from '../tool.js';
 import { limitInput } from './shared.js';
 
 const area = 'adplatforms';
 
-async function own(ctx: ToolContext, id: string): Promise<AdConnectionRow> {
-  const row = await ctx.store.adplatforms.connection(id);
-  if (!row || row.site_id !== ctx.grant.siteId) throw new AppError('not_found', `no ad-platform connection ${id}`, { field: 'id' });
-  return row;
+const notFound = (id: string) => new AppError('not_found', `no ad-platform connection ${id}`, { field: 'id' });
+
+async function own(ctx: ToolContext, id: string): Promise<void> {
+  if (!(await findConnection(ctx.store, id, { siteId: ctx.grant.siteId }))) throw notFound(id);
 }
 
-const publicView = (row: AdConnectionRow) => {
-  const { site_id: _site, ...rest } = connectionView(row);
-  return rest;
-};
-const publicSchema = connectionViewSchema.omit({ site_id: true });
+const publicSchema = publicConnectionSchema;
 
 export const adplatformsList = defineTool({
   name: 'adplatforms_list',
@@ -29,7 +25,7 @@ export const adplatformsList = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object({}),
   output: z.object({ connections: z.array(publicSchema) }),
-  handler: async (ctx) => ({ connections: (await ctx.store.adplatforms.list(ctx.grant.siteId)).map(publicView) }),
+  handler: async (ctx) => ({ connections: (await listConnections(ctx.store, ctx.grant.siteId)).map(publicConnection) }),
 });
 
 export const adplatformsAdd = defineTool({
@@ -47,11 +43,8 @@ export const adplatformsAdd = defineTool({
     secrets: z.record(z.string(), z.string().max(4096)).describe('Credentials of the platform; never shown back.'),
   }),
   output: publicSchema,
-  handler: async (ctx, input) => {
-    const prepared = await prepareConnection(ctx.store, { siteId: ctx.grant.siteId, platform: input.platform, name: input.name, config: input.settings, secrets: input.secrets });
-    const row = await ctx.store.write((tx) => tx.adplatforms.create(prepared));
-    return publicView(row);
-  },
+  handler: async (ctx, input) =>
+    publicConnection(await addConnection(ctx.store, { siteId: ctx.grant.siteId, platform: input.platform, name: input.name, config: input.settings, secrets: input.secrets })),
 });
 
 export const adplatformsRemove = defineTool({
@@ -64,8 +57,7 @@ export const adplatformsRemove = defineTool({
   input: z.object({ id: z.string().min(1).max(128).describe('Connection id (adm_... or adg_...).') }),
   output: z.object({ id: z.string(), removed: z.boolean() }),
   handler: async (ctx, input) => {
-    await own(ctx, input.id);
-    await ctx.store.write((tx) => tx.adplatforms.remove(input.id));
+    if (!(await removeConnection(ctx.store, input.id, { siteId: ctx.grant.siteId }))) throw notFound(input.id);
     return { id: input.id, removed: true };
   },
 });
@@ -99,13 +91,7 @@ export const adplatformsDeliveries = defineTool({
   output: z.object({ attempts: z.array(adAttemptEntrySchema) }),
   handler: async (ctx, input) => {
     if (input.connection_id !== undefined) await own(ctx, input.connection_id);
-    const views = await adAttemptLog(ctx.store, {
-      siteId: ctx.grant.siteId,
-      destinationId: input.connection_id,
-      failedOnly: input.failed_only,
-      limit: input.limit,
-      integration: AD_PLATFORMS,
-    });
+    const views = await connectionLog(ctx.store, { siteId: ctx.grant.siteId, destinationId: input.connection_id, failedOnly: input.failed_only, limit: input.limit });
     return { attempts: views.map((v) => pickView(v, adAttemptEntrySchema)) };
   },
 });

@@ -1,14 +1,9 @@
 import { z } from 'zod';
-import { AppError } from '../../errors/app-error.js';
-import { buildSnapshot } from '../../domain/profiles/snapshot.js';
 import { profileSnapshotSchema } from '../../domain/profiles/schema.js';
-import { eraseProfile } from '../../domain/profiles/erase.js';
-import { ensureCompanyIndex } from '../../domain/accounts/profile-company.js';
-import { usesCompany } from '../../domain/segments/rules.js';
-import { profilesMatchingSql } from '../../store/rule-sql.js';
+import { eraseProfileData, mergeProfiles, profileSnapshot, timelineOf } from '../../domain/profiles/service.js';
+import { profilesMatching } from '../../domain/profiles/query.js';
 import { defineTool } from '../tool.js';
 import { checkedRule, iso, limitInput, profileRef, resolveProfile, ruleInput } from './shared.js';
-import { eventId, scoreId } from '../../domain/ingestion/ids.js';
 
 const area = 'profiles';
 
@@ -22,7 +17,7 @@ export const profileGet = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object(profileRef),
   output: profileSnapshotSchema,
-  handler: async (ctx, input) => buildSnapshot(await ctx.store.profileRead.facts(await resolveProfile(ctx, input.by, input.value)), ctx.pii),
+  handler: async (ctx, input) => profileSnapshot(ctx.store, await resolveProfile(ctx, input.by, input.value), ctx.pii),
 });
 
 export const profileSearch = defineTool({
@@ -45,12 +40,9 @@ export const profileSearch = defineTool({
   }),
   handler: async (ctx, input) => {
     const rule = checkedRule(ctx, input.rule);
-    if (usesCompany(rule)) await ensureCompanyIndex(ctx.store, ctx.grant.siteId);
     const now = Date.now();
-    const { sql, params } = profilesMatchingSql(rule, { siteId: ctx.grant.siteId, now, afterId: input.after ?? '', limit: input.limit + 1, dialect: ctx.store.dialect });
-    const ids = (await ctx.store.segments.all<{ id: string }>(sql, params)).map((r) => r.id);
-    const page = ids.slice(0, input.limit);
-    return { profile_ids: page, next_after: ids.length > input.limit ? page[page.length - 1]! : null, evaluated_at: iso(now)! };
+    const page = await profilesMatching(ctx.store, ctx.grant.siteId, rule, { now, afterId: input.after ?? '', limit: input.limit });
+    return { profile_ids: page.ids, next_after: page.more ? page.ids[page.ids.length - 1]! : null, evaluated_at: iso(now)! };
   },
 });
 
@@ -78,11 +70,7 @@ export const profileTimeline = defineTool({
     const p = await resolveProfile(ctx, input.by, input.value);
     return {
       profile_id: p.id,
-      items: (await ctx.store.insights.timeline(ctx.grant.siteId, p.id, input.limit)).map((i) => ({
-        ...i,
-        id: i.kind === 'event' ? eventId(i.id) : i.kind === 'score' ? scoreId(i.id) : i.id,
-        at: iso(i.at)!,
-      })),
+      items: await timelineOf(ctx.store, ctx.grant.siteId, p.id, input.limit),
     };
   },
 });
@@ -100,23 +88,7 @@ export const profileMerge = defineTool({
     into_profile_id: z.string().min(1).max(128).describe('The profile that survives.'),
   }),
   output: z.object({ merged: z.string(), into: z.string(), segments: z.array(z.string()) }),
-  handler: async (ctx, input) => {
-    const site = ctx.grant.siteId;
-    const from = await ctx.store.profileRead.find(site, 'profile_id', input.from_profile_id);
-    const into = await ctx.store.profileRead.find(site, 'profile_id', input.into_profile_id);
-    if (!from) throw new AppError('not_found', `no profile ${input.from_profile_id}`, { field: 'from_profile_id' });
-    if (!into) throw new AppError('not_found', `no profile ${input.into_profile_id}`, { field: 'into_profile_id' });
-    if (from.id === into.id) throw new AppError('conflict', 'both ids name the same profile', { field: 'into_profile_id' });
-    return ctx.store.write(async (tx) => {
-      const now = Date.now();
-      const a = await tx.profiles.traits(from.id);
-      const b = await tx.profiles.traits(into.id);
-      await tx.profiles.mergeInto(from.id, into.id, now);
-      await tx.profiles.setTraits(into.id, { ...a.traits, ...b.traits }, a.known || b.known, now);
-      await ctx.membership.recompute(tx, site, into.id, now, { identity: true });
-      return { merged: from.id, into: into.id, segments: [...(await tx.segments.segmentsOf(into.id))].sort() };
-    });
-  },
+  handler: (ctx, input) => mergeProfiles(ctx.store, ctx.membership, ctx.grant.siteId, { from: input.from_profile_id, into: input.into_profile_id }),
 });
 
 export const profileErase = defineTool({
@@ -146,7 +118,7 @@ export const profileErase = defineTool({
   }),
   handler: async (ctx, input) => {
     const p = await resolveProfile(ctx, input.by, input.value);
-    const removed = await ctx.store.write((tx) => eraseProfile(tx, ctx.membership, ctx.grant.siteId, p.id, Date.now()));
+    const removed = await eraseProfileData(ctx.store, ctx.membership, ctx.grant.siteId, p.id);
     return { profile_id: p.id, removed };
   },
 });

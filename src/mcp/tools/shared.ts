@@ -1,9 +1,8 @@
 import { z } from 'zod';
 import { AppError } from '../../errors/app-error.js';
-import { normalizeEmail } from '../../domain/identity/normalize.js';
 import { parseRule, type Rule } from '../../domain/segments/rules.js';
-import { PII_TRAITS } from '../../domain/profiles/snapshot.js';
-import type { ProfileRow } from '../../store/profile-read.js';
+import { findProfile, type FoundProfile } from '../../domain/profiles/service.js';
+import { piiTraitsOf } from '../../domain/profiles/query.js';
 import type { ToolContext } from '../tool.js';
 
 /** ISO 8601 of a millisecond timestamp (null stays null). */
@@ -18,24 +17,13 @@ export const profileRef = {
 };
 
 /** The surviving profile named by an identifier in the caller's site, or not_found. */
-export async function resolveProfile(ctx: ToolContext, by: (typeof LOOKUP_KINDS)[number], value: string): Promise<ProfileRow> {
-  const v = by === 'email' ? normalizeEmail(value) : value;
-  const row = await ctx.store.profileRead.find(ctx.grant.siteId, by, v);
+export async function resolveProfile(ctx: ToolContext, by: (typeof LOOKUP_KINDS)[number], value: string): Promise<FoundProfile> {
+  const row = await findProfile(ctx.store, ctx.grant.siteId, by, value);
   if (!row) throw new AppError('not_found', `no profile matches ${by}`, { field: 'value' });
   return row;
 }
 
 export const ruleInput = z.unknown().describe('A rule of the segment rule language (all/any/not over trait, event, conversions, score and segment conditions), as JSON.');
-
-function traitsOf(rule: unknown, out = new Set<string>()): Set<string> {
-  if (Array.isArray(rule)) for (const r of rule) traitsOf(r, out);
-  else if (rule && typeof rule === 'object') {
-    const o = rule as Record<string, unknown>;
-    if (typeof o.trait === 'string') out.add(o.trait);
-    for (const v of Object.values(o)) if (v && typeof v === 'object') traitsOf(v, out);
-  }
-  return out;
-}
 
 /**
  * Parses a rule, naming the offending node on failure. A rule that tests
@@ -50,7 +38,7 @@ export function checkedRule(ctx: ToolContext, input: unknown): Rule {
       issues: parsed.error.issues,
     });
   }
-  const pii = [...traitsOf(parsed.rule)].filter((t) => PII_TRAITS.has(t));
+  const pii = piiTraitsOf(parsed.rule);
   if (pii.length > 0 && !ctx.pii) {
     throw new AppError('insufficient_scope', `a rule testing ${pii.join(', ')} needs the admin scope`, { missing: 'scope:admin' });
   }

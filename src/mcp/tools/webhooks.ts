@@ -1,9 +1,19 @@
 import { z } from 'zod';
 import { AppError } from '../../errors/app-error.js';
-import { destinationDescriptionSchema, destinationSecretSchema, destinationUrlSchema, publicDestinationSchema, publicDestinationView } from '../../webhooks/destinations.js';
+import { destinationDescriptionSchema, destinationSecretSchema, destinationUrlSchema } from '../../webhooks/destinations.js';
 import { signingModeSchema } from '../../outbound/signer.js';
-import { createDestination, gracePeriodSecondsSchema, rotateSecret, secretRotationSchema, updateDestination } from '../../domain/webhooks/destinations.js';
-import type { DestinationRow } from '../../store/webhooks.js';
+import {
+  createDestination,
+  findDestination,
+  gracePeriodSecondsSchema,
+  listDestinations,
+  removeDestination,
+  rotateSecret,
+  secretRotationSchema,
+  updateDestination,
+} from '../../domain/webhooks/destinations.js';
+import { requeueFailedDelivery } from '../../domain/webhooks/deliveries.js';
+import { publicDestination, publicDestinationSchema, type DestinationView } from '../../domain/webhooks/views.js';
 import { attemptLog, attemptViewSchema, pickView } from '../../domain/webhooks/attempts.js';
 import { defineTool, type ToolContext } from '../tool.js';
 import { limitInput } from './shared.js';
@@ -11,11 +21,13 @@ import { limitInput } from './shared.js';
 const area = 'webhooks';
 
 const destinationSchema = publicDestinationSchema;
-const view = (d: DestinationRow) => publicDestinationView(d);
+const view = publicDestination;
 
-async function own(ctx: ToolContext, id: string): Promise<DestinationRow> {
-  const d = await ctx.store.webhooks.destination(id);
-  if (!d || d.site_id !== ctx.grant.siteId) throw new AppError('not_found', `no webhook destination ${id}`, { field: 'id' });
+const notFound = (id: string) => new AppError('not_found', `no webhook destination ${id}`, { field: 'id' });
+
+async function own(ctx: ToolContext, id: string): Promise<DestinationView> {
+  const d = await findDestination(ctx.store, id, { siteId: ctx.grant.siteId });
+  if (!d) throw notFound(id);
   return d;
 }
 
@@ -32,7 +44,7 @@ export const webhooksList = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object({}),
   output: z.object({ destinations: z.array(destinationSchema) }),
-  handler: async (ctx) => ({ destinations: (await ctx.store.webhooks.listDestinations({ siteId: ctx.grant.siteId })).map(view) }),
+  handler: async (ctx) => ({ destinations: (await listDestinations(ctx.store, { siteId: ctx.grant.siteId })).map(view) }),
 });
 
 export const webhooksCreate = defineTool({
@@ -125,9 +137,8 @@ export const webhooksDelete = defineTool({
   input: z.object({ id: destinationId }),
   output: z.object({ removed: z.string() }),
   handler: async (ctx, input) => {
-    const d = await own(ctx, input.id);
-    await ctx.store.write((tx) => tx.webhooks.removeDestination(d.id));
-    return { removed: d.id };
+    if (!(await removeDestination(ctx.store, input.id, { siteId: ctx.grant.siteId }))) throw notFound(input.id);
+    return { removed: input.id };
   },
 });
 
@@ -180,11 +191,5 @@ export const webhooksReplay = defineTool({
   flags: { changesData: true, openWorld: true },
   input: z.object({ delivery_id: z.string().min(1).max(128).describe('Delivery id (dlv_...).') }),
   output: z.object({ delivery_id: z.string(), requeued: z.boolean() }),
-  handler: async (ctx, input) => {
-    const d = await ctx.store.webhooks.delivery(input.delivery_id);
-    if (!d || d.site_id !== ctx.grant.siteId) throw new AppError('not_found', `no delivery ${input.delivery_id}`, { field: 'delivery_id' });
-    if (d.state !== 'failed') throw new AppError('conflict', `delivery ${d.id} is ${d.state}; only failed deliveries are replayed`, { field: 'delivery_id', state: d.state });
-    const requeued = await ctx.store.write((tx) => tx.webhooks.requeue(d.id, Date.now()));
-    return { delivery_id: d.id, requeued };
-  },
+  handler: (ctx, input) => requeueFailedDelivery(ctx.store, ctx.grant.siteId, input.delivery_id),
 });
