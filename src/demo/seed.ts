@@ -1,5 +1,9 @@
 import type { Store } from '../store/store.js';
-import { createContent, createDraft, createPage, createPlacement, createZone, transitionVariant } from '../domain/web/service.js';
+import { createContent } from '../domain/web/content.js';
+import { createPage } from '../domain/web/pages.js';
+import { createPlacement } from '../domain/web/placements.js';
+import { createDraft, transitionVariant } from '../domain/web/variants.js';
+import { createZone } from '../domain/web/zones.js';
 import { createExperiment, startExperiment } from '../domain/experiments/service.js';
 
 export interface DemoSite {
