@@ -99,7 +99,6 @@ export const EXCEPTIONS = [
   { file: 'src/mcp/tools/calls.ts', imports: ['src/store/leads.ts'], why: 'thin-adapter step' },
   { file: 'src/mcp/tools/campaigns.ts', imports: ['src/store/campaigns.ts'], why: 'thin-adapter step' },
   { file: 'src/mcp/tools/crawl.ts', imports: ['src/store/crawl.ts'], why: 'thin-adapter step' },
-  { file: 'src/mcp/tools/experiments.ts', imports: ['src/store/experiments.ts', 'src/store/repos.ts'], why: 'thin-adapter step' },
   { file: 'src/mcp/tools/generation.ts', imports: ['src/store/generation.ts'], why: 'thin-adapter step' },
   { file: 'src/mcp/tools/inbox.ts', imports: ['src/store/stall.ts'], why: 'thin-adapter step' },
   { file: 'src/mcp/tools/leads.ts', imports: ['src/store/ids.ts', 'src/store/leads.ts'], why: 'thin-adapter step' },

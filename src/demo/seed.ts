@@ -4,7 +4,8 @@ import { createPage } from '../domain/web/pages.js';
 import { createPlacement } from '../domain/web/placements.js';
 import { createDraft, transitionVariant } from '../domain/web/variants.js';
 import { createZone } from '../domain/web/zones.js';
-import { createExperiment, startExperiment } from '../domain/experiments/service.js';
+import { createExperiment } from '../domain/experiments/definition.js';
+import { startExperiment } from '../domain/experiments/lifecycle.js';
 
 export interface DemoSite {
   siteId: string;

@@ -4,7 +4,8 @@ import { failed, skipped, succeeded, type StepResult } from './model.js';
 import { updatePlacement } from '../web/placements.js';
 import { transitionVariant } from '../web/variants.js';
 import { servableByPlacement } from '../web/lifecycle.js';
-import { endExperiment, pauseExperiment, resultsOf, resumeExperiment, startExperiment } from '../experiments/service.js';
+import { endExperiment, pauseExperiment, resumeExperiment, startExperiment } from '../experiments/lifecycle.js';
+import { resultsOf } from '../experiments/results.js';
 import type { Results } from '../experiments/rules.js';
 
 /** What a step runs with: the write transaction of the launch, pause or close, and who asked. */
