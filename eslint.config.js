@@ -86,11 +86,9 @@ export const EXCEPTIONS = [
   { file: 'src/cli/segment.ts', imports: ['src/store/repos.ts', 'src/store/segments.ts'], why: 'thin-adapter step' },
   { file: 'src/mcp/tools/access.ts', imports: ['src/store/repos.ts', 'src/store/sites.ts', 'src/store/tokens.ts'], why: 'thin-adapter step' },
   { file: 'src/mcp/tools/campaigns.ts', imports: ['src/store/campaigns.ts'], why: 'thin-adapter step' },
-  { file: 'src/mcp/tools/experiments.ts', imports: ['src/store/experiments.ts', 'src/store/repos.ts'], why: 'thin-adapter step' },
   { file: 'src/mcp/tools/generation.ts', imports: ['src/store/generation.ts'], why: 'thin-adapter step' },
   { file: 'src/mcp/tools/segments.ts', imports: ['src/store/segments.ts'], why: 'thin-adapter step' },
   { file: 'src/mcp/tools/sites.ts', imports: ['src/store/sites.ts'], why: 'thin-adapter step' },
-  { file: 'src/mcp/tools/web-shared.ts', imports: ['src/store/repos.ts', 'src/store/web.ts'], why: 'thin-adapter step' },
 ];
 
 /** One zone per (importing part, forbidden part) pair, so a zone's exceptions resolve against one folder. */

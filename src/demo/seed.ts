@@ -1,6 +1,11 @@
 import type { Store } from '../store/store.js';
-import { createContent, createDraft, createPage, createPlacement, createZone, transitionVariant } from '../domain/web/service.js';
-import { createExperiment, startExperiment } from '../domain/experiments/service.js';
+import { createContent } from '../domain/web/content.js';
+import { createPage } from '../domain/web/pages.js';
+import { createPlacement } from '../domain/web/placements.js';
+import { createDraft, transitionVariant } from '../domain/web/variants.js';
+import { createZone } from '../domain/web/zones.js';
+import { createExperiment } from '../domain/experiments/definition.js';
+import { startExperiment } from '../domain/experiments/lifecycle.js';
 
 export interface DemoSite {
   siteId: string;

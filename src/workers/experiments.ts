@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import type { Store } from '../store/store.js';
-import { earlyStopVerdict, endIfDue, enforceGuardrail, guardrailsOf, guardrailTrips, resultsOf, stopIfSignificant } from '../domain/experiments/service.js';
+import { enforceGuardrail, guardrailsOf, guardrailTrips } from '../domain/experiments/guardrails.js';
+import { endIfDue, stopIfSignificant } from '../domain/experiments/lifecycle.js';
+import { earlyStopVerdict, resultsOf } from '../domain/experiments/results.js';
 import { PeriodicWorker } from './periodic.js';
 
 export interface ExperimentsWorkerOptions {

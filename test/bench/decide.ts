@@ -103,19 +103,19 @@ function parse(argv: string[]) {
 async function seed(store: Store, siteId: string): Promise<void> {
   await store.write(async (tx) => {
     const now = Date.now();
-    const defaultContent = await tx.web.insertContent({ siteId, name: 'default', kind: 'html', body: '<h2>Welcome</h2><p>Default copy of this zone.</p>', now });
+    const defaultContent = await tx.content.insert({ siteId, name: 'default', kind: 'html', body: '<h2>Welcome</h2><p>Default copy of this zone.</p>', now });
     for (let p = 0; p < PAGES; p++) {
-      const pageId = await tx.web.insertPage({ siteId, name: `Page ${p}`, matchType: p % 2 === 0 ? 'exact' : 'glob', pattern: p % 2 === 0 ? `/p${p}` : `/p${p}/*`, now });
+      const pageId = await tx.pages.insert({ siteId, name: `Page ${p}`, matchType: p % 2 === 0 ? 'exact' : 'glob', pattern: p % 2 === 0 ? `/p${p}` : `/p${p}/*`, now });
       for (let z = 0; z < ZONES_PER_PAGE; z++) {
-        const zoneId = await tx.web.insertZone({ siteId, pageId, name: `zone${z}`, selector: `#zone-${z}`, defaultContentId: defaultContent, now });
+        const zoneId = await tx.zones.insert({ siteId, pageId, name: `zone${z}`, selector: `#zone-${z}`, defaultContentId: defaultContent, now });
         const variants: string[] = [];
         for (let v = 0; v < VARIANTS_PER_ZONE; v++) {
-          const contentId = await tx.web.insertContent({ siteId, name: `p${p}z${z}v${v}`, kind: 'html', body: `<h2>Offer ${p}.${z}.${v}</h2><p>${'Copy '.repeat(20)}</p>`, now });
-          const variantId = await tx.web.insertVariant({ siteId, zoneId, contentId, segmentId: null, name: `v${v}`, createdBy: 'bench', now });
-          await tx.web.transition(siteId, variantId, 'draft', 'approved', 'bench', now);
-          await tx.web.transition(siteId, variantId, 'approved', 'published', 'bench', now);
+          const contentId = await tx.content.insert({ siteId, name: `p${p}z${z}v${v}`, kind: 'html', body: `<h2>Offer ${p}.${z}.${v}</h2><p>${'Copy '.repeat(20)}</p>`, now });
+          const variantId = await tx.variants.insert({ siteId, zoneId, contentId, segmentId: null, name: `v${v}`, createdBy: 'bench', now });
+          await tx.variants.transition(siteId, variantId, 'draft', 'approved', 'bench', now);
+          await tx.variants.transition(siteId, variantId, 'approved', 'published', 'bench', now);
           const segmentId = v % 2 === 0 ? `seg_bench${v % SEGMENTS}` : null;
-          await tx.web.insertPlacement({ siteId, zoneId, variantId, segmentId, priority: (v * 7) % 10, enabled: true, now });
+          await tx.placements.insert({ siteId, zoneId, variantId, segmentId, priority: (v * 7) % 10, enabled: true, now });
           variants.push(variantId);
         }
         if (z === 0 && p < TESTS) {

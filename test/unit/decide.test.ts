@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decide, orderPlacements, type SiteSnapshot, type SnapshotExperiment, type SnapshotOverride, type VisitorInput } from '../../src/domain/decide/decide.js';
 import { assignArm, inHoldout } from '../../src/domain/experiments/assign.js';
-import type { VariantStatus } from '../../src/store/web.js';
+import type { VariantStatus } from '../../src/store/variants.js';
 
 /** A site with one page (/pricing), two zones (hero, banner) and variants v1..v4 of the hero, all published. */
 function site(over: Partial<SiteSnapshot> = {}, statuses: Record<string, VariantStatus> = {}): SiteSnapshot {

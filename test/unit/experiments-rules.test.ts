@@ -11,7 +11,7 @@ import {
   type ArmAggregate,
   type ArmInfo,
 } from '../../src/domain/experiments/rules.js';
-import { webVitalsOf } from '../../src/domain/experiments/service.js';
+import { webVitalsOf } from '../../src/domain/experiments/vitals.js';
 
 describe('assignment (GrowthBook v2 hash)', () => {
   it('matches the published test vectors', () => {

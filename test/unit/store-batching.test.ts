@@ -169,7 +169,7 @@ describe(`set-based group commits (${onPg ? 'PostgreSQL' : 'SQLite'})`, () => {
       at: 1_700_000_000_000 + i,
     });
     const groups = await groupsOf(store, 150, (i) =>
-      store.write((tx) => tx.web.insertExposures(i % 2 === 0 ? [row(i, 'hero')] : [row(i, 'hero'), row(i, 'footer')]), { key: `vis${i}` }),
+      store.write((tx) => tx.exposures.insert(i % 2 === 0 ? [row(i, 'hero')] : [row(i, 'hero'), row(i, 'footer')]), { key: `vis${i}` }),
     );
     expect(await count(store, 'SELECT count(*) AS n FROM exposures WHERE site_id = ?', [siteId])).toBe(225);
     expect(await count(store, 'SELECT count(*) AS n FROM exposures WHERE site_id = ? AND holdout = 1', [siteId])).toBe(45);

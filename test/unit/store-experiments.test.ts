@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/store/store.js';
-import { recordWebVitals } from '../../src/domain/experiments/service.js';
+import { recordWebVitals } from '../../src/domain/experiments/vitals.js';
 import { cleanup, tempDir } from '../helpers/svc.js';
 import { openTestStore } from '../helpers/store.js';
 

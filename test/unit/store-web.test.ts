@@ -18,9 +18,9 @@ const WINDOW = WATCHDOG.windowMinutes * 60_000;
 
 async function newVariant(publishedAt: number): Promise<string> {
   return store.write(async (tx) => {
-    const id = await tx.web.insertVariant({ siteId, zoneId, contentId, segmentId: null, name: 'v', createdBy: 'test', now: publishedAt });
-    await tx.web.transition(siteId, id, 'draft', 'approved', 'test', publishedAt);
-    await tx.web.transition(siteId, id, 'approved', 'published', 'test', publishedAt);
+    const id = await tx.variants.insert({ siteId, zoneId, contentId, segmentId: null, name: 'v', createdBy: 'test', now: publishedAt });
+    await tx.variants.transition(siteId, id, 'draft', 'approved', 'test', publishedAt);
+    await tx.variants.transition(siteId, id, 'approved', 'published', 'test', publishedAt);
     return id;
   });
 }
@@ -34,9 +34,9 @@ beforeAll(async () => {
   siteId = (await store.write((tx) => tx.sites.create({ name: 'web' }))).id;
   const now = Date.now();
   await store.write(async (tx) => {
-    const pageId = await tx.web.insertPage({ siteId, name: 'p', matchType: 'exact', pattern: '/p', now });
-    contentId = await tx.web.insertContent({ siteId, name: 'c', kind: 'html', body: '<p>c</p>', now });
-    zoneId = await tx.web.insertZone({ siteId, pageId, name: 'z', selector: '#z', defaultContentId: contentId, now });
+    const pageId = await tx.pages.insert({ siteId, name: 'p', matchType: 'exact', pattern: '/p', now });
+    contentId = await tx.content.insert({ siteId, name: 'c', kind: 'html', body: '<p>c</p>', now });
+    zoneId = await tx.zones.insert({ siteId, pageId, name: 'z', selector: '#z', defaultContentId: contentId, now });
   });
 });
 
@@ -47,18 +47,18 @@ afterAll(async () => {
 
 describe('configuration version', () => {
   it('moves with every change of the web tables and of the holdout share, and not with exposures or renders', async () => {
-    const v0 = await store.web.version(siteId);
+    const v0 = await store.webConfig.version(siteId);
     expect(v0).toBeGreaterThan(0);
-    await store.write((tx) => tx.web.insertPage({ siteId, name: 'q', matchType: 'prefix', pattern: '/q', now: Date.now() }));
-    const v1 = await store.web.version(siteId);
+    await store.write((tx) => tx.pages.insert({ siteId, name: 'q', matchType: 'prefix', pattern: '/q', now: Date.now() }));
+    const v1 = await store.webConfig.version(siteId);
     expect(v1).toBeGreaterThan(v0);
     await store.write((tx) => tx.sites.update(siteId, { holdout_share: 0.1 }));
-    const v2 = await store.web.version(siteId);
+    const v2 = await store.webConfig.version(siteId);
     expect(v2).toBeGreaterThan(v1);
     await store.write((tx) =>
-      tx.web.insertExposures([{ siteId, visitorId: 'v', profileId: null, zoneId, variantId: null, experimentId: null, armId: null, holdout: false, url: '/p', at: Date.now() }]),
+      tx.exposures.insert([{ siteId, visitorId: 'v', profileId: null, zoneId, variantId: null, experimentId: null, armId: null, holdout: false, url: '/p', at: Date.now() }]),
     );
-    expect(await store.web.version(siteId)).toBe(v2);
+    expect(await store.webConfig.version(siteId)).toBe(v2);
     await store.write((tx) => tx.sites.update(siteId, { holdout_share: 0 }));
   });
 
@@ -88,10 +88,10 @@ describe('configuration version', () => {
       url: '/p',
       at: 1000 + i,
     }));
-    await store.write((tx) => tx.web.insertExposures(rows));
+    await store.write((tx) => tx.exposures.insert(rows));
     const n = await store.sql.get<{ n: number }>("SELECT count(*) AS n FROM exposures WHERE visitor_id = 'arms'");
     expect(Number(n!.n)).toBe(130);
-    expect(await store.web.earlierArms(siteId, 'arms')).toEqual(new Map([['exp_a', 'arm_first']]));
+    expect(await store.exposures.earlierArms(siteId, 'arms')).toEqual(new Map([['exp_a', 'arm_first']]));
   });
 });
 
@@ -102,13 +102,13 @@ describe('watchdog window', () => {
     for (let i = 0; i < WATCHDOG.minRenders - 1; i++) await render(v, false, t0);
     // One more failure exactly one millisecond after the window left t0 behind: only 1 render counts.
     expect(await render(v, false, t0 + WINDOW + 1)).toEqual({ disabled: false });
-    expect(await store.web.renderCounts(siteId, v, t0 + 1)).toEqual({ renders: 1, failures: 1 });
-    expect((await store.web.variant(siteId, v))!.status).toBe('published');
+    expect(await store.renders.counts(siteId, v, t0 + 1)).toEqual({ renders: 1, failures: 1 });
+    expect((await store.variants.get(siteId, v))!.status).toBe('published');
     const w = await newVariant(t0 - 1);
     for (let i = 0; i < WATCHDOG.minRenders - 1; i++) await render(w, false, t0);
     // At exactly t0 + window the renders of t0 are still in: 50 renders, all failed.
     expect(await render(w, false, t0 + WINDOW)).toEqual({ disabled: true });
-    const row = (await store.web.variant(siteId, w))!;
+    const row = (await store.variants.get(siteId, w))!;
     expect(row).toMatchObject({ status: 'disabled', disabled_reason: `watchdog: 50 of 50 renders failed in the last ${WATCHDOG.windowMinutes} minutes` });
   });
 
@@ -119,7 +119,7 @@ describe('watchdog window', () => {
     // Published after those failures: they are history.
     await store.write((tx) => tx.sql.run('UPDATE variants SET published_at = ? WHERE id = ?', [now - 1000, v]));
     expect(await render(v, false, now)).toEqual({ disabled: false });
-    expect((await store.web.variant(siteId, v))!.status).toBe('published');
+    expect((await store.variants.get(siteId, v))!.status).toBe('published');
   });
 
   it('trips at 20% with the minimum met, not at 18%, and enqueues a catalogue-valid event once', async () => {
@@ -127,9 +127,9 @@ describe('watchdog window', () => {
     const ok = await newVariant(now - 10_000);
     for (let i = 0; i < 41; i++) await render(ok, true, now - 5000 + i);
     for (let i = 0; i < 9; i++) await render(ok, false, now - 4000 + i); // 9 of 50 = 18%
-    expect((await store.web.variant(siteId, ok))!.status).toBe('published');
+    expect((await store.variants.get(siteId, ok))!.status).toBe('published');
     const bad = await newVariant(now - 10_000);
-    await store.write((tx) => tx.web.insertPlacement({ siteId, zoneId, variantId: bad, segmentId: null, priority: 1, enabled: true, now }));
+    await store.write((tx) => tx.placements.insert({ siteId, zoneId, variantId: bad, segmentId: null, priority: 1, enabled: true, now }));
     const svc = decisionService(store);
     expect((await svc.preview(siteId, 'w', '/p'))!.decision.zones[0]).toMatchObject({ reason: 'placement', variant_id: bad });
     for (let i = 0; i < 40; i++) await render(bad, true, now - 5000 + i);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { nextStatus, servableByArm, servableByPlacement, TRANSITIONS, type VariantAction } from '../../src/domain/web/lifecycle.js';
 import { AppError } from '../../src/errors/app-error.js';
-import type { VariantStatus } from '../../src/store/web.js';
+import type { VariantStatus } from '../../src/store/variants.js';
 
 const STATUSES: VariantStatus[] = ['draft', 'approved', 'published', 'disabled', 'archived'];
 const ACTIONS: VariantAction[] = ['approve', 'publish', 'disable', 'archive'];

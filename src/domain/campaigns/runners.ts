@@ -1,9 +1,11 @@
 import type { Repos } from '../../store/repos.js';
 import type { CampaignAction, CampaignComponentKind } from '../../store/campaigns.js';
 import { failed, skipped, succeeded, type StepResult } from './model.js';
-import { transitionVariant, updatePlacement } from '../web/service.js';
+import { updatePlacement } from '../web/placements.js';
+import { transitionVariant } from '../web/variants.js';
 import { servableByPlacement } from '../web/lifecycle.js';
-import { endExperiment, pauseExperiment, resultsOf, resumeExperiment, startExperiment } from '../experiments/service.js';
+import { endExperiment, pauseExperiment, resumeExperiment, startExperiment } from '../experiments/lifecycle.js';
+import { resultsOf } from '../experiments/results.js';
 import type { Results } from '../experiments/rules.js';
 
 /** What a step runs with: the write transaction of the launch, pause or close, and who asked. */
@@ -73,9 +75,9 @@ export const segmentRunner: ComponentStepRunner = {
 export const variantRunner: ComponentStepRunner = {
   kind: 'variant',
   steps: { launch: 'publish', pause: 'keep', close: 'disable' },
-  exists: async (tx, siteId, id) => (await tx.web.variant(siteId, id)) !== undefined,
+  exists: async (tx, siteId, id) => (await tx.variants.get(siteId, id)) !== undefined,
   async launch(ctx, id) {
-    const v = await ctx.tx.web.variant(ctx.siteId, id);
+    const v = await ctx.tx.variants.get(ctx.siteId, id);
     if (!v) return missing('variant', id);
     switch (v.status) {
       case 'published':
@@ -92,12 +94,12 @@ export const variantRunner: ComponentStepRunner = {
     }
   },
   async pause(ctx, id) {
-    const v = await ctx.tx.web.variant(ctx.siteId, id);
+    const v = await ctx.tx.variants.get(ctx.siteId, id);
     if (!v) return missing('variant', id);
     return skipped(`stays ${v.status}: the campaign's placements and tests stop serving it`);
   },
   async close(ctx, id) {
-    const v = await ctx.tx.web.variant(ctx.siteId, id);
+    const v = await ctx.tx.variants.get(ctx.siteId, id);
     if (!v) return missing('variant', id);
     if (v.status !== 'published') return skipped(`not published (${v.status})`);
     await transitionVariant(ctx.tx, ctx.siteId, id, 'disable', ctx.actor, ctx.now, 'campaign_closed');
@@ -109,11 +111,11 @@ export const variantRunner: ComponentStepRunner = {
 export const placementRunner: ComponentStepRunner = {
   kind: 'placement',
   steps: { launch: 'enable', pause: 'disable', close: 'disable' },
-  exists: async (tx, siteId, id) => (await tx.web.placement(siteId, id)) !== undefined,
+  exists: async (tx, siteId, id) => (await tx.placements.get(siteId, id)) !== undefined,
   async launch(ctx, id) {
-    const p = await ctx.tx.web.placement(ctx.siteId, id);
+    const p = await ctx.tx.placements.get(ctx.siteId, id);
     if (!p) return missing('placement', id);
-    const v = await ctx.tx.web.variant(ctx.siteId, p.variant_id);
+    const v = await ctx.tx.variants.get(ctx.siteId, p.variant_id);
     if (!v || !servableByPlacement(v.status)) {
       return failed('variant_not_published', `the placement's variant ${p.variant_id} is ${v?.status ?? 'missing'}, not published`);
     }
@@ -126,7 +128,7 @@ export const placementRunner: ComponentStepRunner = {
 };
 
 async function disablePlacement(ctx: StepContext, id: string): Promise<StepResult> {
-  const p = await ctx.tx.web.placement(ctx.siteId, id);
+  const p = await ctx.tx.placements.get(ctx.siteId, id);
   if (!p) return missing('placement', id);
   if (Number(p.enabled) === 0) return skipped('already disabled');
   await updatePlacement(ctx.tx, ctx.siteId, id, { enabled: false }, ctx.now);

@@ -1,7 +1,10 @@
 import { assignArm, inHoldout } from '../experiments/assign.js';
 import { matchesPage, urlParts } from '../web/url-match.js';
 import { servableByArm, servableByPlacement } from '../web/lifecycle.js';
-import type { ContentKind, MatchType, OverrideKind, VariantStatus } from '../../store/web.js';
+import type { ContentKind } from '../../store/content.js';
+import type { OverrideKind } from '../../store/overrides.js';
+import type { MatchType } from '../../store/pages.js';
+import type { VariantStatus } from '../../store/variants.js';
 
 /**
  * The decision: for one visitor on one URL, which content every zone of every

@@ -2,8 +2,11 @@ import { AppError } from '../../errors/app-error.js';
 import type { DraftRow } from '../../store/drafts.js';
 import type { Repos } from '../../store/repos.js';
 import type { SegmentsService } from '../segments/service.js';
-import { resumeExperiment, startExperiment, updateExperiment } from '../experiments/service.js';
-import { createPlacement, forceArm, liftOverride, requirePlacement, updatePlacement, updateZone } from '../web/service.js';
+import { updateExperiment } from '../experiments/definition.js';
+import { resumeExperiment, startExperiment } from '../experiments/lifecycle.js';
+import { forceArm, liftOverride } from '../web/overrides.js';
+import { createPlacement, requirePlacement, updatePlacement } from '../web/placements.js';
+import { updateZone } from '../web/zones.js';
 import { DRAFT_KINDS, DRAFT_PAYLOADS, type DraftKind, type DraftPayload } from './schema.js';
 
 type Applier = (tx: Repos, segments: SegmentsService, siteId: string, targetId: string, payload: unknown, actor: string, now: number) => Promise<Record<string, unknown>>;
@@ -37,7 +40,7 @@ const APPLY: Record<DraftKind, Applier> = {
   placement_update: async (tx, _s, siteId, id, payload, _a, now) => ({ placement_id: (await updatePlacement(tx, siteId, id, p('placement_update', payload), now)).id }),
   placement_delete: async (tx, _s, siteId, id) => {
     await requirePlacement(tx, siteId, id);
-    await tx.web.deletePlacement(siteId, id);
+    await tx.placements.delete(siteId, id);
     return { removed: id };
   },
   zone_update: async (tx, _s, siteId, id, payload, _a, now) => {

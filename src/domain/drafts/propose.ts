@@ -1,9 +1,15 @@
 import { AppError } from '../../errors/app-error.js';
 import type { ExperimentRow } from '../../store/experiments.js';
 import type { Store } from '../../store/store.js';
-import type { OverrideRow, PlacementRow, ZoneRow } from '../../store/web.js';
-import { requireExperiment, resumeExperiment, startExperiment, updateExperiment, type UpdateInput } from '../experiments/service.js';
-import { createPlacement, createZone, forceArm, liftOverride, requireContent, requirePlacement, requireZone, updatePlacement, updateZone } from '../web/service.js';
+import type { OverrideRow } from '../../store/overrides.js';
+import type { PlacementRow } from '../../store/placements.js';
+import type { ZoneRow } from '../../store/zones.js';
+import { requireExperiment, updateExperiment, type UpdateInput } from '../experiments/definition.js';
+import { resumeExperiment, startExperiment } from '../experiments/lifecycle.js';
+import { requireContent } from '../web/content.js';
+import { forceArm, liftOverride } from '../web/overrides.js';
+import { createPlacement, requirePlacement, updatePlacement } from '../web/placements.js';
+import { createZone, requireZone, updateZone } from '../web/zones.js';
 import type { DraftPayload, DraftView } from './schema.js';
 import { dryRun, fileDraft, proposeChecked } from './service.js';
 
@@ -196,7 +202,7 @@ export async function proposeOverrideLift(store: Store, siteId: string, actor: s
     (tx, now) => liftOverride(tx, siteId, id, actor, now),
     (o) => ({ kind: 'override_lift', targetId: id, payload: {}, summary: `lift ${o.kind} override ${id}` }),
   );
-  return { override: (await store.web.override(siteId, id))!, draft };
+  return { override: (await store.overrides.get(siteId, id))!, draft };
 }
 
 /** Proposes forcing a visitor into an arm (overrides_force_arm); the override keeps the id shown here once approved. */

@@ -1,5 +1,5 @@
 import { matchesPage as matchesParts, urlParts } from '../web/url-match.js';
-import type { MatchType } from '../../store/web.js';
+import type { MatchType } from '../../store/pages.js';
 
 export type { MatchType };
 

@@ -11,7 +11,7 @@ import { normalizeEmail, normalizePhoneDigits, sha256Hex } from '../identity/nor
 import { planIdentify } from '../identity/plan.js';
 import { clickIdsFromUrl } from './click-ids.js';
 import { eventId as publicEventId, scoreId } from './ids.js';
-import { recordWebVitals, webVitalsOf } from '../experiments/service.js';
+import { recordWebVitals, webVitalsOf } from '../experiments/vitals.js';
 import { captureSignals } from './ad-signals.js';
 import * as triggers from '../triggers/service.js';
 import {

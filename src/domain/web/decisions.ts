@@ -43,7 +43,7 @@ export class DecisionCache {
     const hit = this.snaps.get(siteId);
     if (hit) {
       if (r.sql.dialect === 'sqlite') {
-        if ((await r.web.version(siteId)) === hit.version) return hit.snap;
+        if ((await r.webConfig.version(siteId)) === hit.version) return hit.snap;
       } else if (now - hit.at < this.fallbackMs) return hit.snap;
     }
     let p = this.loading.get(siteId);
@@ -91,17 +91,17 @@ function listen(store: Store): void {
 
 /** Reads everything the decision needs about a site. */
 export async function loadSnapshot(r: Repos, siteId: string): Promise<Cached> {
-  const version = await r.web.version(siteId);
+  const version = await r.webConfig.version(siteId);
   const [holdoutShare, pages, zones, contents, variants, placements, experiments, arms, overrides] = await Promise.all([
-    r.web.holdoutShare(siteId),
-    r.web.listPages(siteId),
-    r.web.listZones(siteId),
-    r.web.listContent(siteId),
-    r.web.listVariants(siteId, {}),
-    r.web.listPlacements(siteId, {}),
-    r.web.listExperiments(siteId),
-    r.web.listArms(siteId),
-    r.web.listOverrides(siteId, true),
+    r.webConfig.holdoutShare(siteId),
+    r.pages.list(siteId),
+    r.zones.list(siteId),
+    r.content.list(siteId),
+    r.variants.list(siteId, {}),
+    r.placements.list(siteId, {}),
+    r.experimentRefs.list(siteId),
+    r.experimentRefs.arms(siteId),
+    r.overrides.list(siteId, true),
   ]);
   const contentMap = new Map<string, SnapshotContent>();
   for (const c of contents) contentMap.set(c.id, { id: c.id, kind: c.kind, body: c.body });
@@ -180,8 +180,8 @@ export class DecisionService {
   }
 
   async visitorFacts(siteId: string, visitorId: string): Promise<VisitorFacts> {
-    const [profileId, earlierArms] = await Promise.all([this.store.web.profileOfVisitor(siteId, visitorId), this.store.web.earlierArms(siteId, visitorId)]);
-    const segmentIds = profileId === null ? [] : await this.store.web.segmentsOfProfile(profileId);
+    const [profileId, earlierArms] = await Promise.all([this.store.visitors.profileOf(siteId, visitorId), this.store.exposures.earlierArms(siteId, visitorId)]);
+    const segmentIds = profileId === null ? [] : await this.store.visitors.segmentsOfProfile(profileId);
     return { visitorId, profileId, segmentIds, earlierArms };
   }
 
@@ -210,7 +210,7 @@ export class DecisionService {
       at,
     }));
     // Keyed by visitor: decisions of different visitors share their group commit's insert (Store.write).
-    await this.store.write((tx) => tx.web.insertExposures(rows), { key: `x\u0000${siteId}\u0000${visitorId}` });
+    await this.store.write((tx) => tx.exposures.insert(rows), { key: `x\u0000${siteId}\u0000${visitorId}` });
     return r;
   }
 }

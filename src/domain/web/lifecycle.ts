@@ -1,5 +1,5 @@
 import { AppError } from '../../errors/app-error.js';
-import type { VariantStatus } from '../../store/web.js';
+import type { VariantStatus } from '../../store/variants.js';
 
 /**
  * The lifecycle of a variant:

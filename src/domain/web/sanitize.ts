@@ -1,6 +1,6 @@
 import sanitizeHtml from 'sanitize-html';
 import { AppError } from '../../errors/app-error.js';
-import type { ContentKind } from '../../store/web.js';
+import type { ContentKind } from '../../store/content.js';
 
 /** Largest content body accepted, in UTF-8 bytes (before sanitizing), for HTML and JSON alike: 64 KiB. */
 export const CONTENT_MAX_BYTES = 64 * 1024;

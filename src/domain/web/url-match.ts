@@ -1,4 +1,4 @@
-import type { MatchType } from '../../store/web.js';
+import type { MatchType } from '../../store/pages.js';
 
 /**
  * Page URL patterns. A visitor URL is reduced to its path and query string

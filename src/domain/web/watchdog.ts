@@ -55,21 +55,21 @@ export function parseVariantRender(event: Record<string, unknown>): VariantRende
  * the event (its `tx`); an unknown variant refuses the whole event.
  */
 export async function recordVariantRender(tx: Repos, siteId: string, render: VariantRender, now: number): Promise<{ disabled: boolean }> {
-  const variant = await tx.web.variant(siteId, render.variantId);
+  const variant = await tx.variants.get(siteId, render.variantId);
   if (!variant) throw new AppError('validation_failed', `variant_id: no variant ${render.variantId} in this site`, { field: 'variant_id' });
-  await tx.web.insertRender({ siteId, variantId: variant.id, ok: render.ok, error: render.error, at: now });
+  await tx.renders.insert({ siteId, variantId: variant.id, ok: render.ok, error: render.error, at: now });
   const windowMs = WATCHDOG.windowMinutes * 60_000;
-  await tx.web.pruneRenders(variant.id, now - 4 * windowMs);
+  await tx.renders.prune(variant.id, now - 4 * windowMs);
   if (variant.status !== 'published' && variant.status !== 'approved') return { disabled: false };
   const since = Math.max(now - windowMs, Number(variant.published_at ?? 0));
-  const c = await tx.web.renderCounts(siteId, variant.id, since);
+  const c = await tx.renders.counts(siteId, variant.id, since);
   if (!tripped(c.renders, c.failures)) return { disabled: false };
   const reason = `watchdog: ${c.failures} of ${c.renders} renders failed in the last ${WATCHDOG.windowMinutes} minutes`;
-  if ((await tx.web.transition(siteId, variant.id, variant.status, 'disabled', 'watchdog', now, reason)) === 0) return { disabled: false };
-  const experiments = await tx.web.experimentsReferencing(siteId, { variantId: variant.id });
+  if ((await tx.variants.transition(siteId, variant.id, variant.status, 'disabled', 'watchdog', now, reason)) === 0) return { disabled: false };
+  const experiments = await tx.experimentRefs.referencing(siteId, { variantId: variant.id });
   let experimentId: string | null = null;
   for (const id of experiments) {
-    const e = await tx.web.experiment(siteId, id);
+    const e = await tx.experimentRefs.get(siteId, id);
     if (e && (e.status === 'running' || experimentId === null)) experimentId = id;
   }
   const payload = CATALOGUE['variant.watchdog_disabled'].schema.parse({

@@ -1,19 +1,14 @@
 import { z } from 'zod';
-import { contentUsage, createContent, deleteContent, requireContent, updateContent } from '../../domain/web/service.js';
+import { ContentService } from '../../domain/web/content.js';
+import { contentUsageView, contentView } from '../../domain/web/views.js';
 import { CONTENT_MAX_BYTES } from '../../domain/web/sanitize.js';
 import { defineTool } from '../tool.js';
-import { actor, change, contentOut, contentView, idInput, nameInput } from './web-shared.js';
+import { actor, idInput, nameInput } from './web-shared.js';
 
 const area = 'content';
 
 const kind = z.enum(['html', 'json']).describe('html: an HTML fragment, sanitized (no scripts, event handlers or javascript: URLs); json: any JSON value as text.');
 const body = z.string().describe(`The body, at most ${CONTENT_MAX_BYTES} bytes (64 KiB) in UTF-8.`);
-const usageView = z.object({
-  zones: z.array(z.object({ zone_id: z.string().describe('Zone.'), page_id: z.string().describe('Its page.'), name: z.string().describe('Zone name.') })).describe('Zones showing it by default.'),
-  variants: z
-    .array(z.object({ variant_id: z.string().describe('Variant.'), zone_id: z.string().describe('Its zone.'), name: z.string().describe('Variant name.'), status: z.string().describe('Variant status.') }))
-    .describe('Variants showing it.'),
-});
 const written = contentView.extend({ sanitized: z.boolean().describe('Whether the sanitizer removed something from the HTML given.') });
 
 export const contentList = defineTool({
@@ -25,7 +20,7 @@ export const contentList = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object({ kind: kind.optional() }),
   output: z.object({ content: z.array(contentView).describe('The content blocks.') }),
-  handler: async (ctx, input) => ({ content: (await ctx.store.web.listContent(ctx.grant.siteId, input.kind)).map(contentOut) }),
+  handler: async (ctx, input) => ({ content: await new ContentService(ctx.store).list(ctx.grant.siteId, input.kind) }),
 });
 
 export const contentGet = defineTool({
@@ -37,7 +32,7 @@ export const contentGet = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object({ id: idInput('Content id (cnt_...).') }),
   output: contentView,
-  handler: async (ctx, input) => contentOut(await requireContent(ctx.store, ctx.grant.siteId, input.id)),
+  handler: (ctx, input) => new ContentService(ctx.store).get(ctx.grant.siteId, input.id),
 });
 
 export const contentCreate = defineTool({
@@ -49,10 +44,7 @@ export const contentCreate = defineTool({
   flags: { changesData: true },
   input: z.object({ name: nameInput, kind, body }),
   output: written,
-  handler: async (ctx, input) => {
-    const r = await change(ctx, (tx, now) => createContent(tx, ctx.grant.siteId, input, now));
-    return { ...contentOut(r.row), sanitized: r.sanitized };
-  },
+  handler: (ctx, input) => new ContentService(ctx.store).create(ctx.grant.siteId, input),
 });
 
 export const contentUpdate = defineTool({
@@ -67,8 +59,7 @@ export const contentUpdate = defineTool({
   output: written,
   handler: async (ctx, input) => {
     const { id, ...patch } = input;
-    const r = await change(ctx, (tx, now) => updateContent(tx, ctx.grant.siteId, id, patch, now, { proposeOnly: ctx.grant.restrictions.propose_only }));
-    return { ...contentOut(r.row), sanitized: r.sanitized };
+    return new ContentService(ctx.store).update(ctx.grant.siteId, id, patch, { proposeOnly: ctx.grant.restrictions.propose_only });
   },
 });
 
@@ -81,11 +72,8 @@ export const contentDelete = defineTool({
   scope: 'admin',
   flags: { changesData: true, destructive: true, idempotent: true },
   input: z.object({ id: idInput('Content id (cnt_...).'), force: z.boolean().default(false).describe('Delete even when in use.') }),
-  output: z.object({ removed: z.string().describe('The deleted content id.'), was_used_by: usageView.describe('What used it (cleared or deleted).') }),
-  handler: async (ctx, input) => {
-    const usage = await change(ctx, (tx, now) => deleteContent(tx, ctx.grant.siteId, input.id, input.force, actor(ctx), now));
-    return { removed: input.id, was_used_by: usage };
-  },
+  output: z.object({ removed: z.string().describe('The deleted content id.'), was_used_by: contentUsageView.describe('What used it (cleared or deleted).') }),
+  handler: (ctx, input) => new ContentService(ctx.store).remove(ctx.grant.siteId, input.id, input.force, actor(ctx)),
 });
 
 export const contentUsageTool = defineTool({
@@ -96,6 +84,6 @@ export const contentUsageTool = defineTool({
   scope: 'read',
   flags: { changesData: false, idempotent: true },
   input: z.object({ id: idInput('Content id (cnt_...).') }),
-  output: usageView.extend({ content_id: z.string().describe('The content.') }),
-  handler: async (ctx, input) => ({ content_id: input.id, ...(await contentUsage(ctx.store, ctx.grant.siteId, input.id)) }),
+  output: contentUsageView.extend({ content_id: z.string().describe('The content.') }),
+  handler: (ctx, input) => new ContentService(ctx.store).usage(ctx.grant.siteId, input.id),
 });

@@ -1,10 +1,11 @@
 import { z } from 'zod';
 import { AppError } from '../../errors/app-error.js';
-import { forceArm, liftOverride, publishOverride } from '../../domain/web/service.js';
+import { OverridesService } from '../../domain/web/overrides.js';
+import { overrideOut, overrideView } from '../../domain/web/views.js';
 import { filedDraft } from '../../domain/drafts/schema.js';
 import { proposeForceArm, proposeOverrideLift } from '../../domain/drafts/propose.js';
 import { defineTool } from '../tool.js';
-import { actor, change, idInput, overrideOut, overrideView } from './web-shared.js';
+import { actor, idInput } from './web-shared.js';
 
 const area = 'overrides';
 
@@ -20,7 +21,7 @@ export const overridesList = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object({ active_only: z.boolean().default(true).describe('Only overrides that still apply (default true).') }),
   output: z.object({ overrides: z.array(overrideView).describe('The overrides, newest first (active only: oldest first).') }),
-  handler: async (ctx, input) => ({ overrides: (await ctx.store.web.listOverrides(ctx.grant.siteId, input.active_only)).map(overrideOut) }),
+  handler: async (ctx, input) => ({ overrides: await new OverridesService(ctx.store).list(ctx.grant.siteId, input.active_only) }),
 });
 
 export const overridesPublish = defineTool({
@@ -44,7 +45,7 @@ export const overridesPublish = defineTool({
       input.kind === 'personalization_off'
         ? { kind: input.kind, page_id: required(input.page_id, 'page_id'), note: input.note }
         : { kind: input.kind, zone_id: required(input.zone_id, 'zone_id'), variant_id: required(input.variant_id, 'variant_id'), note: input.note };
-    return overrideOut(await change(ctx, (tx, now) => publishOverride(tx, ctx.grant.siteId, o, actor(ctx), now)));
+    return new OverridesService(ctx.store).publish(ctx.grant.siteId, o, actor(ctx));
   },
 });
 
@@ -68,7 +69,7 @@ export const overridesForceArm = defineTool({
       const r = await proposeForceArm(ctx.store, ctx.grant.siteId, actor(ctx), input);
       return { ...overrideOut(r.override), draft: r.draft };
     }
-    return overrideOut(await change(ctx, (tx, now) => forceArm(tx, ctx.grant.siteId, input, actor(ctx), now)));
+    return new OverridesService(ctx.store).forceArm(ctx.grant.siteId, input, actor(ctx));
   },
 });
 
@@ -86,7 +87,7 @@ export const overridesLift = defineTool({
       const r = await proposeOverrideLift(ctx.store, ctx.grant.siteId, actor(ctx), input.id);
       return { ...overrideOut(r.override), draft: r.draft };
     }
-    return overrideOut(await change(ctx, (tx, now) => liftOverride(tx, ctx.grant.siteId, input.id, actor(ctx), now)));
+    return new OverridesService(ctx.store).lift(ctx.grant.siteId, input.id, actor(ctx));
   },
 });
 

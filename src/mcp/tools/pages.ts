@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { createPage, deletePage, requirePage, updatePage } from '../../domain/web/service.js';
+import { PagesService } from '../../domain/web/pages.js';
+import { pageView, zoneView } from '../../domain/web/views.js';
 import { defineTool } from '../tool.js';
-import { actor, change, idInput, nameInput, pageOut, pageView, zoneOut, zoneView } from './web-shared.js';
+import { actor, idInput, nameInput } from './web-shared.js';
 
 const area = 'pages';
 
@@ -21,7 +22,7 @@ export const pagesList = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object({}),
   output: z.object({ pages: z.array(pageView).describe('The pages.') }),
-  handler: async (ctx) => ({ pages: (await ctx.store.web.listPages(ctx.grant.siteId)).map(pageOut) }),
+  handler: async (ctx) => ({ pages: await new PagesService(ctx.store).list(ctx.grant.siteId) }),
 });
 
 export const pagesGet = defineTool({
@@ -33,11 +34,7 @@ export const pagesGet = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object({ id: idInput('Page id (page_...).') }),
   output: pageView.extend({ zones: z.array(zoneView).describe('Zones of the page.') }),
-  handler: async (ctx, input) => {
-    const page = await requirePage(ctx.store, ctx.grant.siteId, input.id);
-    const zones = await ctx.store.web.listZones(ctx.grant.siteId, page.id);
-    return { ...pageOut(page), zones: zones.map(zoneOut) };
-  },
+  handler: (ctx, input) => new PagesService(ctx.store).get(ctx.grant.siteId, input.id),
 });
 
 export const pagesCreate = defineTool({
@@ -49,7 +46,7 @@ export const pagesCreate = defineTool({
   flags: { changesData: true },
   input: z.object({ name: nameInput, match_type: matchType, pattern }),
   output: pageView,
-  handler: async (ctx, input) => pageOut(await change(ctx, (tx, now) => createPage(tx, ctx.grant.siteId, input, now))),
+  handler: (ctx, input) => new PagesService(ctx.store).create(ctx.grant.siteId, input),
 });
 
 export const pagesUpdate = defineTool({
@@ -63,7 +60,7 @@ export const pagesUpdate = defineTool({
   output: pageView,
   handler: async (ctx, input) => {
     const { id, ...patch } = input;
-    return pageOut(await change(ctx, (tx, now) => updatePage(tx, ctx.grant.siteId, id, patch, now)));
+    return new PagesService(ctx.store).update(ctx.grant.siteId, id, patch);
   },
 });
 
@@ -76,8 +73,5 @@ export const pagesDelete = defineTool({
   flags: { changesData: true, destructive: true, idempotent: true },
   input: z.object({ id: idInput('Page id (page_...).') }),
   output: z.object({ removed: z.string().describe('The deleted page id.') }),
-  handler: async (ctx, input) => {
-    await change(ctx, (tx, now) => deletePage(tx, ctx.grant.siteId, input.id, actor(ctx), now));
-    return { removed: input.id };
-  },
+  handler: (ctx, input) => new PagesService(ctx.store).remove(ctx.grant.siteId, input.id, actor(ctx)),
 });

@@ -1,14 +1,13 @@
 import { z } from 'zod';
-import { createDraft, requireVariant, requireZone, transitionVariant, updateDraft } from '../../domain/web/service.js';
-import { WATCHDOG, tripped } from '../../domain/web/watchdog.js';
+import { VariantsService } from '../../domain/web/variants.js';
+import { renderStatsView, variantStatus, variantView } from '../../domain/web/views.js';
+import { WATCHDOG } from '../../domain/web/watchdog.js';
 import type { VariantAction } from '../../domain/web/lifecycle.js';
 import { defineTool, type ToolContext } from '../tool.js';
-import { iso } from './shared.js';
-import { actor, change, idInput, nameInput, variantOut, variantView } from './web-shared.js';
+import { actor, idInput, nameInput } from './web-shared.js';
 
 const area = 'variants';
 
-const status = z.enum(['draft', 'approved', 'published', 'disabled', 'archived']);
 const segmentId = idInput('Segment id (seg_...) the variant is meant for; null: anyone.').nullable();
 const variantId = idInput('Variant id (var_...).');
 
@@ -19,12 +18,9 @@ export const variantsList = defineTool({
   area,
   scope: 'read',
   flags: { changesData: false, idempotent: true },
-  input: z.object({ zone_id: idInput('Only this zone.').optional(), status: status.optional().describe('Only this status.') }),
+  input: z.object({ zone_id: idInput('Only this zone.').optional(), status: variantStatus.optional().describe('Only this status.') }),
   output: z.object({ variants: z.array(variantView).describe('The variants.') }),
-  handler: async (ctx, input) => {
-    if (input.zone_id !== undefined) await requireZone(ctx.store, ctx.grant.siteId, input.zone_id);
-    return { variants: (await ctx.store.web.listVariants(ctx.grant.siteId, { zoneId: input.zone_id, status: input.status })).map(variantOut) };
-  },
+  handler: async (ctx, input) => ({ variants: await new VariantsService(ctx.store).list(ctx.grant.siteId, { zoneId: input.zone_id, status: input.status }) }),
 });
 
 export const variantsGet = defineTool({
@@ -36,7 +32,7 @@ export const variantsGet = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object({ id: variantId }),
   output: variantView,
-  handler: async (ctx, input) => variantOut(await requireVariant(ctx.store, ctx.grant.siteId, input.id)),
+  handler: (ctx, input) => new VariantsService(ctx.store).get(ctx.grant.siteId, input.id),
 });
 
 export const variantsCreateDraft = defineTool({
@@ -48,7 +44,7 @@ export const variantsCreateDraft = defineTool({
   flags: { changesData: true },
   input: z.object({ zone_id: idInput('The zone (zone_...).'), content_id: idInput('The content (cnt_...).'), segment_id: segmentId.optional(), name: nameInput }),
   output: variantView,
-  handler: async (ctx, input) => variantOut(await change(ctx, (tx, now) => createDraft(tx, ctx.grant.siteId, input, actor(ctx), now))),
+  handler: (ctx, input) => new VariantsService(ctx.store).createDraft(ctx.grant.siteId, input, actor(ctx)),
 });
 
 export const variantsUpdateDraft = defineTool({
@@ -62,7 +58,7 @@ export const variantsUpdateDraft = defineTool({
   output: variantView,
   handler: async (ctx, input) => {
     const { id, ...patch } = input;
-    return variantOut(await change(ctx, (tx, now) => updateDraft(tx, ctx.grant.siteId, id, patch, now)));
+    return new VariantsService(ctx.store).updateDraft(ctx.grant.siteId, id, patch);
   },
 });
 
@@ -79,8 +75,8 @@ function transitionTool(
     flags: { changesData: true, ...meta.flags },
     input: z.object({ id: variantId, reason: z.string().trim().min(1).max(500).optional().describe('Why (kept as disabled_reason when disabling).') }),
     output: variantView,
-    handler: async (ctx: ToolContext, input: { id: string; reason?: string | undefined }) =>
-      variantOut(await change(ctx, (tx, now) => transitionVariant(tx, ctx.grant.siteId, input.id, action, actor(ctx), now, input.reason ?? null))),
+    handler: (ctx: ToolContext, input: { id: string; reason?: string | undefined }) =>
+      new VariantsService(ctx.store).transition(ctx.grant.siteId, input.id, action, actor(ctx), input.reason ?? null),
   });
 }
 
@@ -120,41 +116,6 @@ export const variantsRenderStats = defineTool({
   scope: 'read',
   flags: { changesData: false, idempotent: true },
   input: z.object({ id: variantId }),
-  output: z.object({
-    variant_id: z.string().describe('The variant.'),
-    status: status.describe('Its status now.'),
-    window_minutes: z.number().int().describe('Length of the window.'),
-    window_start: z.string().describe('Start of the window counted, ISO 8601.'),
-    renders: z.number().int().describe('Renders in the window.'),
-    failures: z.number().int().describe('Failed renders in the window.'),
-    failure_rate: z.number().describe('failures / renders (0 without renders).'),
-    min_renders: z.number().int().describe('Renders needed before the watchdog acts.'),
-    failure_rate_threshold: z.number().describe('Failure rate at or above which it disables the variant.'),
-    would_trip: z.boolean().describe('Whether these counts trip the watchdog.'),
-    disabled_reason: z.string().nullable().describe('Why it was disabled, if it is.'),
-    recent_errors: z.array(z.object({ error: z.string().nullable().describe('Reported error.'), at: z.string().describe('ISO 8601.') })).describe('Up to 10 latest failures.'),
-  }),
-  handler: async (ctx, input) => {
-    const v = await requireVariant(ctx.store, ctx.grant.siteId, input.id);
-    const now = Date.now();
-    const since = Math.max(now - WATCHDOG.windowMinutes * 60_000, Number(v.published_at ?? 0));
-    const [c, errors] = await Promise.all([
-      ctx.store.web.renderCounts(ctx.grant.siteId, v.id, since),
-      ctx.store.web.recentRenderErrors(ctx.grant.siteId, v.id, since, 10),
-    ]);
-    return {
-      variant_id: v.id,
-      status: v.status,
-      window_minutes: WATCHDOG.windowMinutes,
-      window_start: iso(since)!,
-      renders: c.renders,
-      failures: c.failures,
-      failure_rate: c.renders === 0 ? 0 : c.failures / c.renders,
-      min_renders: WATCHDOG.minRenders,
-      failure_rate_threshold: WATCHDOG.failureRate,
-      would_trip: tripped(c.renders, c.failures),
-      disabled_reason: v.disabled_reason,
-      recent_errors: errors.map((e) => ({ error: e.error, at: iso(Number(e.created_at))! })),
-    };
-  },
+  output: renderStatsView,
+  handler: (ctx, input) => new VariantsService(ctx.store).renderStats(ctx.grant.siteId, input.id),
 });

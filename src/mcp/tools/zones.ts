@@ -1,9 +1,10 @@
 import { z } from 'zod';
-import { createZone, deleteZone, requirePage, requireZone, updateZone } from '../../domain/web/service.js';
+import { ZonesService } from '../../domain/web/zones.js';
+import { placementView, variantView, zoneOut, zoneView } from '../../domain/web/views.js';
 import { filedDraft } from '../../domain/drafts/schema.js';
 import { proposeZoneCreate, proposeZoneUpdate } from '../../domain/drafts/propose.js';
 import { defineTool } from '../tool.js';
-import { actor, change, idInput, nameInput, placementOut, placementView, variantOut, variantView, zoneOut, zoneView } from './web-shared.js';
+import { actor, idInput, nameInput } from './web-shared.js';
 
 const area = 'zones';
 
@@ -20,10 +21,7 @@ export const zonesList = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object({ page_id: idInput('Only the zones of this page.').optional() }),
   output: z.object({ zones: z.array(zoneView).describe('The zones.') }),
-  handler: async (ctx, input) => {
-    if (input.page_id !== undefined) await requirePage(ctx.store, ctx.grant.siteId, input.page_id);
-    return { zones: (await ctx.store.web.listZones(ctx.grant.siteId, input.page_id)).map(zoneOut) };
-  },
+  handler: async (ctx, input) => ({ zones: await new ZonesService(ctx.store).list(ctx.grant.siteId, input.page_id) }),
 });
 
 export const zonesGet = defineTool({
@@ -38,14 +36,7 @@ export const zonesGet = defineTool({
     variants: z.array(variantView).describe('Variants of the zone, any status.'),
     placements: z.array(placementView).describe('Placements of the zone, highest priority first.'),
   }),
-  handler: async (ctx, input) => {
-    const zone = await requireZone(ctx.store, ctx.grant.siteId, input.id);
-    const [variants, placements] = await Promise.all([
-      ctx.store.web.listVariants(ctx.grant.siteId, { zoneId: zone.id }),
-      ctx.store.web.listPlacements(ctx.grant.siteId, { zoneId: zone.id }),
-    ]);
-    return { ...zoneOut(zone), variants: variants.map(variantOut), placements: placements.map(placementOut) };
-  },
+  handler: (ctx, input) => new ZonesService(ctx.store).get(ctx.grant.siteId, input.id),
 });
 
 export const zonesCreate = defineTool({
@@ -63,7 +54,7 @@ export const zonesCreate = defineTool({
       const r = await proposeZoneCreate(ctx.store, ctx.grant.siteId, actor(ctx), input);
       return r.draft ? { ...zoneOut(r.zone), draft: r.draft } : zoneOut(r.zone);
     }
-    return zoneOut(await change(ctx, (tx, now) => createZone(tx, ctx.grant.siteId, input, now)));
+    return new ZonesService(ctx.store).create(ctx.grant.siteId, input);
   },
 });
 
@@ -83,7 +74,7 @@ export const zonesUpdate = defineTool({
       const r = await proposeZoneUpdate(ctx.store, ctx.grant.siteId, actor(ctx), id, patch);
       return r.draft ? { ...zoneOut(r.zone), draft: r.draft } : zoneOut(r.zone);
     }
-    return zoneOut(await change(ctx, (tx, now) => updateZone(tx, ctx.grant.siteId, id, patch, now)));
+    return new ZonesService(ctx.store).update(ctx.grant.siteId, id, patch);
   },
 });
 
@@ -97,8 +88,5 @@ export const zonesDelete = defineTool({
   flags: { changesData: true, destructive: true, idempotent: true },
   input: z.object({ id: idInput('Zone id (zone_...).') }),
   output: z.object({ removed: z.string().describe('The deleted zone id.') }),
-  handler: async (ctx, input) => {
-    await change(ctx, (tx, now) => deleteZone(tx, ctx.grant.siteId, input.id, actor(ctx), now));
-    return { removed: input.id };
-  },
+  handler: (ctx, input) => new ZonesService(ctx.store).remove(ctx.grant.siteId, input.id, actor(ctx)),
 });
