@@ -1065,7 +1065,7 @@ DECLARE
 BEGIN
   EXECUTE format('CREATE TABLE %I PARTITION OF %I DEFAULT', tbl || '_default', tbl);
   EXECUTE format('SELECT min(%I) FROM %I', key, old) INTO first;
-  m := date_trunc('month', to_timestamp(coalesce(first, 0) / 1000.0) AT TIME ZONE 'UTC');
+  m := date_trunc('month', coalesce(to_timestamp(first / 1000.0), now()) AT TIME ZONE 'UTC');
   m := greatest(m, stop - INTERVAL '123 months');
   WHILE m < stop LOOP
     EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%s) TO (%s)', tbl || '_p' || to_char(m, 'YYYYMM'), tbl,
