@@ -31,7 +31,7 @@ export const MONTHS_AHEAD = 2;
 const PARTITION_LOCK = 0x5356_4302;
 
 /** Waits at most this long for a table lock; a busy table is tried again at the next pass (the months ahead leave time). */
-const LOCK_TIMEOUT = '5s';
+const LOCK_TIMEOUT = '2s';
 
 /** The UTC month of `ms` as [start, end) in epoch ms, and its partition suffix YYYYMM. */
 export function monthOf(ms: number, offset = 0): { lo: number; hi: number; suffix: string } {
