@@ -15,6 +15,8 @@ export interface MetricsSources {
   pool: (() => { total: number; idle: number; waiting: number; max: number }) | null;
   /** Write operations queued or running, and how long they have waited for a commit (ms). */
   writer: () => { pending: number; stalledMs: number };
+  /** Time partitions created and dropped by this process on PostgreSQL; null on SQLite. */
+  partitions?: (() => { created: number; dropped: number }) | null;
 }
 
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -209,6 +211,21 @@ export class Metrics {
         this.set(sources.writer().stalledMs / 1000);
       },
     });
+    const partitions = sources.partitions ?? null;
+    if (partitions !== null) {
+      new Counter({
+        name: 'svc_store_partitions_total',
+        help: 'PostgreSQL time partitions (events, exposures, health log, outbox) this process created ahead and dropped as wholly past retention, by action (created, dropped).',
+        labelNames: ['action'],
+        registers,
+        collect() {
+          const p = partitions();
+          this.reset();
+          this.inc({ action: 'created' }, p.created);
+          this.inc({ action: 'dropped' }, p.dropped);
+        },
+      });
+    }
     const pool = sources.pool;
     if (pool !== null) {
       new Gauge({

@@ -117,6 +117,7 @@ export async function startServer(config: Config, logger: Logger, options: Serve
             backlog: () => store.counts.backlog(),
             pool: store.poolUsage,
             writer: () => ({ pending: store.pendingWrites, stalledMs: store.writerStalledMs() }),
+            partitions: partitionCounters(store),
           },
         });
   if (metrics) store.onGroupCommit((info) => metrics.groupCommit(info));
@@ -309,6 +310,15 @@ export async function startServer(config: Config, logger: Logger, options: Serve
     logger,
   });
   janitor.start();
+  // The months ahead exist before the first write of this instance (a write into a missing month would land
+  // in the DEFAULT partition and move at the next pass); instances starting together serialize on a lock.
+  if (store.partitions !== null) {
+    const created = await store.partitions.ensure(Date.now()).catch((err: unknown) => {
+      logger.warn({ err: (err as Error).message }, 'could not create the time partitions ahead; the janitor tries again');
+      return 0;
+    });
+    if (created > 0) logger.info({ created }, 'created time partitions ahead');
+  }
   const contentJobs = startContentJobs(store, { allowPrivate: config.allowPrivateDestinations, logger });
   const stallWorker = new StallWorker(store, { intervalMs: 3_600_000, leaseMs: config.laneLeaseMs, logger });
   stallWorker.start();
@@ -426,4 +436,10 @@ function loopbackHostGuard(config: Config): (host: string | undefined, origin: s
       return false;
     }
   };
+}
+
+/** The time-partition counters for /metrics (PostgreSQL), or null. */
+function partitionCounters(store: Store): (() => { created: number; dropped: number }) | null {
+  const p = store.partitions;
+  return p === null ? null : () => p.counters;
 }

@@ -36,6 +36,16 @@ export interface PoolUsage {
   max: number;
 }
 
+/** Time partitions of the PostgreSQL store (pg/partitions.ts): created ahead, dropped when wholly past retention. */
+export interface PartitionMaintenance {
+  /** Creates the partitions of the month of `now` and the months just after it; returns how many it created. */
+  ensure(now: number): Promise<number>;
+  /** Drops the partitions wholly before `cutoff` that hold no row the retention keeps; returns how many it dropped. */
+  dropExpired(cutoff: number): Promise<number>;
+  /** Since the process started: partitions created and dropped, rows moved out of a DEFAULT partition. */
+  readonly counters: { created: number; dropped: number; moved: number };
+}
+
 /**
  * The data of one svc installation: the repositories (reads go straight to
  * them), `write` for everything that changes data, and the secrets of the
@@ -66,6 +76,9 @@ export class Store extends Repos {
 
   /** The connection pool's usage on PostgreSQL (set by openPgStore); null on SQLite. */
   poolUsage: (() => PoolUsage) | null = null;
+
+  /** Time-partition upkeep on PostgreSQL (set by openPgStore); null on SQLite. */
+  partitions: PartitionMaintenance | null = null;
 
   /** On SQLite: why the database file is no longer the one this store opened (set by openStore); null on PostgreSQL. */
   fileProblem: (() => string | null) | null = null;

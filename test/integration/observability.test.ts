@@ -68,6 +68,13 @@ describe('GET /metrics on its own listener', () => {
     expect(s.labelValues('svc_outbox_backlog', 'queue')).toEqual(['adplatform_jobs', 'outbox', 'webhook_deliveries']);
     expect(s.family('svc_pg_pool_connections') !== undefined).toBe(PG_BASE_URL !== undefined);
     if (PG_BASE_URL !== undefined) expect(s.value('svc_pg_pool_connections', { state: 'max' })).toBe(10);
+    // Time partitions (PostgreSQL): the migration made the months ahead, so the start created none and nothing is past retention.
+    expect(s.family('svc_store_partitions_total') !== undefined).toBe(PG_BASE_URL !== undefined);
+    if (PG_BASE_URL !== undefined) {
+      expect(s.family('svc_store_partitions_total')?.type).toBe('COUNTER');
+      expect(s.value('svc_store_partitions_total', { action: 'created' })).toBe(0);
+      expect(s.value('svc_store_partitions_total', { action: 'dropped' })).toBe(0);
+    }
   });
 
   it('moves each counter by exactly what was sent', async () => {

@@ -7,6 +7,7 @@ import type { Migration } from '../migrations.js';
 import { compatibleFromAfter, schemaProblem, type AppliedMigration } from '../schema-compat.js';
 import { PgSql, PG_TYPES } from './sql.js';
 import { BatchPgSql } from './batch.js';
+import { PgPartitions } from './partitions.js';
 import { GroupCommitListeners } from '../group-commits.js';
 import type { GroupCommitInfo } from '../observe.js';
 
@@ -605,6 +606,7 @@ export async function openPgStore(
     await listener?.stop();
     await pool.end().catch(() => undefined);
   });
+  store.partitions = new PgPartitions(pool);
   store.poolUsage = () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: pool.options.max });
   try {
     await checkSecretKey(pool, store.secrets.fingerprint());
