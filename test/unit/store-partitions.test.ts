@@ -106,7 +106,7 @@ describe('time partitions', () => {
     );
     const exposureAt = far.lo + 7_200_000;
     await store.write((tx) =>
-      tx.web.insertExposures([
+      tx.exposures.insert([
         {
           siteId,
           visitorId: 'v1',
