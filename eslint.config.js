@@ -91,6 +91,64 @@ export const EXCEPTIONS = [
   { file: 'src/mcp/tools/sites.ts', imports: ['src/store/sites.ts'], why: 'thin-adapter step' },
 ];
 
+/**
+ * Adapters never call a repository or open a transaction: lint finds, with the
+ * type checker, every member an adapter reads off the store handle (`Store`),
+ * a transaction's repositories (`Repos`) or a repository (`…Repo`), whatever
+ * the variable is called. Passing the handle on to the domain is what they do
+ * instead; `ADAPTER_STORE_MEMBERS` is what they may still touch themselves.
+ */
+const ADAPTER_STORE_MEMBERS = new Set(['close']);
+
+function storeTypeName(type) {
+  const seen = new Set();
+  const walk = (t) => {
+    if (!t || seen.has(t)) return null;
+    seen.add(t);
+    if (t.isUnion?.()) {
+      for (const u of t.types) {
+        const n = walk(u);
+        if (n) return n;
+      }
+      return null;
+    }
+    const name = t.getSymbol?.()?.getName();
+    if (name === 'Store' || name === 'Repos' || (name && /Repo$/.test(name))) return name;
+    for (const b of t.getBaseTypes?.() ?? []) {
+      const n = walk(b);
+      if (n) return n;
+    }
+    return null;
+  };
+  return walk(type);
+}
+
+const adapterRules = {
+  rules: {
+    'no-store-calls': {
+      meta: {
+        type: 'problem',
+        schema: [],
+        messages: { store: 'an adapter calls the domain, never the store: `.{{member}}` of a {{type}} (move it into a domain service; docs/architecture.md)' },
+      },
+      create(context) {
+        const services = context.sourceCode.parserServices;
+        if (!services?.program) return {};
+        return {
+          MemberExpression(node) {
+            const member = node.property.type === 'Identifier' ? node.property.name : null;
+            if (member !== null && ADAPTER_STORE_MEMBERS.has(member)) return;
+            const type = storeTypeName(services.getTypeAtLocation(node.object));
+            // `store.sites.get`: reported once, at `.sites`.
+            if (type && type !== 'Store' && type !== 'Repos' && node.object.type === 'MemberExpression') return;
+            if (type) context.report({ node, messageId: 'store', data: { member: member ?? '[…]', type } });
+          },
+        };
+      },
+    },
+  },
+};
+
 /** One zone per (importing part, forbidden part) pair, so a zone's exceptions resolve against one folder. */
 function zones() {
   const out = [];
@@ -123,6 +181,11 @@ const ARCHITECTURE = [
     files: [e.file],
     rules: { 'import-x/no-restricted-paths': ['error', { basePath: import.meta.dirname, zones: zonesFor(e) }] },
   })),
+  {
+    files: Object.keys(ADAPTERS).map((dir) => `${dir}/**/*.ts`),
+    plugins: { adapters: adapterRules },
+    rules: { 'adapters/no-store-calls': 'error' },
+  },
 ];
 
 export default tseslint.config(

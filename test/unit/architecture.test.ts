@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ESLint } from 'eslint';
 import { describe, expect, it } from 'vitest';
@@ -49,6 +49,36 @@ describe('the map of src/ is enforced by lint (docs/architecture.md)', () => {
     );
     expect(repo).toHaveLength(1);
     expect(repo[0]).toMatch(/an adapter \(src\/mcp\/tools\) calls the domain, never a repository/);
+  });
+
+  it('reports an adapter that calls a repository or opens a transaction through the store handle, whatever the variable is called', { timeout: 300_000 }, async () => {
+    // The rule reads types, so the probe must be a real file of the TypeScript project while it is linted.
+    const file = path.join(ROOT, 'src/cli', `architecture-probe-${process.pid}.ts`);
+    writeFileSync(
+      file,
+      [
+        "import type { Store } from '../store/store.js';",
+        '',
+        'export async function probe(s: Store, ctx: { store: Store }): Promise<unknown> {',
+        '  const sites = await s.sites.list();',
+        "  await ctx.store.write((tx) => tx.sites.get('site_1'));",
+        '  await s.close();',
+        '  return sites;',
+        '}',
+        '',
+      ].join('\n'),
+    );
+    try {
+      const eslint = new ESLint({ cwd: ROOT, ruleFilter: ({ ruleId }) => ruleId === 'adapters/no-store-calls' });
+      const [result] = await eslint.lintFiles([file]);
+      const found = result!.messages.map((m) => `${m.line}:${m.message}`);
+      expect(found).toHaveLength(3);
+      expect(found[0]).toMatch(/^4:an adapter calls the domain, never the store: `\.sites` of a Store/);
+      expect(found[1]).toMatch(/^5:.*`\.write` of a Store/);
+      expect(found[2]).toMatch(/^5:.*`\.sites` of a Repos/);
+    } finally {
+      rmSync(file, { force: true });
+    }
   });
 
   it('lets a part import what lies below it', { timeout: 120_000 }, async () => {
