@@ -267,22 +267,11 @@ export class AdFanout {
   private async record(tx: Repos, conn: ParsedConnection, job: AdJobRow, o: JobOutcome): Promise<JobAttemptOutcome> {
     const now = Date.now();
     const attempt = job.attempts + 1;
-    await tx.webhooks.log({
-      site_id: job.site_id,
-      integration: conn.platform,
-      destination_id: conn.row.id,
-      delivery_id: job.id,
-      event_type: 'conversion',
-      kind: 'attempt',
-      attempt,
-      ok: o.ok,
-      status: o.status,
-      latency_ms: o.latencyMs,
-      error_class: o.errorClass,
-      message: o.message,
-      response_excerpt: o.excerpt,
-      created_at: now,
-    });
+    await tx.webhooks.logAttempt(
+      { site_id: job.site_id, integration: conn.platform, destination_id: conn.row.id, delivery_id: job.id, event_type: 'conversion', kind: 'attempt', attempt },
+      o,
+      now,
+    );
     if (o.ok) {
       await tx.adplatforms.markDelivered(job.id, o.status ?? 200, now);
       this.counters.delivered++;

@@ -61,6 +61,19 @@ export interface HealthRow {
 
 export type HealthInput = Omit<HealthRow, 'id' | 'ok'> & { ok: boolean };
 
+/** What one outbound attempt gave (the sender's AttemptResult): the health log's outcome columns. */
+export interface AttemptOutcome {
+  ok: boolean;
+  status: number | null;
+  latencyMs: number;
+  errorClass: string | null;
+  message: string | null;
+  excerpt: string | null;
+}
+
+/** Which attempt a health-log row is about: everything but its outcome and time. */
+export type AttemptWhere = Pick<HealthInput, 'site_id' | 'integration' | 'destination_id' | 'delivery_id' | 'event_type' | 'kind' | 'attempt'>;
+
 export interface DeliveryFilter {
   siteId?: string | undefined;
   destinationId?: string | undefined;
@@ -317,6 +330,20 @@ export class WebhooksRepo {
     const requeued = (await this.x.run(REQUEUE, [now, now, id])).changes > 0;
     if (requeued) this.enqueued.deliveries++;
     return requeued;
+  }
+
+  /** Writes one outbound attempt (webhook delivery, test send, trigger message) to the health log. */
+  logAttempt(where: AttemptWhere, r: AttemptOutcome, now: number): Promise<void> {
+    return this.log({
+      ...where,
+      ok: r.ok,
+      status: r.status,
+      latency_ms: r.latencyMs,
+      error_class: r.errorClass,
+      message: r.message,
+      response_excerpt: r.excerpt,
+      created_at: now,
+    });
   }
 
   async log(h: HealthInput): Promise<void> {

@@ -443,22 +443,7 @@ export async function recordAttempt(
   const now = Date.now();
   const attempt = d.attempts + 1;
   const repo = tx.webhooks;
-  await repo.log({
-    site_id: d.site_id,
-    integration: 'webhook',
-    destination_id: dest.id,
-    delivery_id: d.id,
-    event_type: d.event_type,
-    kind,
-    attempt,
-    ok: r.ok,
-    status: r.status,
-    latency_ms: r.latencyMs,
-    error_class: r.errorClass,
-    message: r.message,
-    response_excerpt: r.excerpt,
-    created_at: now,
-  });
+  await repo.logAttempt({ site_id: d.site_id, integration: 'webhook', destination_id: dest.id, delivery_id: d.id, event_type: d.event_type, kind, attempt }, r, now);
   if (r.ok) {
     await repo.markDelivered(d.id, r.status ?? 200, now);
     if (kind === 'attempt') await repo.destinationSucceeded(dest.id);

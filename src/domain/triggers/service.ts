@@ -142,20 +142,9 @@ export function firedPayload(t: TriggerRow, fire: Pick<FireRow, 'id' | 'profile_
  * delivery there too. Runs inside a write operation.
  */
 export async function logAttempt(tx: Repos, f: Pick<FireRow, 'id' | 'site_id' | 'mode'>, attempt: number, r: AttemptResult, now: number): Promise<void> {
-  await tx.webhooks.log({
-    site_id: f.site_id,
-    integration: 'trigger',
-    destination_id: `trigger:${f.mode}`,
-    delivery_id: f.id,
-    event_type: MESSAGE_EVENT,
-    kind: f.mode === 'test' ? 'test' : 'attempt',
-    attempt,
-    ok: r.ok,
-    status: r.status,
-    latency_ms: r.latencyMs,
-    error_class: r.errorClass,
-    message: r.message,
-    response_excerpt: r.excerpt,
-    created_at: now,
-  });
+  await tx.webhooks.logAttempt(
+    { site_id: f.site_id, integration: 'trigger', destination_id: `trigger:${f.mode}`, delivery_id: f.id, event_type: MESSAGE_EVENT, kind: f.mode === 'test' ? 'test' : 'attempt', attempt },
+    r,
+    now,
+  );
 }

@@ -104,22 +104,7 @@ export async function testSend(store: Store, http: Dispatcher, destinationId: st
   const deliveryId = newId('test');
   const r = await sendToDestination(http, store, dest, { body, eventType: type, deliveryId });
   await store.write((tx) =>
-    tx.webhooks.log({
-      site_id: dest.site_id,
-      integration: 'webhook',
-      destination_id: dest.id,
-      delivery_id: null,
-      event_type: type,
-      kind: 'test',
-      attempt: null,
-      ok: r.ok,
-      status: r.status,
-      latency_ms: r.latencyMs,
-      error_class: r.errorClass,
-      message: r.message,
-      response_excerpt: r.excerpt,
-      created_at: Date.now(),
-    }),
+    tx.webhooks.logAttempt({ site_id: dest.site_id, integration: 'webhook', destination_id: dest.id, delivery_id: null, event_type: type, kind: 'test', attempt: null }, r, Date.now()),
   );
   return { event: type, delivery_id: deliveryId, ok: r.ok, status: r.status, latency_ms: r.latencyMs, error_class: r.errorClass, message: r.message };
 }
