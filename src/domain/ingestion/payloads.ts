@@ -1,12 +1,12 @@
+import type { z } from 'zod';
+import type { lineItemSchema } from './schemas.js';
+
 /**
  * Webhook payloads written to the outbox by the ingestion operations. Their
  * shapes are validated by the event catalogue in src/webhooks/.
  */
-export interface LineItem {
-  sku: string;
-  qty: number;
-  price: number;
-}
+/** A line item of a conversion, as its request schema validated it. */
+export type LineItem = z.infer<typeof lineItemSchema>;
 
 export function profileIdentifiedPayload(p: {
   siteId: string;
