@@ -18,7 +18,8 @@ import { openTestStore } from '../helpers/store.js';
  * every row (on SQLite too, which has no partitions); a row written into a
  * month without a partition lands in DEFAULT and moves when the month's
  * partition is created; retention drops whole partitions past the cutoff but
- * never one that holds a pending outbox row; existing databases upgrade in place.
+ * never one that holds a pending outbox row; two instances creating the same
+ * months do not race; existing databases upgrade in place.
  */
 const onPg = PG_BASE_URL !== undefined;
 const dirs: string[] = [];
@@ -202,6 +203,17 @@ describe('time partitions', () => {
     expect(done.outbox).toBe(1);
     const health = await store.sql.all<{ created_at: number }>('SELECT created_at FROM health_log WHERE site_id = ?', [siteId]);
     expect(health.map((h) => Number(h.created_at))).toEqual([now]);
+  });
+
+  it.skipIf(!onPg)('two instances creating the same months at once create each partition once, without an error', async () => {
+    const { store, dir } = await open();
+    const other = await openTestStore(dir, { poolSize: 4 });
+    stores.push(other);
+    const at = monthOf(Date.now(), 12).lo;
+    const [a, b] = await Promise.all([store.partitions!.ensure(at), other.partitions!.ensure(at)]);
+    // Four tables, three months each, split between the two in whatever order the advisory lock let them in.
+    expect(a + b).toBe(12);
+    expect(await store.partitions!.ensure(at)).toBe(0);
   });
 
   it.skipIf(!onPg)('an existing database upgrades in place: rows keep their ids, land in their months, and ids continue', async () => {

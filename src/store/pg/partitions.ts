@@ -118,7 +118,9 @@ export class PgPartitions implements PartitionMaintenance {
           ).rows
             .map((r) => r.name)
             .join(', ');
-          // No write may reach DEFAULT between the move and the CREATE (which would then fail).
+          // No write may reach DEFAULT between the move and the CREATE (which would then fail). The table
+          // first, then DEFAULT: the order in which every query locks them (no deadlock with a reader).
+          await c.query(`LOCK TABLE ONLY ${table} IN ACCESS EXCLUSIVE MODE`);
           await c.query(`LOCK TABLE ${table}_default IN ACCESS EXCLUSIVE MODE`);
           await c.query(`CREATE TEMP TABLE svc_moving (LIKE ${table}) ON COMMIT DROP`);
           const m = await c.query(
@@ -154,7 +156,9 @@ export class PgPartitions implements PartitionMaintenance {
         if (range === null || range.hi > cutoff) continue;
         const done = await this.locked(async (c) => {
           if ((await c.query('SELECT 1 FROM pg_class WHERE oid = to_regclass($1)', [name])).rowCount === 0) return false;
-          // The partition is locked first, so no row of it changes between the look and the drop.
+          // Locked before the look (the table, then the partition, in the order every query takes them),
+          // so no row of it changes between the look and the drop; the look is one index probe.
+          await c.query(`LOCK TABLE ONLY ${table} IN ACCESS EXCLUSIVE MODE`);
           await c.query(`LOCK TABLE ${name} IN ACCESS EXCLUSIVE MODE`);
           const pending = await c.query(`SELECT 1 FROM ${name} WHERE ${kept} LIMIT 1`, [cutoff]);
           if ((pending.rowCount ?? 0) > 0) return false;
