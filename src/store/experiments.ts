@@ -1,6 +1,27 @@
 import type { Sql } from './sql.js';
-import type { ArmAggregate, Vital } from '../domain/experiments/rules.js';
-import { p75Rank } from '../domain/experiments/stats.js';
+
+/** The Core Web Vitals a layout test measures (the domain's guardrail judges them). */
+export const VITALS = ['lcp', 'inp', 'cls'] as const;
+export type Vital = (typeof VITALS)[number];
+
+/** What an arm's visitors did after their first exposure: the figures a test's results are computed from. */
+export interface ArmAggregate {
+  visitors: number;
+  /** Visitors with at least one conversion after their first exposure. */
+  converters: number;
+  /** Conversions (orders) of those visitors after their first exposure. */
+  conversions: number;
+  revenue: number;
+  /** Sum over visitors of (their revenue)², for the variance of revenue per visitor. */
+  revenueSq: number;
+  /** Visitors with the custom metric event after their first exposure (custom_event tests). */
+  eventVisitors: number;
+}
+
+/** The 75th percentile by nearest rank: the ⌈0.75·n⌉-th smallest value (1-based). */
+export function p75Rank(n: number): number {
+  return Math.max(1, Math.ceil(0.75 * n));
+}
 
 export interface ExperimentRow {
   id: string;

@@ -1,7 +1,12 @@
 import type { Sql } from './sql.js';
 import { newId } from './ids.js';
 import { WriteConflict } from './errors.js';
-import type { Owner } from '../domain/identity/plan.js';
+
+/** The profile that owns an identifier, and whether it is known (identified) or anonymous. */
+export interface Owner {
+  id: string;
+  known: boolean;
+}
 
 export type IdentityKind = 'email' | 'external_id' | 'visitor';
 

@@ -12,7 +12,7 @@ import {
   type ScoreCondition,
   type TraitCondition,
   type TraitOp,
-} from '../domain/segments/rules.js';
+} from './rule-ast.js';
 
 /**
  * Compiles the segment rule language to SQL, SQLite's or PostgreSQL's. Every

@@ -17,8 +17,8 @@ export const STATUSES = ['draft', 'running', 'paused', 'ended', 'shipped'] as co
 export type Status = (typeof STATUSES)[number];
 export const METRICS = ['conversion', 'revenue_per_visitor', 'custom_event'] as const;
 export type PrimaryMetric = (typeof METRICS)[number];
-export const VITALS = ['lcp', 'inp', 'cls'] as const;
-export type Vital = (typeof VITALS)[number];
+export { VITALS, type Vital, type ArmAggregate } from '../../store/experiments.js';
+import type { ArmAggregate, Vital } from '../../store/experiments.js';
 export type EndReason = 'scheduled_end' | 'significance' | 'manual';
 
 /**
@@ -51,20 +51,6 @@ export function editableFields(status: Status): 'all' | 'live' | 'none' {
 
 // ---------------------------------------------------------------------------------------------
 // Results
-
-/** What the store aggregates per arm: exposed visitors and what they did after their first exposure. */
-export interface ArmAggregate {
-  visitors: number;
-  /** Visitors with at least one conversion after their first exposure. */
-  converters: number;
-  /** Conversions (orders) of those visitors after their first exposure. */
-  conversions: number;
-  revenue: number;
-  /** Sum over visitors of (their revenue)², for the variance of revenue per visitor. */
-  revenueSq: number;
-  /** Visitors with the custom metric event after their first exposure (custom_event tests). */
-  eventVisitors: number;
-}
 
 export interface ArmInfo {
   id: string;

@@ -15,6 +15,7 @@
  * the configured weights, flagged when p < 0.001, skipped while any arm has
  * fewer than 8 visitors.
  */
+import { p75Rank } from '../../store/experiments.js';
 
 /** GrowthBook's default tuning parameter of the confidence sequence (the sample size it is tightest at). */
 export const SEQUENTIAL_TUNING = 5000;
@@ -202,10 +203,8 @@ export function compare(control: MetricSample, variant: MetricSample, alpha: num
   return { difference, ci_low: lo, ci_high: hi, relative_lift: relative, chance_to_beat_control: chance, verdict };
 }
 
-/** The 75th percentile by nearest rank: the ⌈0.75·n⌉-th smallest value (1-based); the rank used by `p75Rank`. */
-export function p75Rank(n: number): number {
-  return Math.max(1, Math.ceil(0.75 * n));
-}
+/** The 75th percentile by nearest rank (the store's vital statistics use the same rank). */
+export { p75Rank };
 
 export function p75(values: readonly number[]): number | null {
   if (values.length === 0) return null;

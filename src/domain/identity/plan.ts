@@ -3,10 +3,8 @@
  * identifier of an identify call. The store looks the owners up and carries the
  * plan out in one transaction.
  */
-export interface Owner {
-  id: string;
-  known: boolean;
-}
+export type { Owner } from '../../store/profiles.js';
+import type { Owner } from '../../store/profiles.js';
 
 export interface Owners {
   /** Profile that owns the normalized email, if any. */

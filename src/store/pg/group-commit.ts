@@ -1,0 +1,391 @@
+import type pg from 'pg';
+import { Repos, type RepoShared, type WriteOp, type WriteOptions } from '../repos.js';
+import type { WriteRunner } from '../store.js';
+import { PgSql } from './sql.js';
+import { BatchPgSql } from './batch.js';
+import { GroupCommitListeners } from '../group-commits.js';
+import type { GroupCommitInfo } from '../observe.js';
+import { WORK_CHANNEL } from './connection.js';
+
+/** SQLSTATEs after which a write operation is run again from the start, in a new transaction. */
+const RETRYABLE = new Set([
+  '40001', // serialization_failure
+  '40P01', // deadlock_detected
+  '23505', // unique_violation: a concurrent writer created the row (identity stitching re-reads the owner)
+]);
+const MAX_ATTEMPTS = 4;
+/** SQLSTATE in_failed_sql_transaction: the code `commit` gives a COMMIT that rolled back. */
+const ROLLED_BACK_AT_COMMIT = '25P02';
+
+/**
+ * COMMIT of a transaction in which a statement failed ends it with a rollback,
+ * and PostgreSQL reports that as success (command tag ROLLBACK, no error). An
+ * operation that caught a failed statement's error and returned would otherwise
+ * be acknowledged, and its whole group with it, with nothing stored.
+ */
+async function commit(client: pg.PoolClient): Promise<void> {
+  const r = await client.query('COMMIT');
+  if (r.command !== 'COMMIT') {
+    throw Object.assign(new Error('the transaction was rolled back at COMMIT: a statement in it failed and its error was caught'), {
+      code: ROLLED_BACK_AT_COMMIT,
+    });
+  }
+}
+
+interface QueuedOp {
+  fn: WriteOp<unknown>;
+  key: string | undefined;
+  resolve: (v: unknown) => void;
+  reject: (e: unknown) => void;
+}
+
+/** The most operations one group transaction carries. */
+const MAX_GROUP = 256;
+
+/**
+ * Write operations on PostgreSQL, with group commit. Operations queue; up to
+ * `lanes` group transactions run at once, each on one pooled connection, and
+ * each takes every operation queued when it starts (up to MAX_GROUP), running
+ * them one after another inside a single `BEGIN … COMMIT`. Under light load a
+ * group is one operation (no added latency); under load the groups grow, so the
+ * transaction boundaries, WAL flushes and worker wake-ups are paid per group,
+ * not per request. Every promise settles only after the commit that holds its
+ * writes: an acknowledgement means durably stored (`synchronous_commit` on).
+ *
+ * Set-based: when a group holds keyed operations (WriteOptions), they run
+ * concurrently instead, same-key ones in submission order, their statements
+ * sent one per SQL text and wave by BatchPgSql (pg/batch.ts), then the unkeyed
+ * ones in turn; if anything in that pass fails, it is rolled back and the group
+ * runs again in turn as described next.
+ *
+ * Optimistic, like SQLite's writer: a group runs without savepoints. When
+ * operation k fails (bad input found late, a lost race with another instance:
+ * unique violation, deadlock, serialization failure, WriteConflict), the group
+ * is rolled back; the operations before k run again as a group, operation k
+ * runs alone in its own transaction (a lost race is retried from the start and
+ * then sees the winner's rows; a real error reaches only its own caller), and
+ * the operations after k go back to the head of the queue. Operations of one
+ * group therefore commit in the order they were submitted.
+ */
+export class PgWriteRunner implements WriteRunner {
+  readonly counters = { batches: 0, ops: 0, stalled: 0, regrouped: 0 };
+  readonly groupCommits = new GroupCommitListeners();
+  private readonly queue: QueuedOp[] = [];
+  private activeLanes = 0;
+  private inFlight = 0;
+  private closed = false;
+  private readonly listeners: (() => void)[] = [];
+  private notifyTimer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly shared: RepoShared,
+    private readonly lanes: number,
+  ) {}
+
+  get pending(): number {
+    return this.inFlight;
+  }
+
+  onCommit(fn: () => void): void {
+    this.listeners.push(fn);
+  }
+
+  run<T>(fn: WriteOp<T>, opts?: WriteOptions): Promise<T> {
+    if (this.closed) return Promise.reject(new Error('store is closed'));
+    this.inFlight++;
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({
+        fn,
+        key: opts?.key,
+        resolve: (v) => {
+          this.inFlight--;
+          resolve(v as T);
+        },
+        reject: (e) => {
+          this.inFlight--;
+          reject(e);
+        },
+      });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.activeLanes < this.lanes && this.queue.length > 0) {
+      const group = this.queue.splice(0, MAX_GROUP);
+      this.activeLanes++;
+      void this.runGroup(group).finally(() => {
+        this.activeLanes--;
+        this.pump();
+      });
+    }
+  }
+
+  /** A pooled connection for one transaction, with an 'error' listener (a connection that breaks between statements reports there). */
+  private async connect(): Promise<{ client: pg.PoolClient; release: () => void; broken: () => boolean }> {
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    const onError = (err: Error) => (broken = err);
+    client.on('error', onError);
+    return {
+      client,
+      broken: () => broken !== undefined,
+      release: () => {
+        client.off('error', onError);
+        client.release(broken);
+      },
+    };
+  }
+
+  private async runGroup(group: QueuedOp[]): Promise<void> {
+    if (group.length === 1) {
+      const op = group[0]!;
+      await this.runAlone(op.fn).then(op.resolve, op.reject);
+      return;
+    }
+    let keyed = 0;
+    for (const op of group) if (op.key !== undefined) keyed++;
+    if (keyed >= 2) {
+      const done = await this.runConcurrent(group);
+      if (done) return;
+      this.counters.regrouped++;
+      await this.runSequential(group, 'rerun');
+      return;
+    }
+    await this.runSequential(group, 'in_turn');
+  }
+
+  /**
+   * The set-based pass: the group's keyed operations run concurrently (one
+   * chain per key), their statements batched by BatchPgSql, then the others
+   * one after another, all in one transaction. True when the group committed
+   * (or failed for good: every caller has heard); false when it was rolled
+   * back (an operation failed, or a lost race at COMMIT), and the group is to
+   * run again the sequential way, which finds the failing operation and keeps
+   * the other operations' writes.
+   */
+  private async runConcurrent(group: QueuedOp[]): Promise<boolean> {
+    let conn: Awaited<ReturnType<PgWriteRunner['connect']>>;
+    try {
+      conn = await this.connect();
+    } catch (err) {
+      for (const op of group) op.reject(err);
+      return true;
+    }
+    const before = this.enqueuedCount();
+    const trips = tripCounter(conn.client);
+    const values: unknown[] = new Array(group.length);
+    let failed = false;
+    try {
+      await conn.client.query('BEGIN');
+      const sql = new BatchPgSql(trips.client, new PgSql(trips.client));
+      const tx = new Repos(sql, this.shared);
+      const chains = new Map<string, Promise<unknown>>();
+      const running: Promise<unknown>[] = [];
+      group.forEach((op, i) => {
+        if (op.key === undefined) return;
+        const prev = chains.get(op.key) ?? Promise.resolve();
+        const p = prev.then(async () => {
+          values[i] = await op.fn(tx);
+        });
+        // A failure fails the pass; the chain goes on so that every operation settles before the rollback.
+        chains.set(op.key, p.catch(() => undefined));
+        running.push(p);
+      });
+      for (const r of await Promise.allSettled(running)) if (r.status === 'rejected') failed = true;
+      if (!failed) {
+        for (let i = 0; i < group.length; i++) {
+          if (group[i]!.key !== undefined) continue;
+          try {
+            values[i] = await group[i]!.fn(tx);
+          } catch {
+            failed = true;
+            break;
+          }
+        }
+      }
+      if (failed) {
+        if (!conn.broken()) await conn.client.query('ROLLBACK');
+      } else {
+        await commit(conn.client);
+      }
+    } catch (err) {
+      if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
+      conn.release();
+      if (isRetryable(err) || (err as { code?: unknown }).code === ROLLED_BACK_AT_COMMIT) return false;
+      for (const op of group) op.reject(err);
+      return true;
+    }
+    conn.release();
+    if (failed) return false;
+    this.committed(group.length, before, trips, 'set_based');
+    for (let i = 0; i < group.length; i++) group[i]!.resolve(values[i]);
+    return true;
+  }
+
+  /** Runs the group's operations one after another in one transaction (see the class comment). */
+  private async runSequential(group: QueuedOp[], mode: 'in_turn' | 'rerun'): Promise<void> {
+    if (group.length === 1) {
+      const op = group[0]!;
+      await this.runAlone(op.fn, mode).then(op.resolve, op.reject);
+      return;
+    }
+    let conn: Awaited<ReturnType<PgWriteRunner['connect']>>;
+    try {
+      conn = await this.connect();
+    } catch (err) {
+      for (const op of group) op.reject(err);
+      return;
+    }
+    const before = this.enqueuedCount();
+    const values: unknown[] = new Array(group.length);
+    let failedAt = -1;
+    const trips = tripCounter(conn.client);
+    try {
+      await conn.client.query('BEGIN');
+      const tx = new Repos(new PgSql(trips.client), this.shared);
+      for (let i = 0; i < group.length; i++) {
+        try {
+          values[i] = await group[i]!.fn(tx);
+        } catch {
+          failedAt = i;
+          break;
+        }
+      }
+      if (failedAt >= 0) {
+        if (!conn.broken()) await conn.client.query('ROLLBACK');
+      } else {
+        await commit(conn.client);
+      }
+    } catch (err) {
+      if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
+      conn.release();
+      // BEGIN or COMMIT itself failed. A lost race at commit (serialization), or a COMMIT that rolled
+      // back (an operation swallowed a failed statement's error; which one is unknown), is worth re-running
+      // one by one; a connection that died at COMMIT leaves the outcome unknown, so the callers hear it.
+      if (isRetryable(err) || (err as { code?: unknown }).code === ROLLED_BACK_AT_COMMIT) {
+        this.counters.regrouped++;
+        for (const op of group) await this.runAlone(op.fn, mode).then(op.resolve, op.reject);
+      } else for (const op of group) op.reject(err);
+      return;
+    }
+    conn.release();
+    if (failedAt >= 0) {
+      this.counters.regrouped++;
+      if (failedAt > 0) await this.runSequential(group.slice(0, failedAt), mode);
+      const failed = group[failedAt]!;
+      await this.runAlone(failed.fn, mode).then(failed.resolve, failed.reject);
+      this.queue.unshift(...group.slice(failedAt + 1));
+      return;
+    }
+    this.committed(group.length, before, trips, mode);
+    for (let i = 0; i < group.length; i++) group[i]!.resolve(values[i]);
+  }
+
+  /** One operation in its own transaction, run again from the start after a lost race. */
+  private async runAlone<T>(fn: WriteOp<T>, mode: 'in_turn' | 'rerun' = 'in_turn'): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      const conn = await this.connect();
+      const before = this.enqueuedCount();
+      const trips = tripCounter(conn.client);
+      let value: T;
+      try {
+        await conn.client.query('BEGIN');
+        value = await fn(new Repos(new PgSql(trips.client), this.shared));
+        await commit(conn.client);
+      } catch (err) {
+        if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
+        conn.release();
+        if (attempt < MAX_ATTEMPTS && isRetryable(err)) continue;
+        throw err;
+      }
+      conn.release();
+      this.committed(1, before, trips, mode);
+      return value;
+    }
+  }
+
+  private enqueuedCount(): number {
+    const e = this.shared.enqueued;
+    return e.outbox + e.adJobs + e.fires + e.deliveries;
+  }
+
+  private committed(ops: number, enqueuedBefore: number, trips: TripCount, mode: NonNullable<GroupCommitInfo['mode']>): void {
+    this.counters.batches++;
+    this.counters.ops += ops;
+    // BEGIN and COMMIT besides the operations' own statements.
+    this.groupCommits.emit({ backend: 'pg', operations: ops, roundTrips: trips.count + 2, durationMs: performance.now() - trips.started, mode });
+    for (const l of this.listeners) l();
+    if (this.enqueuedCount() !== enqueuedBefore) this.notifyOthers();
+  }
+
+  /** One NOTIFY per few milliseconds at most, outside the data transactions (a NOTIFY in each would serialize commits). */
+  private notifyOthers(): void {
+    if (this.notifyTimer !== null) return;
+    this.notifyTimer = setTimeout(() => void this.notifyNow(), 2);
+    this.notifyTimer.unref();
+  }
+
+  private notifyNow(): Promise<void> {
+    if (this.notifyTimer !== null) clearTimeout(this.notifyTimer);
+    this.notifyTimer = null;
+    return this.pool.query(`NOTIFY ${WORK_CHANNEL}`).then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    while (this.inFlight > 0) await new Promise((r) => setTimeout(r, 2));
+    // A short-lived process (a CLI replay) announces its work before the pool closes.
+    if (this.notifyTimer !== null) await this.notifyNow();
+  }
+}
+
+interface TripCount {
+  client: pg.PoolClient;
+  /** Statements the operations sent. */
+  readonly count: number;
+  /** performance.now() when the transaction began. */
+  readonly started: number;
+}
+
+/** Counts the statements sent through `client` (the round trips of one group, for /metrics). */
+function tripCounter(client: pg.PoolClient): TripCount {
+  const t = {
+    count: 0,
+    started: performance.now(),
+    client: new Proxy(client, {
+      get(target, prop, receiver) {
+        if (prop === 'query') {
+          return (...args: unknown[]) => {
+            t.count++;
+            return (target.query as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        }
+        return Reflect.get(target, prop, receiver) as unknown;
+      },
+    }),
+  };
+  return t;
+}
+
+function isRetryable(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && RETRYABLE.has(code);
+}
+
+/**
+ * Group transactions in flight at once: two, so that one group gathers and runs
+ * while the other waits for its commit, leaving pool connections for reads (the
+ * API, the workers). More lanes make smaller groups, and a group's round trips
+ * are a fixed number whatever its size (pg/batch.ts), so CPU per event grows with
+ * the lanes: bench:ingest at 64 connections, one host, ran 0.30x of SQLite with
+ * four lanes (303 µs svc + 196 µs PostgreSQL per event), 0.70x with two
+ * (212 + 128 µs) and 0.52x with one (188 + 110 µs, commits serialized).
+ */
+export function writeLanes(poolSize: number): number {
+  return Math.max(1, Math.min(2, poolSize - 2));
+}
