@@ -102,7 +102,6 @@ export const EXCEPTIONS = [
   { file: 'src/mcp/tools/leads.ts', imports: ['src/store/ids.ts', 'src/store/leads.ts'], why: 'thin-adapter step' },
   { file: 'src/mcp/tools/profiles.ts', imports: ['src/store/rule-sql.ts'], why: 'runs a compiled segment rule itself' },
   { file: 'src/mcp/tools/shared.ts', imports: ['src/store/profile-read.ts'], why: 'thin-adapter step' },
-  { file: 'src/mcp/tools/sites.ts', imports: ['src/store/sites.ts'], why: 'thin-adapter step' },
   { file: 'src/mcp/tools/stall.ts', imports: ['src/store/stall.ts'], why: 'thin-adapter step' },
   { file: 'src/mcp/tools/triggers.ts', imports: ['src/store/ids.ts', 'src/store/triggers.ts'], why: 'thin-adapter step' },
   { file: 'src/mcp/tools/webhooks.ts', imports: ['src/store/webhooks.ts'], why: 'thin-adapter step' },
