@@ -97,7 +97,6 @@ export const EXCEPTIONS = [
   { file: 'src/mcp/tools/adplatforms.ts', imports: ['src/store/adplatforms.ts'], why: 'thin-adapter step' },
   { file: 'src/mcp/tools/calls.ts', imports: ['src/store/leads.ts'], why: 'thin-adapter step' },
   { file: 'src/mcp/tools/crawl.ts', imports: ['src/store/crawl.ts'], why: 'thin-adapter step' },
-  { file: 'src/mcp/tools/generation.ts', imports: ['src/store/generation.ts'], why: 'thin-adapter step' },
   { file: 'src/mcp/tools/inbox.ts', imports: ['src/store/stall.ts'], why: 'thin-adapter step' },
   { file: 'src/mcp/tools/leads.ts', imports: ['src/store/ids.ts', 'src/store/leads.ts'], why: 'thin-adapter step' },
   { file: 'src/mcp/tools/profiles.ts', imports: ['src/store/rule-sql.ts'], why: 'runs a compiled segment rule itself' },
