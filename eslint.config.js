@@ -3,9 +3,9 @@ import importX from 'eslint-plugin-import-x';
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
 
 // ---------------------------------------------------------------------------
-// The map of src/ (docs/architecture.md explains it): its parts, what each part
-// may import, and the arrows today's code still draws against it. Enforced by
-// import-x/no-restricted-paths; test/unit/architecture.test.ts proves it bites.
+// The map of src/ (docs/architecture.md explains it): its parts and what each
+// part may import. Enforced by import-x/no-restricted-paths and, for the
+// adapters, adapters/no-store-calls; test/unit/architecture.test.ts proves both bite.
 // ---------------------------------------------------------------------------
 
 /** The parts of src/, bottom to top. */
@@ -67,18 +67,6 @@ const ADAPTERS = {
   'src/pulse': ['./store.ts'],
   'src/cli': ['./store.ts', './open.ts'],
 };
-
-/**
- * Arrows today's code still draws against the map. Each is one importing file
- * and exactly the modules it may still import; every other import of that
- * file is checked like any other. Remove an entry when its file is fixed (the
- * list is in docs/architecture.md too); never add one to let new code in.
- */
-export const EXCEPTIONS = [
-  // Parts below the domain reach up.
-  // The surfaces import each other.
-  { file: 'src/plugin/validate.ts', imports: ['src/mcp/grant.ts', 'src/mcp/policy.ts'], why: 'plugin validate checks the skills against the MCP grant and policy' },
-];
 
 /**
  * Adapters never call a repository or open a transaction: lint finds, with the
@@ -153,23 +141,11 @@ function zones() {
   return out;
 }
 
-/** The zones with one file's exceptions added to every zone whose `from` holds them. */
-function zonesFor(exception) {
-  return zones().map((z) => {
-    const extra = exception.imports.filter((i) => i.startsWith(`${z.from}/`)).map((i) => `./${i.slice(z.from.length + 1)}`);
-    return extra.length ? { ...z, except: [...z.except, ...extra] } : z;
-  });
-}
-
 const ARCHITECTURE = [
   {
     files: ['src/**/*.ts'],
     rules: { 'import-x/no-restricted-paths': ['error', { basePath: import.meta.dirname, zones: zones() }] },
   },
-  ...EXCEPTIONS.map((e) => ({
-    files: [e.file],
-    rules: { 'import-x/no-restricted-paths': ['error', { basePath: import.meta.dirname, zones: zonesFor(e) }] },
-  })),
   {
     files: Object.keys(ADAPTERS).map((dir) => `${dir}/**/*.ts`),
     plugins: { adapters: adapterRules },

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { SUMMARIES } from './summaries.js';
 import { AppError } from '../errors/app-error.js';
 import { credentialHash, credentialHint, newCredential } from '../domain/access/secrets.js';
-import { isMcpScope, MCP_SCOPES, MCP_TOKEN_PREFIX, parseRestrictions, type Restrictions } from '../mcp/grant.js';
+import { isMcpScope, MCP_SCOPES, MCP_TOKEN_PREFIX, parseRestrictions, type Restrictions } from '../domain/access/grant.js';
 import { print, table, usageError, withData, withStore } from './common.js';
 
 interface MintOpts {

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { AppError } from '../errors/app-error.js';
 import type { Store } from '../store/store.js';
 import { credentialHash, sameHash } from '../domain/access/secrets.js';
-import { MCP_TOKEN_PREFIX, parseRestrictions, type Grant } from './grant.js';
+import { MCP_TOKEN_PREFIX, parseRestrictions, type Grant } from '../domain/access/grant.js';
 
 export const MCP_CHALLENGE = 'Bearer realm="svc-mcp"';
 

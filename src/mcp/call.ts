@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { AppError, toAppError } from '../errors/app-error.js';
 import { validationError } from '../errors/validation.js';
 import type { AuditOutcome } from '../store/audit.js';
-import { decide } from './policy.js';
+import { decide } from '../domain/access/policy.js';
 import type { ToolContext, ToolDef } from './tool.js';
 
 /** The policy facts of a tool (defaults of the optional flags made explicit). */

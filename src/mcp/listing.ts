@@ -1,5 +1,5 @@
 import type { Tool } from '@modelcontextprotocol/server';
-import type { Grant } from './grant.js';
+import type { Grant } from '../domain/access/grant.js';
 import type { ToolDef } from './tool.js';
 
 /**

@@ -4,7 +4,7 @@ import { isErrorCode } from '../errors/codes.js';
 import type { RateLimiter } from '../http/rate-limit.js';
 import { REPORT_LINK_PURPOSE, verifyReportLink } from '../domain/access/report-link.js';
 import { callTool, toolErrorOf } from './call.js';
-import { parseRestrictions, reportGrant, type Grant } from './grant.js';
+import { parseRestrictions, reportGrant, type Grant } from '../domain/access/grant.js';
 import { toolContext, type McpDeps } from './server.js';
 import { TOOLS } from './tools/index.js';
 

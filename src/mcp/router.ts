@@ -18,7 +18,7 @@ import { createRateLimiter, describePolicy, type RatePolicy } from '../http/rate
 import { authenticateToken } from './auth.js';
 import { batchRefusal, peekFirstByte } from './batch.js';
 import { rpcErrorMessage } from './rpc-error.js';
-import type { Grant } from './grant.js';
+import type { Grant } from '../domain/access/grant.js';
 import { ALL_TOOLS, flagValue, intersectAreas, parseAreaList, type ListingFilter } from './listing.js';
 import { reportHandler } from './report.js';
 import { createMcpServer, listingFor, type McpDeps } from './server.js';

@@ -4,7 +4,7 @@ import type { Store } from '../store/store.js';
 import type { SegmentMembership } from '../domain/segments/membership.js';
 import { SegmentsService } from '../domain/segments/service.js';
 import { VERSION } from '../version.js';
-import type { Grant } from './grant.js';
+import type { Grant } from '../domain/access/grant.js';
 import type { ToolContext, ToolDef } from './tool.js';
 import type { AuditOutcome } from '../store/audit.js';
 import { auditUnknownTool, callTool } from './call.js';

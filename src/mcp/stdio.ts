@@ -15,7 +15,7 @@ import type { Store } from '../store/store.js';
 import { SegmentMembership } from '../domain/segments/membership.js';
 import { VERSION } from '../version.js';
 import { grantForToken } from './auth.js';
-import type { Grant } from './grant.js';
+import type { Grant } from '../domain/access/grant.js';
 import { batchRefusal, BatchGate } from './batch.js';
 import { rpcErrorMessage } from './rpc-error.js';
 import { advertiseStaticLists, createMcpServer } from './server.js';

@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import type { Store } from '../store/store.js';
 import type { SegmentsService } from '../domain/segments/service.js';
 import type { SegmentMembership } from '../domain/segments/membership.js';
-import type { Grant, McpScope } from './grant.js';
+import type { Grant, McpScope } from '../domain/access/grant.js';
 
 /** What a tool handler works with: the store, the caller's grant and the shared domain services. */
 export interface ToolContext {

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { MCP_SCOPES, restrictionsSchema, scopeRank, type McpScope, type Restrictions } from '../mcp/grant.js';
-import { decide, type ToolPolicyFacts } from '../mcp/policy.js';
+import { MCP_SCOPES, restrictionsSchema, scopeRank, type McpScope, type Restrictions } from '../domain/access/grant.js';
+import { decide, type ToolPolicyFacts } from '../domain/access/policy.js';
 import { listField, parseSkill, PLUGIN_NAME, PLUGIN_SERVERS, skillDirs, type SkillDoc } from './skills.js';
 
 /** The skills the plugin ships (SPEC.md, MCP tool server: seller skills). */

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REPORT_LINK_PURPOSE, signReportLink, verifyReportLink } from '../../src/domain/access/report-link.js';
-import { reportGrant, type Grant } from '../../src/mcp/grant.js';
+import { reportGrant, type Grant } from '../../src/domain/access/grant.js';
 import { SecretBox } from '../../src/store/secret-box.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'svc-report-link-'));

@@ -1,18 +1,12 @@
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ESLint } from 'eslint';
 import { describe, expect, it } from 'vitest';
 // @ts-expect-error eslint.config.js is plain JavaScript without declarations
-import { EXCEPTIONS, MAY_IMPORT, PARTS } from '../../eslint.config.js';
+import { MAY_IMPORT, PARTS } from '../../eslint.config.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const RULE = 'import-x/no-restricted-paths';
-
-interface Exception {
-  file: string;
-  imports: string[];
-  why: string;
-}
 
 /**
  * The architecture findings of linting `text` as if it were the file at `file`
@@ -83,34 +77,6 @@ describe('the map of src/ is enforced by lint (docs/architecture.md)', () => {
 
   it('lets a part import what lies below it', { timeout: 120_000 }, async () => {
     expect(await findings('src/domain/right-way.ts', "import { AppError } from '../errors/app-error.js';\nimport type { Store } from '../store/store.js';\n\nexport type Pair = [AppError, Store];\n")).toEqual([]);
-  });
-
-  it('an exception allows exactly the modules it names: the same file importing anything else up is reported', { timeout: 120_000 }, async () => {
-    const text = "import { normalizeEmail } from '../domain/identity/normalize.js';\nimport type { Grant } from '../domain/../mcp/grant.js';\nimport { createFire } from '../domain/triggers/service.js';\n\nexport type T = [typeof normalizeEmail, Grant, typeof createFire];\n";
-    const found = await findings('src/adplatforms/signals.ts', text);
-    expect(found).toHaveLength(2);
-    expect(found.join('\n')).toMatch(/src\/adplatforms may not import src\/domain/);
-    expect(found.join('\n')).toMatch(/src\/adplatforms may not import src\/mcp/);
-  });
-
-  it('every exception is still needed: its file exists and still imports each module it names', () => {
-    for (const e of EXCEPTIONS as Exception[]) {
-      const file = path.join(ROOT, e.file);
-      expect(existsSync(file), e.file).toBe(true);
-      const text = readFileSync(file, 'utf8');
-      for (const target of e.imports) {
-        const spec = path.relative(path.dirname(e.file), target).replace(/\.ts$/, '.js');
-        const relative = spec.startsWith('.') ? spec : `./${spec}`;
-        expect(text.includes(`'${relative}'`), `${e.file} no longer imports ${target}: remove it from EXCEPTIONS in eslint.config.js and docs/architecture.md`).toBe(true);
-      }
-      expect(e.why.length, `${e.file}: say why`).toBeGreaterThan(0);
-    }
-  });
-
-  it('docs/architecture.md lists every exception', () => {
-    const doc = readFileSync(path.join(ROOT, 'docs/architecture.md'), 'utf8');
-    const section = doc.slice(doc.indexOf('## Exceptions still to remove'));
-    for (const e of EXCEPTIONS as Exception[]) expect(section.includes(path.basename(e.file)), e.file).toBe(true);
   });
 
   it('names every folder of src/ as a part or as wiring', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { decide, type ToolPolicyFacts } from '../../src/mcp/policy.js';
-import { MCP_SCOPES, restrictionsSchema, type McpScope, type Restrictions } from '../../src/mcp/grant.js';
+import { decide, type ToolPolicyFacts } from '../../src/domain/access/policy.js';
+import { MCP_SCOPES, restrictionsSchema, type McpScope, type Restrictions } from '../../src/domain/access/grant.js';
 import { TOOLS, AREAS } from '../../src/mcp/tools/index.js';
 import { policyFacts } from '../../src/mcp/call.js';
 import { annotationsOf, describeTool } from '../../src/mcp/server.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { describeTool } from '../../src/mcp/describe.js';
-import type { Grant, Restrictions } from '../../src/mcp/grant.js';
+import type { Grant, Restrictions } from '../../src/domain/access/grant.js';
 import { intersectAreas, isListed, parseAreaList, type ListingFilter } from '../../src/mcp/listing.js';
 import { AREAS, TOOLS } from '../../src/mcp/tools/index.js';
 import { relevance, words } from '../../src/mcp/tools/tools.js';

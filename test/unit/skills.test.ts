@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { policyFacts } from '../../src/mcp/call.js';
-import { decide, type ToolPolicyFacts } from '../../src/mcp/policy.js';
+import { decide, type ToolPolicyFacts } from '../../src/domain/access/policy.js';
 import { TOOLS } from '../../src/mcp/tools/index.js';
 import { buildPluginSkills } from '../../src/plugin/build.js';
 import { mcpConfigEntry } from '../../src/plugin/mcp-config.js';

@@ -11,7 +11,7 @@ import {
   tokenView,
   whoamiView,
 } from '../../domain/access/views.js';
-import { MCP_SCOPES } from '../grant.js';
+import { MCP_SCOPES } from '../../domain/access/grant.js';
 import { defineTool, type ToolContext } from '../tool.js';
 
 const area = 'access';

@@ -3,8 +3,8 @@ import { AppError } from '../../errors/app-error.js';
 import { validationError } from '../../errors/validation.js';
 import { mintReportLink, REPORT_LINK_DEFAULT_MINUTES, REPORT_LINK_MAX_MINUTES, reportLinkViewSchema } from '../../domain/access/report-link.js';
 import { policyFacts } from '../call.js';
-import { reportGrant } from '../grant.js';
-import { decide } from '../policy.js';
+import { reportGrant } from '../../domain/access/grant.js';
+import { decide } from '../../domain/access/policy.js';
 import { defineTool } from '../tool.js';
 
 export const reportLinkMint = defineTool({

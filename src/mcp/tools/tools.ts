@@ -2,8 +2,8 @@ import { z } from 'zod';
 import { AppError } from '../../errors/app-error.js';
 import { policyFacts } from '../call.js';
 import { describeTool } from '../describe.js';
-import { MCP_SCOPES } from '../grant.js';
-import { decide } from '../policy.js';
+import { MCP_SCOPES } from '../../domain/access/grant.js';
+import { decide } from '../../domain/access/policy.js';
 import { defineTool, type ToolContext, type ToolDef } from '../tool.js';
 
 const area = 'tools';
