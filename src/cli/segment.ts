@@ -1,12 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { SUMMARIES } from './summaries.js';
 import type { Command } from 'commander';
-import { AppError } from '../errors/app-error.js';
 import type { Store } from '../store/store.js';
-import type { Repos } from '../store/repos.js';
-import type { SegmentRow } from '../store/segments.js';
 import { SegmentMembership } from '../domain/segments/membership.js';
 import { SegmentsService } from '../domain/segments/service.js';
+import { SegmentCatalog } from '../domain/segments/catalog.js';
 import { print, table, usageError, withData, withStore } from './common.js';
 
 function readRule(arg: string): unknown {
@@ -19,25 +17,8 @@ function readRule(arg: string): unknown {
   }
 }
 
-async function view(s: Store, row: SegmentRow) {
-  return {
-    id: row.id,
-    site_id: row.site_id,
-    name: row.name,
-    priority: row.priority,
-    rule: JSON.parse(row.rule) as unknown,
-    status: row.status,
-    members: await s.segments.memberCount(row.id),
-    created_at: new Date(row.created_at).toISOString(),
-    updated_at: new Date(row.updated_at).toISOString(),
-  };
-}
-
-/** Runs `fn` as one write operation of `s`, with the segments service and the operation's repositories. */
-function inTransaction<T>(s: Store, fn: (svc: SegmentsService, tx: Repos) => Promise<T>): Promise<T> {
-  const svc = new SegmentsService(s, new SegmentMembership(s));
-  return s.write((tx) => fn(svc, tx));
-}
+/** The segment use cases over an open store. */
+const catalogOf = (s: Store) => new SegmentCatalog(s, new SegmentsService(s, new SegmentMembership(s)));
 
 export function registerSegment(program: Command): void {
   const seg = program.command('segment').description(SUMMARIES.segment);
@@ -54,36 +35,24 @@ export function registerSegment(program: Command): void {
     const priority = Number(opts.priority);
     if (!Number.isInteger(priority)) throw usageError('--priority must be a whole number');
     const rule = readRule(opts.rule);
-    const out = await withStore(opts, async (s) => {
-      if (!(await s.sites.get(opts.site))) throw new AppError('not_found', `no site ${opts.site}`);
-      const row = await inTransaction(s, (svc, tx) => svc.create(tx, opts.site, { name: opts.name, rule, priority }));
-      return view(s, row);
-    });
+    const out = await withStore(opts, (s) => catalogOf(s).createInSite(opts.site, { name: opts.name, rule, priority }));
     print(opts.json, out, () => `${out.id} (${out.members} members)`);
   });
   withData(seg.command('list').description('List segments').option('--site <id>', 'only this site').option('--json', 'print JSON')).action(
     async (opts: { site?: string; json?: boolean; data?: string }) => {
-      const out = await withStore(opts, async (s) => Promise.all((await s.segments.list(opts.site)).map((r) => view(s, r))));
+      const out = await withStore(opts, (s) => catalogOf(s).listAll(opts.site));
       print(opts.json, out, () => table(out as unknown as Record<string, unknown>[], ['id', 'site_id', 'name', 'priority', 'status', 'members', 'updated_at']));
     },
   );
   withData(seg.command('show').description('Show one segment with its rule').argument('<id>', 'segment id').option('--json', 'print JSON')).action(
     async (id: string, opts: { json?: boolean; data?: string }) => {
-      const out = await withStore(opts, async (s) => {
-        const row = await s.segments.byId(id);
-        if (!row) throw new AppError('not_found', `no segment ${id}`);
-        return view(s, row);
-      });
+      const out = await withStore(opts, (s) => catalogOf(s).show(id));
       print(opts.json, out, () => `${out.id}  ${out.name}  priority ${out.priority}  ${out.status}  ${out.members} members\n${JSON.stringify(out.rule, null, 2)}`);
     },
   );
   withData(seg.command('delete').description('Delete a segment (refused while another segment uses it)').argument('<id>', 'segment id').option('--json', 'print JSON')).action(
     async (id: string, opts: { json?: boolean; data?: string }) => {
-      const out = await withStore(opts, async (s) => {
-        const row = await s.segments.byId(id);
-        if (!row) throw new AppError('not_found', `no segment ${id}`);
-        return inTransaction(s, (svc, tx) => svc.remove(tx, row.site_id, id));
-      });
+      const out = await withStore(opts, (s) => catalogOf(s).removeById(id));
       print(opts.json, out, () => `deleted ${out.removed} (${out.members} former members recomputed)`);
     },
   );

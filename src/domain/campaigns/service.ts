@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import { AppError } from '../../errors/app-error.js';
 import type { Repos } from '../../store/repos.js';
 import type { Store } from '../../store/store.js';
@@ -17,7 +18,12 @@ import {
   type StepRecord,
   type StepResult,
 } from './model.js';
-import { preparedKey, type RunnerRegistry, type StepContext } from './runners.js';
+import { campaignRunners, preparedKey, type RunnerRegistry, type StepContext } from './runners.js';
+import { type actionView, type campaignListView, campaignOut, campaignSummaryOut, componentOut, type componentView, runOut, type runView, type CampaignView } from './views.js';
+import { decisionService } from '../web/decisions.js';
+
+/** The step runners of every component kind. */
+const DEFAULT_RUNNERS = campaignRunners();
 
 /** The result of a launch, pause or close that stayed applied. */
 export interface ActionResult {
@@ -273,3 +279,84 @@ export async function closeCampaign(store: Store, runners: RunnerRegistry, siteI
 }
 
 const EMPTY = { visitors: 0, profiles: 0, sessions: 0, conversions: 0, revenue: 0, converters: 0, leads: 0 };
+
+/**
+ * The campaign use cases of one store, returning views. `runners` defaults to
+ * every component kind's step runner; launch, pause and close drop the site's
+ * cached decision snapshot (what visitors see changed).
+ */
+export class CampaignsService {
+  constructor(
+    private readonly store: Store,
+    private readonly runners: RunnerRegistry = DEFAULT_RUNNERS,
+  ) {}
+
+  private async view(c: CampaignRow): Promise<CampaignView> {
+    return campaignOut(c, await this.store.campaigns.components(c.site_id, c.id));
+  }
+
+  private async actionOut(r: ActionResult): Promise<z.input<typeof actionView>> {
+    return { campaign: await this.view(r.campaign), run: runOut(r.run) };
+  }
+
+  /** A page of campaigns, newest first; `before` is the previous page's next_before. */
+  async list(siteId: string, f: { status?: CampaignRow['status'] | undefined; before?: string | undefined; limit: number }): Promise<z.input<typeof campaignListView>> {
+    const rows = await this.store.campaigns.list(siteId, { status: f.status, before: f.before, limit: f.limit + 1 });
+    const page = rows.slice(0, f.limit);
+    const counts = await this.store.campaigns.componentCounts(
+      siteId,
+      page.map((r) => r.id),
+    );
+    return {
+      campaigns: page.map((c) => campaignSummaryOut(c, counts.get(c.id) ?? 0)),
+      next_before: rows.length > f.limit ? page[page.length - 1]!.id : null,
+    };
+  }
+
+  /** One campaign with its `runs` most recent runs. */
+  async get(siteId: string, id: string, runs: number): Promise<CampaignView & { runs: z.input<typeof runView>[] }> {
+    const c = await own(this.store, siteId, id);
+    const rows = await this.store.campaigns.runs(siteId, c.id, runs);
+    return { ...(await this.view(c)), runs: rows.map(runOut) };
+  }
+
+  async create(siteId: string, actor: string, input: { name: string; description?: string | undefined }): Promise<CampaignView> {
+    return this.view(await createCampaign(this.store, siteId, actor, input));
+  }
+
+  async update(siteId: string, id: string, input: { name?: string | undefined; description?: string | null | undefined }): Promise<CampaignView> {
+    return this.view(await updateCampaign(this.store, siteId, id, input));
+  }
+
+  async addComponent(
+    siteId: string,
+    id: string,
+    input: { kind: CampaignComponentKind; ref_id: string; required: boolean },
+  ): Promise<{ campaign: CampaignView; component: z.input<typeof componentView>; added: boolean }> {
+    const r = await addComponent(this.store, this.runners, siteId, id, input);
+    return { campaign: await this.view(await own(this.store, siteId, r.campaign.id)), component: componentOut(r.component), added: r.added };
+  }
+
+  async removeComponent(siteId: string, id: string, input: { kind: CampaignComponentKind; ref_id: string }): Promise<{ campaign: CampaignView; removed: z.input<typeof componentView> }> {
+    const removed = await removeComponent(this.store, siteId, id, input);
+    return { campaign: await this.view(await own(this.store, siteId, id)), removed: componentOut(removed) };
+  }
+
+  async launch(siteId: string, id: string, actor: string): Promise<z.input<typeof actionView>> {
+    const r = await launchCampaign(this.store, this.runners, siteId, id, actor);
+    decisionService(this.store).invalidate(siteId);
+    return this.actionOut(r);
+  }
+
+  async pause(siteId: string, id: string, actor: string): Promise<z.input<typeof actionView>> {
+    const r = await pauseCampaign(this.store, this.runners, siteId, id, actor);
+    decisionService(this.store).invalidate(siteId);
+    return this.actionOut(r);
+  }
+
+  async close(siteId: string, id: string, actor: string): Promise<z.input<typeof actionView> & { outcome: CampaignOutcome }> {
+    const r = await closeCampaign(this.store, this.runners, siteId, id, actor);
+    decisionService(this.store).invalidate(siteId);
+    return { ...(await this.actionOut(r)), outcome: r.outcome! };
+  }
+}

@@ -1,46 +1,19 @@
 import { z } from 'zod';
 import { filedDraft } from '../../domain/drafts/schema.js';
-import { proposeSegmentCreate, proposeSegmentUpdate } from '../../domain/drafts/service.js';
-import type { Store } from '../../store/store.js';
-import type { SegmentRow } from '../../store/segments.js';
+import { SegmentCatalog } from '../../domain/segments/catalog.js';
+import { segmentView } from '../../domain/segments/views.js';
 import { defineTool, type ToolContext } from '../tool.js';
-import { checkedRule, iso, limitInput, ruleInput } from './shared.js';
+import { checkedRule, limitInput, ruleInput } from './shared.js';
 
 const area = 'segments';
-
-const segmentView = z.object({
-  id: z.string(),
-  name: z.string(),
-  priority: z.number().int(),
-  rule: z.unknown(),
-  status: z.enum(['draft', 'live']).describe('draft: proposed under propose-only and awaiting approval (no members, evaluated nowhere); live: evaluated.'),
-  members: z.number().int(),
-  created_at: z.string(),
-  updated_at: z.string(),
-});
 
 /** A segment change's result: the segment, and the draft when the change was filed for approval. */
 const segmentChange = segmentView.extend({ draft: filedDraft });
 
-async function view(store: Store, row: SegmentRow): Promise<z.input<typeof segmentView>> {
-  return {
-    id: row.id,
-    name: row.name,
-    priority: row.priority,
-    rule: JSON.parse(row.rule) as unknown,
-    status: row.status,
-    members: await store.segments.memberCount(row.id),
-    created_at: iso(row.created_at)!,
-    updated_at: iso(row.updated_at)!,
-  };
-}
-
 const segmentId = z.string().min(1).max(128).describe('Segment id (seg_...).');
 const actor = (ctx: ToolContext) => `token:${ctx.grant.tokenId}`;
 
-function own(ctx: ToolContext, id: string): Promise<SegmentRow> {
-  return ctx.segments.require(ctx.grant.siteId, id);
-}
+const catalog = (ctx: ToolContext) => new SegmentCatalog(ctx.store, ctx.segments);
 
 export const segmentsList = defineTool({
   name: 'segments_list',
@@ -51,10 +24,7 @@ export const segmentsList = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object({}),
   output: z.object({ segments: z.array(segmentView) }),
-  handler: async (ctx) => {
-    const rows = await ctx.store.segments.list(ctx.grant.siteId);
-    return { segments: await Promise.all(rows.map((r) => view(ctx.store, r))) };
-  },
+  handler: async (ctx) => ({ segments: await catalog(ctx).list(ctx.grant.siteId) }),
 });
 
 export const segmentsGet = defineTool({
@@ -66,7 +36,7 @@ export const segmentsGet = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object({ id: segmentId }),
   output: segmentView,
-  handler: async (ctx, input) => view(ctx.store, await own(ctx, input.id)),
+  handler: (ctx, input) => catalog(ctx).get(ctx.grant.siteId, input.id),
 });
 
 export const segmentsPreview = defineTool({
@@ -80,7 +50,7 @@ export const segmentsPreview = defineTool({
   output: z.object({ matches: z.number().int(), evaluated_at: z.string() }),
   handler: async (ctx, input) => {
     checkedRule(ctx, input.rule);
-    return { matches: await ctx.segments.preview(ctx.grant.siteId, input.rule), evaluated_at: iso(Date.now())! };
+    return catalog(ctx).preview(ctx.grant.siteId, input.rule);
   },
 });
 
@@ -93,12 +63,7 @@ export const segmentsMembers = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object({ id: segmentId, limit: limitInput(1000, 100), after: z.string().min(1).max(128).optional().describe('next_after of the previous page.') }),
   output: z.object({ segment_id: z.string(), profile_ids: z.array(z.string()), next_after: z.string().nullable() }),
-  handler: async (ctx, input) => {
-    const seg = await own(ctx, input.id);
-    const ids = await ctx.store.segments.members(seg.id, input.after ?? '', input.limit + 1);
-    const page = ids.slice(0, input.limit);
-    return { segment_id: seg.id, profile_ids: page, next_after: ids.length > input.limit ? page[page.length - 1]! : null };
-  },
+  handler: (ctx, input) => catalog(ctx).members(ctx.grant.siteId, input.id, input.after, input.limit),
 });
 
 export const segmentsCreate = defineTool({
@@ -117,12 +82,7 @@ export const segmentsCreate = defineTool({
   output: segmentChange,
   handler: async (ctx, input) => {
     checkedRule(ctx, input.rule);
-    if (ctx.drafts) {
-      const r = await proposeSegmentCreate(ctx, ctx.grant.siteId, actor(ctx), input);
-      return { ...(await view(ctx.store, r.segment)), draft: r.draft };
-    }
-    const row = await ctx.store.write((tx) => ctx.segments.create(tx, ctx.grant.siteId, input));
-    return view(ctx.store, row);
+    return catalog(ctx).create(ctx.grant.siteId, actor(ctx), input, { propose: ctx.drafts === true });
   },
 });
 
@@ -143,15 +103,8 @@ export const segmentsUpdate = defineTool({
   output: segmentChange,
   handler: async (ctx, input) => {
     if (input.rule !== undefined) checkedRule(ctx, input.rule);
-    const seg = await own(ctx, input.id);
     const { id, ...patch } = input;
-    // A draft segment's pending draft follows every edit, whoever makes it, so approval applies what the reviewer reads.
-    if (ctx.drafts || seg.status === 'draft') {
-      const r = await proposeSegmentUpdate(ctx, ctx.grant.siteId, actor(ctx), id, patch);
-      return { ...(await view(ctx.store, r.segment)), draft: r.draft };
-    }
-    const row = await ctx.store.write((tx) => ctx.segments.update(tx, ctx.grant.siteId, id, patch));
-    return view(ctx.store, row);
+    return catalog(ctx).update(ctx.grant.siteId, actor(ctx), id, patch, { propose: ctx.drafts === true });
   },
 });
 
@@ -164,8 +117,5 @@ export const segmentsDelete = defineTool({
   flags: { changesData: true, destructive: true, idempotent: true },
   input: z.object({ id: segmentId }),
   output: z.object({ removed: z.string(), members: z.number().int() }),
-  handler: async (ctx, input) => {
-    await own(ctx, input.id);
-    return ctx.store.write((tx) => ctx.segments.remove(tx, ctx.grant.siteId, input.id));
-  },
+  handler: (ctx, input) => catalog(ctx).remove(ctx.grant.siteId, input.id),
 });

@@ -1,43 +1,10 @@
 import { z } from 'zod';
-import { AppError } from '../../errors/app-error.js';
-import type { SiteRow } from '../../store/sites.js';
 import { defineTool } from '../tool.js';
-import { iso } from './shared.js';
-import { assertCurrency } from '../../domain/currency.js';
-import { normalizeOrigins, normalizeUrlParams, TAG_LIST_MAX, tagSettingsView } from '../../domain/sites/tag-settings.js';
+import { MAX_HOLDOUT_SHARE, SiteSettingsService } from '../../domain/sites/service.js';
+import { TAG_LIST_MAX } from '../../domain/sites/tag-settings.js';
+import { settingsView } from '../../domain/sites/views.js';
 
 const area = 'sites';
-
-/** The largest holdout share: more than half the visitors held out would make personalization the minority. */
-export const MAX_HOLDOUT_SHARE = 0.5;
-
-const settingsView = z.object({
-  site_id: z.string(),
-  name: z.string(),
-  domain: z.string().nullable(),
-  currency: z.string().describe('ISO 4217 currency of revenue figures.'),
-  timezone: z.string().describe('IANA time zone (quiet hours, callback dates, ISO weeks).'),
-  holdout_share: z.number().describe('Share of visitors (0 to 0.5) who always see zone defaults, for measuring lift (analytics_lift).'),
-  consent_required: z.boolean().describe('The browser tag sets no cookie and sends nothing until the page calls svc.consent(true).'),
-  honour_privacy_signals: z.boolean().describe('The browser tag treats Do-Not-Track and Global Privacy Control as consent refused.'),
-  allowed_origins: z.array(z.string()).describe("Browser origins allowed besides the domain and its subdomains (CORS of the public paths)."),
-  url_params: z.array(z.string()).describe('Query parameters the browser tag keeps in page URLs (* as a suffix is a prefix).'),
-  created_at: z.string(),
-});
-
-function view(s: SiteRow): z.input<typeof settingsView> {
-  return { site_id: s.id, name: s.name, domain: s.domain, currency: s.currency, timezone: s.timezone, holdout_share: s.holdout_share, ...tagSettingsView(s), created_at: iso(s.created_at)! };
-}
-
-/** The canonical IANA name of a time zone Intl knows (europe/berlin -> Europe/Berlin), or null. */
-export function canonicalTimeZone(tz: string): string | null {
-  if (tz === '' || tz.length > 64 || /^[+-]/.test(tz)) return null;
-  try {
-    return new Intl.DateTimeFormat('en-US', { timeZone: tz }).resolvedOptions().timeZone;
-  } catch {
-    return null;
-  }
-}
 
 export const sitesSettingsGet = defineTool({
   name: 'sites_settings_get',
@@ -48,7 +15,7 @@ export const sitesSettingsGet = defineTool({
   flags: { changesData: false, idempotent: true },
   input: z.object({}),
   output: settingsView,
-  handler: async (ctx) => view((await ctx.store.sites.get(ctx.grant.siteId))!),
+  handler: (ctx) => new SiteSettingsService(ctx.store).get(ctx.grant.siteId),
 });
 
 export const sitesSettingsUpdate = defineTool({
@@ -73,24 +40,5 @@ export const sitesSettingsUpdate = defineTool({
     url_params: z.array(z.string().max(65)).max(TAG_LIST_MAX).optional().describe('Query parameters kept in page URLs, e.g. ["utm_*", "ref"] (replaces the list).'),
   }),
   output: settingsView.extend({ changed: z.array(z.string()).describe('The settings that changed.') }),
-  handler: async (ctx, input) => {
-    const timezone = input.timezone === undefined ? undefined : canonicalTimeZone(input.timezone);
-    if (timezone === null) throw new AppError('validation_failed', `timezone: ${input.timezone} is not an IANA time zone`, { field: 'timezone' });
-    const before = (await ctx.store.sites.get(ctx.grant.siteId))!;
-    const bool = (b: boolean | undefined) => (b === undefined ? undefined : b ? 1 : 0);
-    const patch = {
-      timezone,
-      holdout_share: input.holdout_share,
-      currency: input.currency?.toUpperCase(),
-      consent_required: bool(input.consent_required),
-      honour_privacy_signals: bool(input.honour_privacy_signals),
-      allowed_origins: input.allowed_origins && JSON.stringify(normalizeOrigins(input.allowed_origins)),
-      url_params: input.url_params && JSON.stringify(normalizeUrlParams(input.url_params)),
-    };
-    if (patch.currency !== undefined) assertCurrency(patch.currency);
-    const after = (await ctx.store.write((tx) => tx.sites.update(ctx.grant.siteId, patch)))!;
-    const keys = ['timezone', 'holdout_share', 'currency', 'consent_required', 'honour_privacy_signals', 'allowed_origins', 'url_params'] as const;
-    const changed = keys.filter((k) => before[k] !== after[k]);
-    return { ...view(after), changed };
-  },
+  handler: (ctx, input) => new SiteSettingsService(ctx.store).update(ctx.grant.siteId, input),
 });
