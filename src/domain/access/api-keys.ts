@@ -1,9 +1,8 @@
-import { z } from 'zod';
 import { AppError } from '../../errors/app-error.js';
-import type { ApiKeyRow } from '../../store/keys.js';
 import type { Store } from '../../store/store.js';
 import { credentialHash, credentialHint, newCredential, sameHash } from './secrets.js';
 import { API_KEY_PREFIX, type KeyScope } from './key-scopes.js';
+import { apiKeyOut, type ApiKeyView, type MintedApiKeyView } from './views.js';
 
 /** The REST API key a request presented, as the handlers act for it. */
 export interface ApiKeyGrant {
@@ -25,38 +24,6 @@ export async function presentedKey(store: Store, credential: string, now = Date.
   if (row.last_used_at === null || now - row.last_used_at > 60_000) await store.write((tx) => tx.keys.touch(row.id, now));
   return { id: row.id, siteId: row.site_id, scopes: new Set(JSON.parse(row.scopes) as KeyScope[]) };
 }
-
-const iso = (t: number | null): string | null => (t === null ? null : new Date(t).toISOString());
-
-/** A REST API key as it is listed: never the plaintext. */
-export const apiKeyView = z.object({
-  id: z.string(),
-  site_id: z.string(),
-  name: z.string().nullable(),
-  hint: z.string(),
-  scopes: z.array(z.string()),
-  created_at: z.string(),
-  last_used_at: z.string().nullable(),
-  revoked_at: z.string().nullable(),
-});
-export type ApiKeyView = z.input<typeof apiKeyView>;
-
-export function apiKeyOut(r: ApiKeyRow): ApiKeyView {
-  return {
-    id: r.id,
-    site_id: r.site_id,
-    name: r.name,
-    hint: r.hint,
-    scopes: JSON.parse(r.scopes) as string[],
-    created_at: iso(r.created_at)!,
-    last_used_at: iso(r.last_used_at),
-    revoked_at: iso(r.revoked_at),
-  };
-}
-
-/** A freshly minted API key: the plaintext is shown only this once. */
-export const mintedApiKeyView = z.object({ key: z.string(), id: z.string(), scopes: z.array(z.string()) });
-export type MintedApiKeyView = z.input<typeof mintedApiKeyView>;
 
 /** The REST API key use cases (svc key): mint, list and revoke. */
 export class ApiKeyService {
