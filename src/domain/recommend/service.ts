@@ -30,7 +30,7 @@ export class RecommendService {
   }
 }
 
-/** Co-purchase recommendations of a site that must exist (not_found otherwise), read from the store's counts. */
+/** Co-purchase recommendations of a site that must exist (not_found otherwise), read from the store's counts: svc recommend and recommendations_co_purchased. */
 export async function recommendForSite(store: Store, siteId: string, q: RecommendQuery): Promise<RecommendResult> {
   if (!(await store.sites.get(siteId))) throw new AppError('not_found', `no site ${siteId}`);
   return new RecommendService(store.copurchase).recommend(siteId, q);
