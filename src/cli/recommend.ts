@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { SUMMARIES } from './summaries.js';
-import { AppError } from '../errors/app-error.js';
-import { RecommendService } from '../domain/recommend/service.js';
+import { recommendForSite } from '../domain/recommend/service.js';
 import { RECOMMEND_LIMITS, recommendQuerySchema, type RecommendResult } from '../domain/recommend/schema.js';
 import { DEFAULT_MIN_SUPPORT } from '../domain/recommend/measure.js';
 import { print, table, usageError, withData, withStore } from './common.js';
@@ -60,10 +59,7 @@ export function registerRecommend(program: Command): void {
       const issue = parsed.error.issues[0]!;
       throw usageError(`${FLAG[String(issue.path[0])] ?? String(issue.path[0])}: ${issue.message}`);
     }
-    const out = await withStore(opts, async (s) => {
-      if (!(await s.sites.get(opts.site))) throw new AppError('not_found', `no site ${opts.site}`);
-      return new RecommendService(s.copurchase).recommend(opts.site, parsed.data);
-    });
+    const out = await withStore(opts, (s) => recommendForSite(s, opts.site, parsed.data));
     print(opts.json, out, () => human(out));
   });
 }

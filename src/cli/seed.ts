@@ -1,7 +1,6 @@
 import type { Command } from 'commander';
 import { SUMMARIES } from './summaries.js';
-import { AppError } from '../errors/app-error.js';
-import { SEED_CACHE_KIB, SEED_MAX_PROFILES, SEED_SPAN_MS, seedSite, type SeedResult } from '../demo/synthetic.js';
+import { SEED_CACHE_KIB, SEED_MAX_PROFILES, SEED_SPAN_MS, seedSite, seedTarget, type SeedResult } from '../demo/synthetic.js';
 import { print, usageError, withData, withStore } from './common.js';
 
 /** Where seeded history ends when --seed is given without --until, so a seed always gives the same rows. */
@@ -91,16 +90,14 @@ export function registerSeed(program: Command): void {
         const until = untilOption(opts.until, seed !== undefined);
         let lastReport = 0;
         const out = await withStore(opts, async (s): Promise<SeedResult> => {
-          const site = await s.sites.get(opts.site);
-          if (!site) throw new AppError('not_found', `no site ${opts.site}`);
-          const segments = (await s.segments.list(site.id)).length;
-          if (segments > 0) {
+          const site = await seedTarget(s, opts.site);
+          if (site.segments > 0) {
             process.stderr.write(
-              `svc seed: note: site ${site.id} has ${segments} segment(s); seeded profiles are not evaluated against them (re-create them to backfill)\n`,
+              `svc seed: note: site ${site.siteId} has ${site.segments} segment(s); seeded profiles are not evaluated against them (re-create them to backfill)\n`,
             );
           }
           return seedSite(s, {
-            siteId: site.id,
+            siteId: site.siteId,
             currency: site.currency,
             profiles,
             eventsPerProfile,

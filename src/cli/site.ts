@@ -2,9 +2,9 @@ import type { Command } from 'commander';
 import { SUMMARIES } from './summaries.js';
 import { isCurrencyCode } from '../domain/currency.js';
 import { z } from 'zod';
-import { AppError } from '../errors/app-error.js';
 import { print, table, withData, withStore, usageError } from './common.js';
-import { parseTagSettings, tagSettingsView, type TagSettingsInput } from '../domain/sites/tag-settings.js';
+import { parseTagSettings, type TagSettingsInput } from '../domain/sites/tag-settings.js';
+import { SiteSettingsService } from '../domain/sites/service.js';
 
 const domainSchema = z
   .string()
@@ -29,11 +29,10 @@ export function registerSite(program: Command): void {
     if (!currencySchema.safeParse(opts.currency).success) {
       throw usageError(`--currency: ${JSON.stringify(opts.currency)} must be an ISO 4217 code such as USD`);
     }
-    const row = await withStore(opts, (s) =>
-      s.write((tx) => tx.sites.create({ name: opts.name.trim(), domain: opts.domain?.toLowerCase(), currency: opts.currency })),
-      { create: true },
-    );
-    print(opts.json, { site_id: row.id }, () => row.id);
+    const out = await withStore(opts, (s) => new SiteSettingsService(s).create({ name: opts.name.trim(), domain: opts.domain, currency: opts.currency }), {
+      create: true,
+    });
+    print(opts.json, out, () => out.site_id);
   });
   withData(
     site
@@ -58,25 +57,12 @@ export function registerSite(program: Command): void {
     if (opts.currency !== undefined && !currencySchema.safeParse(opts.currency).success) {
       throw usageError(`--currency: ${JSON.stringify(opts.currency)} must be an ISO 4217 code such as USD`);
     }
-    const row = await withStore(opts, (s) =>
-      s.write(async (tx) => {
-        if (!(await tx.sites.get(id))) throw new AppError('not_found', `no site ${id}`);
-        return (await tx.sites.update(id, { domain: opts.domain?.toLowerCase(), currency: opts.currency, ...tag }))!;
-      }),
-    );
-    const out = { site_id: row.id, name: row.name, domain: row.domain, currency: row.currency, ...tagSettingsView(row) };
-    print(opts.json, out, () => `${row.id} updated (domain ${row.domain ?? '-'}, currency ${row.currency})`);
+    const out = await withStore(opts, (s) => new SiteSettingsService(s).setUp(id, { ...tag, domain: opts.domain, currency: opts.currency }));
+    print(opts.json, out, () => `${out.site_id} updated (domain ${out.domain ?? '-'}, currency ${out.currency})`);
   });
   withData(site.command('list').description('List sites').option('--json', 'print JSON')).action(
     async (opts: { json?: boolean; data?: string }) => {
-      const rows = await withStore(opts, (s) => s.sites.list());
-      const out = rows.map((r) => ({
-        site_id: r.id,
-        name: r.name,
-        domain: r.domain,
-        currency: r.currency,
-        created_at: new Date(r.created_at).toISOString(),
-      }));
+      const out = await withStore(opts, (s) => new SiteSettingsService(s).list());
       print(opts.json, out, () => table(out, ['site_id', 'name', 'domain', 'currency', 'created_at']));
     },
   );

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { SUMMARIES } from './summaries.js';
 import { print, table, withData, withStore } from './common.js';
-import { AppError } from '../errors/app-error.js';
+import { SiteSettingsService } from '../domain/sites/service.js';
 
 export function registerStats(program: Command): void {
   withData(
@@ -11,10 +11,7 @@ export function registerStats(program: Command): void {
       .option('--site <id>', 'only this site')
       .option('--json', 'print JSON'),
   ).action(async (opts: { site?: string; json?: boolean; data?: string }) => {
-    const rows = await withStore(opts, async (s) => {
-      if (opts.site !== undefined && !(await s.sites.get(opts.site))) throw new AppError('not_found', `no site ${opts.site}`);
-      return s.stats(opts.site);
-    });
+    const rows = await withStore(opts, (s) => new SiteSettingsService(s).stats(opts.site));
     print(opts.json, opts.site !== undefined ? rows[0] : rows, () =>
       table(rows as unknown as Record<string, unknown>[], [
         'site_id',

@@ -1,8 +1,7 @@
 import type { Command } from 'commander';
 import { SUMMARIES } from './summaries.js';
-import { AppError } from '../errors/app-error.js';
-import { credentialHash, credentialHint, newCredential } from '../domain/access/secrets.js';
-import { isMcpScope, MCP_SCOPES, MCP_TOKEN_PREFIX, parseRestrictions, type Restrictions } from '../domain/access/grant.js';
+import { AccessService } from '../domain/access/service.js';
+import { isMcpScope, MCP_SCOPES, type Restrictions } from '../domain/access/grant.js';
 import { print, table, usageError, withData, withStore } from './common.js';
 
 interface MintOpts {
@@ -19,8 +18,6 @@ interface MintOpts {
   json?: boolean;
   data?: string;
 }
-
-const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString());
 
 export function registerToken(program: Command): void {
   const token = program.command('token').description(SUMMARIES.token);
@@ -63,56 +60,16 @@ export function registerToken(program: Command): void {
       allow_credential_issuance: opts.allowCredentialIssuance === true,
       propose_only: opts.proposeOnly === true,
     };
-    const plaintext = newCredential(MCP_TOKEN_PREFIX);
-    const row = await withStore(opts, (s) =>
-      s.write(async (tx) => {
-        const site = await tx.sites.get(opts.site);
-        if (!site) throw new AppError('not_found', `no site ${opts.site}`);
-        const owner = await tx.sites.localOwner();
-        const user = opts.as === undefined ? owner : await tx.users.find(site.account_id, opts.as);
-        if (!user || user.account_id !== site.account_id) throw new AppError('not_found', `no user ${opts.as ?? ''} in the account of site ${site.id}`);
-        if (user.role !== 'owner' && user.role !== 'admin') {
-          throw new AppError('insufficient_scope', `${user.email} is a ${user.role}; only owners and admins may mint MCP tokens`);
-        }
-        return tx.tokens.create({
-          siteId: site.id,
-          name: opts.name ?? null,
-          hash: credentialHash(plaintext),
-          hint: credentialHint(plaintext, MCP_TOKEN_PREFIX),
-          scope,
-          restrictions,
-          createdBy: user.id,
-          expiresAt,
-        });
-      }),
+    const out = await withStore(opts, (s) =>
+      new AccessService(s).mintUserToken({ siteId: opts.site, as: opts.as, scope, restrictions, name: opts.name ?? null, expiresAt }),
     );
-    print(opts.json, { token: plaintext, id: row.id, scope, restrictions, expires_at: iso(expiresAt) }, () => plaintext);
-    if (!opts.json) process.stderr.write(`svc: token ${row.id} minted; the plaintext above is shown only once\n`);
+    print(opts.json, out, () => out.token);
+    if (!opts.json) process.stderr.write(`svc: token ${out.id} minted; the plaintext above is shown only once\n`);
   });
 
   withData(token.command('list').description('List MCP tokens (never the token)').option('--site <id>', 'only this site').option('--json', 'print JSON')).action(
     async (opts: { site?: string; json?: boolean; data?: string }) => {
-      const out = await withStore(opts, async (s) =>
-        Promise.all(
-          (await s.tokens.list(opts.site)).map(async (r) => {
-            const restrictions = parseRestrictions(r.restrictions);
-            return {
-              id: r.id,
-              site_id: r.site_id,
-              name: r.name,
-              hint: r.hint,
-              scope: r.scope,
-              restrictions,
-              created_by: r.created_by,
-              created_by_email: (await s.users.byId(r.created_by))?.email ?? null,
-              created_at: iso(r.created_at),
-              expires_at: iso(r.expires_at),
-              last_used_at: iso(r.last_used_at),
-              revoked_at: iso(r.revoked_at),
-            };
-          }),
-        ),
-      );
+      const out = await withStore(opts, (s) => new AccessService(s).allTokens(opts.site));
       print(opts.json, out, () =>
         table(
           out.map((t) => ({ ...t, restrictions: describeRestrictions(t.restrictions), created_by: t.created_by_email ?? t.created_by })),
@@ -124,13 +81,8 @@ export function registerToken(program: Command): void {
 
   withData(token.command('revoke').description('Revoke an MCP token; it stops working at once').argument('<id>', 'token id').option('--json', 'print JSON')).action(
     async (id: string, opts: { json?: boolean; data?: string }) => {
-      await withStore(opts, (s) =>
-        s.write(async (tx) => {
-          if (!(await tx.tokens.byId(id))) throw new AppError('not_found', `no token ${id}`);
-          if (!(await tx.tokens.revoke(id, Date.now()))) throw new AppError('conflict', `token ${id} is already revoked`);
-        }),
-      );
-      print(opts.json, { revoked: id }, () => `revoked ${id}`);
+      const out = await withStore(opts, (s) => new AccessService(s).revokeTokenById(id));
+      print(opts.json, out, () => `revoked ${out.revoked}`);
     },
   );
 }

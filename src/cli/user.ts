@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { SUMMARIES } from './summaries.js';
-import { AppError } from '../errors/app-error.js';
+import { AccessService } from '../domain/access/service.js';
 import { print, table, usageError, withData, withStore } from './common.js';
 
 const ROLES = ['admin', 'member'] as const;
@@ -24,23 +24,14 @@ export function registerUser(program: Command): void {
     if (!EMAIL.test(email)) throw usageError(`--email: ${JSON.stringify(opts.email)} is not an email address`);
     if (opts.name !== undefined && (opts.name.trim() === '' || opts.name.length > 200)) throw usageError('--name: 1 to 200 characters');
     const out = await withStore(opts, (s) =>
-      s.write(async (tx) => {
-        const site = await tx.sites.get(opts.site);
-        if (!site) throw new AppError('not_found', `no site ${opts.site}`);
-        if (await tx.users.find(site.account_id, email)) throw new AppError('conflict', `${email} is already a user of this account`);
-        return tx.users.create({ accountId: site.account_id, email, name: opts.name?.trim() ?? null, role: opts.role as (typeof ROLES)[number] });
-      }),
+      new AccessService(s).addUser({ siteId: opts.site, email, name: opts.name?.trim() ?? null, role: opts.role as (typeof ROLES)[number] }),
     );
     print(opts.json, out, () => `${out.id}  ${out.email}  ${out.role}`);
   });
   withData(
     user.command('list').description('List the users of the account of a site').requiredOption('--site <id>', 'a site of the account').option('--json', 'print JSON'),
   ).action(async (opts: { site: string; json?: boolean; data?: string }) => {
-    const out = await withStore(opts, async (s) => {
-      const site = await s.sites.get(opts.site);
-      if (!site) throw new AppError('not_found', `no site ${opts.site}`);
-      return (await s.users.list(site.account_id)).map((u) => ({ ...u, created_at: new Date(u.created_at).toISOString() }));
-    });
+    const out = await withStore(opts, (s) => new AccessService(s).accountUsers(opts.site));
     print(opts.json, out, () => table(out, ['id', 'email', 'name', 'role', 'created_at']));
   });
 }

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Store } from '../store/store.js';
 import { bulkTables, countAllProfiles, SEED_CACHE_KIB, withBulkSettings } from '../store/bulk-load.js';
+import { AppError } from '../errors/app-error.js';
 import { normalizeEmail, normalizePhoneDigits, sha256Hex } from '../domain/identity/normalize.js';
 
 /**
@@ -212,8 +213,18 @@ function formatPhone(dial: string, national: string): string {
 }
 
 /**
+ * The site a seed goes into (not_found unless it exists): its currency, and how
+ * many segments it has (seeded profiles are not evaluated against them).
+ */
+export async function seedTarget(store: Store, siteId: string): Promise<{ siteId: string; currency: string; segments: number }> {
+  const site = await store.sites.get(siteId);
+  if (!site) throw new AppError('not_found', `no site ${siteId}`);
+  return { siteId: site.id, currency: site.currency, segments: (await store.segments.list(site.id)).length };
+}
+
+/**
  * Seeds `o.profiles` profiles into a site, on SQLite or PostgreSQL. The caller
- * has checked that the site exists. One write operation per batch: an
+ * has checked that the site exists (seedTarget). One write operation per batch: an
  * interrupted seed leaves whole profiles (with all their rows) of the batches
  * committed so far. Runs under the store's bulk settings (withBulkSettings).
  */

@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import { AppError } from '../errors/app-error.js';
 import { isErrorCode } from '../errors/codes.js';
 import type { RateLimiter } from '../http/rate-limit.js';
-import { REPORT_LINK_PURPOSE, verifyReportLink } from '../domain/access/report-link.js';
+import { openReportLink } from '../domain/access/report-link.js';
 import { callTool, toolErrorOf } from './call.js';
 import { parseRestrictions, reportGrant, type Grant } from '../domain/access/grant.js';
 import { toolContext, type McpDeps } from './server.js';
@@ -40,11 +40,9 @@ export function reportHandler(deps: McpDeps & { limiter: RateLimiter | null }) {
     const token = linkOf(req);
     if (token === null || token === '') throw refused('missing');
     const now = Date.now();
-    const check = verifyReportLink(token, (data) => deps.store.secrets.mac(REPORT_LINK_PURPOSE, data), now);
-    if (!check.ok) throw refused(check.reason);
-    const link = check.link;
-    const row = await deps.store.tokens.byId(link.minterTokenId);
-    if (!row || row.site_id !== link.siteId || row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= now)) throw refused('minter');
+    const opened = await openReportLink(deps.store, token, now);
+    if (!opened.ok) throw refused(opened.reason);
+    const { link, minter: row } = opened;
     const tool = TOOLS.find((t) => t.name === link.tool);
     if (!tool) throw new AppError('not_found', `this server has no tool ${link.tool} any more`, { field: 'tool' });
     if (deps.limiter) {

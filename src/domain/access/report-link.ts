@@ -2,6 +2,7 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { AppError } from '../../errors/app-error.js';
 import type { Store } from '../../store/store.js';
+import type { McpTokenRow } from '../../store/tokens.js';
 import { iso } from '../time.js';
 
 /** Prefix of a report link's token: `rpl1.<payload>.<signature>`, base64url parts. */
@@ -68,6 +69,21 @@ export function verifyReportLink(token: string, sign: Signer, now: number): Link
   if (!p.success) return { ok: false, reason: 'malformed' };
   if (p.data.e <= now) return { ok: false, reason: 'expired' };
   return { ok: true, link: { id: p.data.i, siteId: p.data.s, minterTokenId: p.data.t, tool: p.data.n, args: p.data.a, expiresAt: p.data.e } };
+}
+
+export type OpenedLink = { ok: true; link: ReportLink; minter: McpTokenRow } | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' | 'minter' };
+
+/**
+ * Opens a link token at `now`: checks it against the server's key (form,
+ * signature, expiry: verifyReportLink), then that the token that minted it is
+ * still live (not revoked, not expired) and of the link's site.
+ */
+export async function openReportLink(store: Pick<Store, 'secrets' | 'tokens'>, token: string, now: number): Promise<OpenedLink> {
+  const check = verifyReportLink(token, (data) => store.secrets.mac(REPORT_LINK_PURPOSE, data), now);
+  if (!check.ok) return check;
+  const row = await store.tokens.byId(check.link.minterTokenId);
+  if (!row || row.site_id !== check.link.siteId || row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= now)) return { ok: false, reason: 'minter' };
+  return { ok: true, link: check.link, minter: row };
 }
 
 /** Arguments of a report, as JSON, at most this long (they travel inside the link). */

@@ -5,7 +5,15 @@ import type { Store } from '../../store/store.js';
 import type { AccountUser } from '../../store/sites.js';
 import { MCP_TOKEN_PREFIX, scopeRank, type Grant, type McpScope, type Restrictions } from './grant.js';
 import { credentialHash, credentialHint, newCredential } from './secrets.js';
-import { tokenOut, type auditView, type invitedMemberView, type memberRemovedView, type memberView, type mintedTokenView, type roleChangeView, type tokenView, type ROLES } from './views.js';
+import {
+  accountUserOut,
+  siteTokenOut,
+  tokenOut,
+  type AccountUserListView,
+  type AccountUserView,
+  type SiteTokenView,
+  type UserMintedTokenView,
+  type auditView, type invitedMemberView, type memberRemovedView, type memberView, type mintedTokenView, type roleChangeView, type tokenView, type ROLES } from './views.js';
 
 type Role = (typeof ROLES)[number];
 
@@ -180,5 +188,85 @@ export class AccessService {
       const revoked = await tx.users.remove(u.id, grant.createdBy, Date.now());
       return { removed: u.id, role: u.role, tokens_revoked: revoked };
     });
+  }
+
+  // ---- across sites, acting as the local owner (svc token, svc user) ---------------------------
+
+  /**
+   * Mints an MCP token of a site that must exist for a user of its account
+   * (`as`: id or email; the local owner when omitted) who must be an owner or
+   * an admin; the plaintext is shown only this once.
+   */
+  async mintUserToken(input: {
+    siteId: string;
+    as?: string | undefined;
+    scope: McpScope;
+    restrictions: Restrictions;
+    name: string | null;
+    expiresAt: number | null;
+  }): Promise<UserMintedTokenView> {
+    const plaintext = newCredential(MCP_TOKEN_PREFIX);
+    const row = await this.store.write(async (tx) => {
+      const site = await tx.sites.get(input.siteId);
+      if (!site) throw new AppError('not_found', `no site ${input.siteId}`);
+      const owner = await tx.sites.localOwner();
+      const user = input.as === undefined ? owner : await tx.users.find(site.account_id, input.as);
+      if (!user || user.account_id !== site.account_id) throw new AppError('not_found', `no user ${input.as ?? ''} in the account of site ${site.id}`);
+      if (user.role !== 'owner' && user.role !== 'admin') {
+        throw new AppError('insufficient_scope', `${user.email} is a ${user.role}; only owners and admins may mint MCP tokens`);
+      }
+      return tx.tokens.create({
+        siteId: site.id,
+        name: input.name,
+        hash: credentialHash(plaintext),
+        hint: credentialHint(plaintext, MCP_TOKEN_PREFIX),
+        scope: input.scope,
+        restrictions: input.restrictions,
+        createdBy: user.id,
+        expiresAt: input.expiresAt,
+      });
+    });
+    return { token: plaintext, id: row.id, scope: input.scope, restrictions: input.restrictions, expires_at: input.expiresAt === null ? null : iso(input.expiresAt) };
+  }
+
+  /** Every MCP token, or those of one site, with the email of the user who minted it. */
+  async allTokens(siteId?: string): Promise<SiteTokenView[]> {
+    const out = [];
+    for (const r of await this.store.tokens.list(siteId)) out.push(siteTokenOut(r, (await this.store.users.byId(r.created_by))?.email ?? null));
+    return out;
+  }
+
+  /** Revokes a token of any site: not_found if there is none, conflict if it is already revoked. */
+  async revokeTokenById(id: string): Promise<{ revoked: string }> {
+    await this.store.write(async (tx) => {
+      if (!(await tx.tokens.byId(id))) throw new AppError('not_found', `no token ${id}`);
+      if (!(await tx.tokens.revoke(id, Date.now()))) throw new AppError('conflict', `token ${id} is already revoked`);
+    });
+    return { revoked: id };
+  }
+
+  /** Adds a user (email already normalized) to the account of a site that must exist; conflict if the email is taken. */
+  async addUser(input: { siteId: string; email: string; name: string | null; role: 'admin' | 'member' }): Promise<AccountUserView> {
+    const user = await this.store.write(async (tx) => {
+      const site = await tx.sites.get(input.siteId);
+      if (!site) throw new AppError('not_found', `no site ${input.siteId}`);
+      if (await tx.users.find(site.account_id, input.email)) throw new AppError('conflict', `${input.email} is already a user of this account`);
+      return tx.users.create({ accountId: site.account_id, email: input.email, name: input.name, role: input.role });
+    });
+    return accountUserOut(user);
+  }
+
+  /** The users of the account of a site that must exist, with their email and name. */
+  async accountUsers(siteId: string): Promise<AccountUserListView[]> {
+    const site = await this.store.sites.get(siteId);
+    if (!site) throw new AppError('not_found', `no site ${siteId}`);
+    return (await this.store.users.list(site.account_id)).map((u) => ({
+      id: u.id,
+      account_id: u.account_id,
+      email: u.email,
+      name: u.name,
+      role: u.role,
+      created_at: iso(u.created_at),
+    }));
   }
 }

@@ -1,8 +1,10 @@
 import { z } from 'zod';
+import type { ApiKeyRow } from '../../store/keys.js';
+import type { AccountUser } from '../../store/sites.js';
 import type { McpTokenRow } from '../../store/tokens.js';
 import { MCP_SCOPES, parseRestrictions, restrictionsSchema } from './grant.js';
 
-/** The views of access: MCP tokens, the audit log, account members and minted credentials. */
+/** The views of access: MCP tokens, the audit log, account members, REST API keys and minted credentials. */
 
 /** ISO 8601 of a millisecond timestamp; null stays null. */
 const iso = (t: number | null): string | null => (t === null ? null : new Date(t).toISOString());
@@ -98,3 +100,97 @@ export const roleChangeView = z.object({ id: z.string(), previous_role: z.enum(R
 
 /** A removed member (access_member_remove). */
 export const memberRemovedView = z.object({ removed: z.string(), role: z.enum(ROLES), tokens_revoked: z.number().int() });
+
+/** An MCP token of any site as `svc token list` shows it (with the email of its creator); never the token. */
+export const siteTokenView = z.object({
+  id: z.string(),
+  site_id: z.string(),
+  name: z.string().nullable(),
+  hint: z.string(),
+  scope: z.enum(MCP_SCOPES),
+  restrictions: restrictionsSchema,
+  created_by: z.string(),
+  created_by_email: z.string().nullable(),
+  created_at: z.string(),
+  expires_at: z.string().nullable(),
+  last_used_at: z.string().nullable(),
+  revoked_at: z.string().nullable(),
+});
+export type SiteTokenView = z.infer<typeof siteTokenView>;
+
+export function siteTokenOut(r: McpTokenRow, createdByEmail: string | null): SiteTokenView {
+  return {
+    id: r.id,
+    site_id: r.site_id,
+    name: r.name,
+    hint: r.hint,
+    scope: r.scope,
+    restrictions: parseRestrictions(r.restrictions),
+    created_by: r.created_by,
+    created_by_email: createdByEmail,
+    created_at: iso(r.created_at)!,
+    expires_at: iso(r.expires_at),
+    last_used_at: iso(r.last_used_at),
+    revoked_at: iso(r.revoked_at),
+  };
+}
+
+/** An MCP token minted for a user of the account (svc token mint); the plaintext is shown only this once. */
+export const userMintedTokenView = z.object({
+  token: z.string(),
+  id: z.string(),
+  scope: z.enum(MCP_SCOPES),
+  restrictions: restrictionsSchema,
+  expires_at: z.string().nullable(),
+});
+export type UserMintedTokenView = z.infer<typeof userMintedTokenView>;
+
+/** A user of an account as `svc user add` shows it. */
+export const accountUserView = z.object({ id: z.string(), account_id: z.string(), email: z.string(), role: z.enum(ROLES) });
+export type AccountUserView = z.input<typeof accountUserView>;
+
+export function accountUserOut(u: AccountUser): AccountUserView {
+  return { id: u.id, account_id: u.account_id, email: u.email, role: u.role };
+}
+
+/** A user of an account as `svc user list` shows it (email and name included). */
+export const accountUserListView = z.object({
+  id: z.string(),
+  account_id: z.string(),
+  email: z.string(),
+  name: z.string().nullable(),
+  role: z.enum(ROLES),
+  created_at: z.string(),
+});
+export type AccountUserListView = z.input<typeof accountUserListView>;
+
+/** A REST API key as it is listed: never the plaintext. */
+export const apiKeyView = z.object({
+  id: z.string(),
+  site_id: z.string(),
+  name: z.string().nullable(),
+  hint: z.string(),
+  scopes: z.array(z.string()),
+  created_at: z.string(),
+  last_used_at: z.string().nullable(),
+  revoked_at: z.string().nullable(),
+});
+export type ApiKeyView = z.input<typeof apiKeyView>;
+
+export function apiKeyOut(r: ApiKeyRow): ApiKeyView {
+  return {
+    id: r.id,
+    site_id: r.site_id,
+    name: r.name,
+    hint: r.hint,
+    scopes: JSON.parse(r.scopes) as string[],
+    created_at: iso(r.created_at)!,
+    last_used_at: iso(r.last_used_at),
+    revoked_at: iso(r.revoked_at),
+  };
+}
+
+/** A freshly minted API key: the plaintext is shown only this once. */
+export const mintedApiKeyView = z.object({ key: z.string(), id: z.string(), scopes: z.array(z.string()) });
+export type MintedApiKeyView = z.input<typeof mintedApiKeyView>;
+

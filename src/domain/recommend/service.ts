@@ -1,4 +1,6 @@
+import { AppError } from '../../errors/app-error.js';
 import type { CopurchaseRepo } from '../../store/copurchase.js';
+import type { Store } from '../../store/store.js';
 import { rankCompanions } from './rank.js';
 import type { RecommendQuery, RecommendResult } from './schema.js';
 
@@ -26,4 +28,10 @@ export class RecommendService {
       items: rankCompanions({ total, anchors, k: q.k, minSupport: q.min_support }),
     };
   }
+}
+
+/** Co-purchase recommendations of a site that must exist (not_found otherwise), read from the store's counts: svc recommend and recommendations_co_purchased. */
+export async function recommendForSite(store: Store, siteId: string, q: RecommendQuery): Promise<RecommendResult> {
+  if (!(await store.sites.get(siteId))) throw new AppError('not_found', `no site ${siteId}`);
+  return new RecommendService(store.copurchase).recommend(siteId, q);
 }

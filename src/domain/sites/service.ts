@@ -1,8 +1,10 @@
 import { AppError } from '../../errors/app-error.js';
+import type { SitePatch } from '../../store/sites.js';
+import type { SiteStats } from '../../store/stats.js';
 import type { Store } from '../../store/store.js';
 import { assertCurrency } from '../currency.js';
 import { normalizeOrigins, normalizeUrlParams } from './tag-settings.js';
-import { settingsOut, type SettingsView } from './views.js';
+import { settingsOut, siteListItemOut, siteSetupOut, type SettingsView, type SiteListItemView, type SiteSetupView } from './views.js';
 
 /** The largest holdout share: more than half the visitors held out would make personalization the minority. */
 export const MAX_HOLDOUT_SHARE = 0.5;
@@ -31,6 +33,42 @@ export interface SettingsPatch {
 /** The site-settings use cases of one store, returning views. */
 export class SiteSettingsService {
   constructor(private readonly store: Store) {}
+
+  /** The settings of a site that must exist (not_found otherwise). */
+  async require(siteId: string): Promise<SettingsView> {
+    const row = await this.store.sites.get(siteId);
+    if (!row) throw new AppError('not_found', `no site ${siteId}`);
+    return settingsOut(row);
+  }
+
+  /** Creates a site in the local owner's account (domain lower-cased). */
+  async create(input: { name: string; domain?: string | undefined; currency: string }): Promise<{ site_id: string }> {
+    const row = await this.store.write((tx) => tx.sites.create({ name: input.name, domain: input.domain?.toLowerCase(), currency: input.currency }));
+    return { site_id: row.id };
+  }
+
+  /** Every site, oldest first. */
+  async list(): Promise<SiteListItemView[]> {
+    return (await this.store.sites.list()).map(siteListItemOut);
+  }
+
+  /** Changes the domain, currency or browser-tag settings of a site that must exist (svc site update). */
+  async setUp(
+    siteId: string,
+    patch: Pick<SitePatch, 'currency' | 'allowed_origins' | 'url_params' | 'consent_required' | 'honour_privacy_signals'> & { domain?: string | undefined },
+  ): Promise<SiteSetupView> {
+    const row = await this.store.write(async (tx) => {
+      if (!(await tx.sites.get(siteId))) throw new AppError('not_found', `no site ${siteId}`);
+      return (await tx.sites.update(siteId, { ...patch, domain: patch.domain?.toLowerCase() }))!;
+    });
+    return siteSetupOut(row);
+  }
+
+  /** Row counts of every site, or of one site that must exist. */
+  async stats(siteId?: string): Promise<SiteStats[]> {
+    if (siteId !== undefined) await this.require(siteId);
+    return this.store.stats(siteId);
+  }
 
   async get(siteId: string): Promise<SettingsView> {
     return settingsOut((await this.store.sites.get(siteId))!);

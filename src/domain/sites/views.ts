@@ -22,3 +22,34 @@ export type SettingsView = z.input<typeof settingsView>;
 export function settingsOut(s: SiteRow): SettingsView {
   return { site_id: s.id, name: s.name, domain: s.domain, currency: s.currency, timezone: s.timezone, holdout_share: s.holdout_share, ...tagSettingsView(s), created_at: new Date(s.created_at).toISOString() };
 }
+
+/** A site as `svc site list` shows it. */
+export const siteListItemView = z.object({
+  site_id: z.string(),
+  name: z.string(),
+  domain: z.string().nullable(),
+  currency: z.string(),
+  created_at: z.string(),
+});
+export type SiteListItemView = z.input<typeof siteListItemView>;
+
+export function siteListItemOut(s: SiteRow): SiteListItemView {
+  return { site_id: s.id, name: s.name, domain: s.domain, currency: s.currency, created_at: new Date(s.created_at).toISOString() };
+}
+
+/** A site's domain, currency and browser-tag settings, as `svc site update` shows them. */
+export const siteSetupView = z.object({
+  site_id: z.string(),
+  name: z.string(),
+  domain: z.string().nullable(),
+  currency: z.string(),
+  consent_required: z.boolean(),
+  honour_privacy_signals: z.boolean(),
+  allowed_origins: z.array(z.string()),
+  url_params: z.array(z.string()),
+});
+export type SiteSetupView = z.input<typeof siteSetupView>;
+
+export function siteSetupOut(s: SiteRow): SiteSetupView {
+  return { site_id: s.id, name: s.name, domain: s.domain, currency: s.currency, ...tagSettingsView(s) };
+}

@@ -1,5 +1,5 @@
 import { defineTool } from '../tool.js';
-import { RecommendService } from '../../domain/recommend/service.js';
+import { recommendForSite } from '../../domain/recommend/service.js';
 import { recommendQuerySchema, recommendResultSchema } from '../../domain/recommend/schema.js';
 
 const area = 'recommendations';
@@ -14,5 +14,5 @@ export const recommendationsCoPurchased = defineTool({
   flags: { changesData: false, idempotent: true },
   input: recommendQuerySchema,
   output: recommendResultSchema,
-  handler: (ctx, input) => new RecommendService(ctx.store.copurchase).recommend(ctx.grant.siteId, input),
+  handler: (ctx, input) => recommendForSite(ctx.store, ctx.grant.siteId, input),
 });
