@@ -1,6 +1,7 @@
 import { request, type Dispatcher } from 'undici';
 import { VERSION } from '../version.js';
 import { classify } from '../outbound/sender.js';
+import type { AttemptOutcome } from '../store/webhooks.js';
 
 /** Longest response body kept from a platform (their answers are small JSON documents). */
 const MAX_BODY = 1024 * 1024;
@@ -76,14 +77,8 @@ export function excerpt(text: string): string | null {
   return text ? text.slice(0, EXCERPT_CHARS) : null;
 }
 
-/** The outcome of one job's attempt, as written to the health log and the job row. */
-export interface JobOutcome {
-  ok: boolean;
-  status: number | null;
-  latencyMs: number;
-  errorClass: string | null;
-  message: string | null;
-  excerpt: string | null;
+/** The outcome of one job's attempt, as written to the health log (its outcome columns) and the job row. */
+export interface JobOutcome extends AttemptOutcome {
   /** A later attempt may succeed (429, 5xx, network, credentials an operator can fix). */
   retryable: boolean;
   retryAfterMs?: number | null;

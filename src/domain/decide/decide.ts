@@ -1,8 +1,9 @@
 import { assignArm, inHoldout } from '../experiments/assign.js';
+import type { Status } from '../experiments/rules.js';
 import { matchesPage, urlParts } from '../web/url-match.js';
 import { servableByArm, servableByPlacement } from '../web/lifecycle.js';
 import type { ContentKind } from '../../store/content.js';
-import type { OverrideKind } from '../../store/overrides.js';
+import type { OverrideRow } from '../../store/overrides.js';
 import type { MatchType } from '../../store/pages.js';
 import type { VariantStatus } from '../../store/variants.js';
 
@@ -75,25 +76,14 @@ export interface SnapshotExperiment {
   id: string;
   page_id: string | null;
   zone_id: string | null;
-  status: 'draft' | 'running' | 'paused' | 'ended' | 'shipped';
+  status: Status;
   seed: string;
   shipped_arm_id: string | null;
   /** Arms in their stored order (assignment ranges follow it). */
   arms: SnapshotArm[];
 }
 
-export interface SnapshotOverride {
-  id: string;
-  kind: OverrideKind;
-  page_id: string | null;
-  zone_id: string | null;
-  variant_id: string | null;
-  experiment_id: string | null;
-  arm_id: string | null;
-  visitor_id: string | null;
-  set_by: string;
-  set_at: number;
-}
+export type SnapshotOverride = Pick<OverrideRow, 'id' | 'kind' | 'page_id' | 'zone_id' | 'variant_id' | 'experiment_id' | 'arm_id' | 'visitor_id' | 'set_by' | 'set_at'>;
 
 /** Everything the decision reads about a site. Placements: enabled only; overrides: active only. */
 export interface SiteSnapshot {
