@@ -1,3 +1,5 @@
+import type { z } from 'zod';
+import type { outcomeView } from './views.js';
 import type { CampaignAction, CampaignComponentKind, CampaignRow, CampaignStatus, ExposureGroupStats } from '../../store/campaigns.js';
 
 /**
@@ -115,22 +117,12 @@ export function afterClose(c: CampaignRow, now: number, actor: string, outcome: 
   return { ...current(c), status: 'closed', live_ms: liveMs(c, now), live_since: null, closed_at: now, closed_by: actor, outcome: JSON.stringify(outcome) };
 }
 
-/** The outcome snapshot at close: the `outcome` of campaign.closed. */
-export interface CampaignOutcome {
-  days_live: number;
-  /** Distinct visitors shown the campaign's variants, placements or tests (not in the holdout). */
-  exposed_visitors: number;
-  /** Distinct holdout visitors seen on the campaign's zones (the lift's comparison group). */
-  holdout_visitors: number;
-  sessions: number;
-  profiles: number;
-  conversions: number;
-  conversion_rate: number;
-  revenue: number;
-  currency: string;
-  leads: number;
-  lift: number | null;
-}
+/**
+ * The outcome snapshot at close (the `outcome` of campaign.closed): the outcome
+ * view, whose visitor counts are null only in snapshots stored before they
+ * were recorded, so a new snapshot always has them.
+ */
+export type CampaignOutcome = Omit<z.infer<typeof outcomeView>, 'exposed_visitors' | 'holdout_visitors'> & { exposed_visitors: number; holdout_visitors: number };
 
 const DAY_MS = 86_400_000;
 

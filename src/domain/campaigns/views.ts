@@ -101,7 +101,7 @@ export function campaignOut(c: CampaignRow, components: readonly CampaignCompone
 }
 
 /** A stored snapshot; ones closed before the visitor counts were recorded read them as null. */
-function outcomeOf(json: string): Omit<CampaignOutcome, 'exposed_visitors' | 'holdout_visitors'> & { exposed_visitors: number | null; holdout_visitors: number | null } {
+function outcomeOf(json: string): z.infer<typeof outcomeView> {
   const o = JSON.parse(json) as Partial<CampaignOutcome> & Omit<CampaignOutcome, 'exposed_visitors' | 'holdout_visitors'>;
   return { ...o, exposed_visitors: o.exposed_visitors ?? null, holdout_visitors: o.holdout_visitors ?? null };
 }

@@ -3,6 +3,7 @@
  * and the worker's pause when a variant arm trips.
  */
 import type { Repos } from '../../store/repos.js';
+import type { GuardrailStatusView } from './views.js';
 import type { ExperimentRow } from '../../store/experiments.js';
 import { CATALOGUE } from '../../webhooks/catalogue.js';
 import {
@@ -12,7 +13,6 @@ import {
   guardrailVerdict,
   POOR,
   VITALS,
-  type GuardrailVerdict,
   type Vital,
 } from './rules.js';
 
@@ -21,23 +21,9 @@ export function guardrailsOf(row: ExperimentRow): Vital[] {
   return Array.isArray(parsed) ? (parsed.filter((m) => (VITALS as readonly unknown[]).includes(m)) as Vital[]) : [];
 }
 
-export interface GuardrailArm {
-  arm_id: string;
-  label: string;
-  control: boolean;
-  p75: number | null;
-  n: number;
-  verdict: GuardrailVerdict | null;
-}
-
-export interface GuardrailMetricStatus {
-  metric: Vital;
-  poor_threshold: number;
-  relative_margin: number;
-  absolute_margin: number;
-  min_sample: number;
-  arms: GuardrailArm[];
-}
+/** One guarded metric of the guardrail status view: thresholds and the arms' p75, sample and verdict. */
+export type GuardrailMetricStatus = GuardrailStatusView['metrics'][number];
+export type GuardrailArm = GuardrailMetricStatus['arms'][number];
 
 /** p75 and sample size per arm of each guarded metric since the guardrail's window began, with the verdicts. */
 export async function guardrailStatus(r: Repos, row: ExperimentRow): Promise<GuardrailMetricStatus[]> {
