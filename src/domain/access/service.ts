@@ -31,6 +31,15 @@ function handedOut(grant: Grant, readOnly: boolean): Restrictions {
   };
 }
 
+/** The token row of a freshly generated MCP credential: its hash and hint, never the plaintext. */
+function createMcpToken(
+  tx: Repos,
+  plaintext: string,
+  t: { siteId: string; name: string | null; scope: McpScope; restrictions: Restrictions; createdBy: string; expiresAt: number | null },
+): ReturnType<Repos['tokens']['create']> {
+  return tx.tokens.create({ ...t, hash: credentialHash(plaintext), hint: credentialHint(plaintext, MCP_TOKEN_PREFIX) });
+}
+
 async function requireMember(tx: Repos, accountId: string, ref: string): Promise<AccountUser> {
   const u = await tx.users.find(accountId, ref);
   if (!u) throw new AppError('not_found', 'no such user in the account of this site', { field: 'user' });
@@ -92,11 +101,9 @@ export class AccessService {
     const plaintext = newCredential(MCP_TOKEN_PREFIX);
     const expiresAt = Date.now() + input.expires_in_hours * 3_600_000;
     const row = await this.store.write((tx) =>
-      tx.tokens.create({
+      createMcpToken(tx, plaintext, {
         siteId: grant.siteId,
         name: input.name ?? `link token from ${grant.tokenId}`,
-        hash: credentialHash(plaintext),
-        hint: credentialHint(plaintext, MCP_TOKEN_PREFIX),
         scope: input.scope,
         restrictions,
         createdBy: grant.createdBy,
@@ -123,11 +130,9 @@ export class AccessService {
         throw new AppError('conflict', 'a user with this email is already in the account', { field: 'email' });
       }
       const u = await tx.users.create({ accountId: site.account_id, email: input.email, name: input.name ?? null, role: input.role });
-      const t = await tx.tokens.create({
+      const t = await createMcpToken(tx, plaintext, {
         siteId: site.id,
         name: `invite: ${u.id}`,
-        hash: credentialHash(plaintext),
-        hint: credentialHint(plaintext, MCP_TOKEN_PREFIX),
         scope: input.scope,
         restrictions,
         createdBy: grant.createdBy,
@@ -215,11 +220,9 @@ export class AccessService {
       if (user.role !== 'owner' && user.role !== 'admin') {
         throw new AppError('insufficient_scope', `${user.email} is a ${user.role}; only owners and admins may mint MCP tokens`);
       }
-      return tx.tokens.create({
+      return createMcpToken(tx, plaintext, {
         siteId: site.id,
         name: input.name,
-        hash: credentialHash(plaintext),
-        hint: credentialHint(plaintext, MCP_TOKEN_PREFIX),
         scope: input.scope,
         restrictions: input.restrictions,
         createdBy: user.id,
