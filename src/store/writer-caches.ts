@@ -29,6 +29,11 @@ export class WriterCaches {
   readonly eventTriggerTypes = new Map<string, ReadonlySet<string>>();
   /** Times the caches were dropped (for tests and benchmarks). */
   drops = 0;
+  /**
+   * Group transactions that found another connection's commits since the previous one (data_version
+   * moved). Other caches of the process compare it while `enabled` instead of reading data_version.
+   */
+  foreignCommits = 0;
 
   clear(): void {
     this.drops++;

@@ -90,6 +90,7 @@ export class GroupCommitWriter {
     const version = this.dataVersion.get();
     if (version !== this.seenVersion) {
       this.caches.clear();
+      this.caches.foreignCommits++;
       this.seenVersion = version;
     }
     this.caches.enabled = true;
