@@ -174,4 +174,13 @@ describe(`ingestion caches of the writer (${onPg ? 'PostgreSQL: none' : 'SQLite'
     await event(o, 't2', 'demo_viewed');
     expect(await fires()).toBe(2);
   });
+
+  // SQLite only: on PostgreSQL segment changes reach other processes by NOTIFY or a 2 s time-to-live (membership.ts).
+  it.skipIf(onPg)('a live segment created by another process takes in the profile of the next event', async () => {
+    const o = await open();
+    const a = await event(o, 'g1'); // the site's segments (none) are cached by the membership
+    const seg = await o.cli.write((tx) => tx.segments.create({ siteId: o.siteId, name: 'everyone', rule: '{"event":"pageview"}', priority: 0, status: 'live' }));
+    await event(o, 'g1');
+    expect(await count(o.server, 'SELECT count(*) AS n FROM segment_members WHERE segment_id = ? AND profile_id = ?', [seg.id, a.profile_id])).toBe(1);
+  });
 });
