@@ -183,4 +183,24 @@ describe(`ingestion caches of the writer (${onPg ? 'PostgreSQL: none' : 'SQLite'
     await event(o, 'g1');
     expect(await count(o.server, 'SELECT count(*) AS n FROM segment_members WHERE segment_id = ? AND profile_id = ?', [seg.id, a.profile_id])).toBe(1);
   });
+
+  // SQLite only: statements are counted on the store's one connection (on PostgreSQL, store-batching.test.ts counts round trips per group).
+  it.skipIf(onPg)('a returning session\'s pageview costs two statements: the event and its outbox row', async () => {
+    const o = await open();
+    const sessions = Array.from({ length: 20 }, (_, i) => `h${i}`);
+    await Promise.all(sessions.map((s) => event(o, s))); // sessions created (and cached)
+    const texts: string[] = [];
+    const sql = o.server.sql as unknown as Record<'get' | 'all' | 'run', (text: string, params?: unknown[]) => Promise<unknown>>;
+    for (const m of ['get', 'all', 'run'] as const) {
+      const orig = sql[m].bind(sql);
+      sql[m] = (text, params) => {
+        texts.push(text.split(' ').slice(0, 3).join(' '));
+        return orig(text, params);
+      };
+    }
+    await Promise.all(sessions.map((s) => event(o, s)));
+    expect(texts.filter((t) => t === 'INSERT INTO events')).toHaveLength(20);
+    expect(texts.filter((t) => t === 'INSERT INTO outbox')).toHaveLength(20);
+    expect(texts).toHaveLength(40);
+  });
 });
