@@ -1,5 +1,6 @@
 import type { Sql } from './sql.js';
 import { LeadsRepo } from './leads.js';
+import type { WriterCaches } from './writer-caches.js';
 
 export interface ErasureCounts {
   profiles: number;
@@ -44,6 +45,8 @@ export class PrivacyRepo {
   constructor(
     private readonly x: Sql,
     private readonly erasures: { pending: boolean },
+    /** Dropped by an erasure: it deletes sessions the writer may have cached. */
+    private readonly caches?: WriterCaches,
   ) {}
 
   async erase(siteId: string, profileId: string): Promise<ErasureCounts> {
@@ -73,6 +76,7 @@ export class PrivacyRepo {
       };
     }
     this.erasures.pending = true;
+    this.caches?.clear();
     const marks = ids.map(() => '?').join(',');
     const needles = new Set<string>(ids);
     for (const r of await x.all<{ value: string }>(`SELECT value FROM identities WHERE site_id = ? AND profile_id IN (${marks})`, [siteId, ...ids])) {

@@ -1,6 +1,7 @@
 import type { Sql } from './sql.js';
 import { newId } from './ids.js';
 import { WriteConflict } from './errors.js';
+import type { WriterCaches } from './writer-caches.js';
 
 /** The profile that owns an identifier, and whether it is known (identified) or anonymous. */
 export interface Owner {
@@ -54,7 +55,11 @@ const SESSION_CLICK_IDS =
  * write must run inside a write operation (`store.write`).
  */
 export class ProfilesRepo {
-  constructor(private readonly x: Sql) {}
+  /** @param caches the sessions the SQLite writer keeps (see WriterCaches): this repository's session writes keep them current. */
+  constructor(
+    private readonly x: Sql,
+    private readonly caches?: WriterCaches,
+  ) {}
 
   async owner(siteId: string, kind: IdentityKind, value: string | undefined): Promise<Owner | undefined> {
     if (value === undefined) return undefined;
@@ -107,17 +112,29 @@ export class ProfilesRepo {
     ctx: SessionContext,
     now: number,
   ): Promise<{ profileId: string; visitorId: string | null }> {
-    const row = await this.x.get<SessionRow>(SESSION, [siteId, sessionId]);
+    const caches = this.caches?.enabled ? this.caches : undefined;
+    // Outside the writer's transaction (the caches are off) the row may change here: it must not stay cached.
+    if (caches === undefined) this.caches?.dropSession(siteId, sessionId);
+    const row = caches?.session(siteId, sessionId) ?? (await this.x.get<SessionRow>(SESSION, [siteId, sessionId]));
     if (row) {
-      if (now - row.last_seen > TOUCH_INTERVAL_MS) await this.x.run(TOUCH_SESSION, [now, siteId, sessionId]);
+      // The row as it is once the writes below are done (what the cache keeps).
+      const next: SessionRow = { ...row };
+      if (now - row.last_seen > TOUCH_INTERVAL_MS) {
+        await this.x.run(TOUCH_SESSION, [now, siteId, sessionId]);
+        next.last_seen = now;
+      }
       if (visitorId !== undefined && row.visitor_id === null) {
         await this.x.run(SESSION_VISITOR, [visitorId, siteId, sessionId]);
         await this.x.run(INSERT_IDENTITY, [siteId, 'visitor', visitorId, row.profile_id, now]);
+        next.visitor_id = visitorId;
       }
       if ((ctx.fbclid && ctx.fbclid !== row.fbclid) || (ctx.gclid && ctx.gclid !== row.gclid)) {
         const fb = ctx.fbclid ?? null;
         await this.x.run(SESSION_CLICK_IDS, [fb, fb === null ? null : now, ctx.gclid ?? null, siteId, sessionId]);
+        next.fbclid = fb ?? row.fbclid;
+        next.gclid = ctx.gclid ?? row.gclid;
       }
+      caches?.putSession(siteId, sessionId, next);
       return { profileId: row.profile_id, visitorId: row.visitor_id ?? visitorId ?? null };
     }
     let profileId =
@@ -145,6 +162,13 @@ export class ProfilesRepo {
       if (created !== undefined) await this.x.run('DELETE FROM profiles WHERE id = ?', [created]);
       return { profileId: other.profile_id, visitorId: other.visitor_id ?? visitorId ?? null };
     }
+    caches?.putSession(siteId, sessionId, {
+      profile_id: profileId,
+      visitor_id: visitorId ?? null,
+      last_seen: now,
+      fbclid: ctx.fbclid ?? null,
+      gclid: ctx.gclid ?? null,
+    });
     return { profileId, visitorId: visitorId ?? null };
   }
 
@@ -180,10 +204,12 @@ export class ProfilesRepo {
     ctx: SessionContext,
     now: number,
   ): Promise<void> {
+    this.caches?.dropSession(siteId, sessionId);
     await this.x.run(INSERT_SESSION, this.sessionRow(siteId, sessionId, profileId, visitorId, ctx, now));
   }
 
   async linkSession(siteId: string, sessionId: string, profileId: string, visitorId: string | undefined, now: number): Promise<void> {
+    this.caches?.dropSession(siteId, sessionId);
     await this.x.run(
       'UPDATE sessions SET profile_id = ?, visitor_id = coalesce(?, visitor_id), last_seen = ? WHERE site_id = ? AND id = ?',
       [profileId, visitorId ?? null, now, siteId, sessionId],
@@ -209,6 +235,8 @@ export class ProfilesRepo {
 
   /** Moves everything of profile `from` to profile `to` and marks `from` (and its aliases) merged. */
   async mergeInto(from: string, to: string, now: number): Promise<void> {
+    // Sessions of `from` move to `to`: whichever of them are cached.
+    this.caches?.sessions.clear();
     await this.x.run('UPDATE sessions SET profile_id = ? WHERE profile_id = ?', [to, from]);
     await this.x.run('UPDATE identities SET profile_id = ? WHERE profile_id = ?', [to, from]);
     // profile_id is not part of the key, so moving hashes cannot conflict.

@@ -1,6 +1,7 @@
 import type { Sql } from './sql.js';
 import { SitesRepo, type SiteCache } from './sites.js';
 import { ProfilesRepo } from './profiles.js';
+import { WriterCaches } from './writer-caches.js';
 import { ActivityRepo } from './activity.js';
 import { WebhooksRepo } from './webhooks.js';
 import { KeysRepo } from './keys.js';
@@ -50,10 +51,12 @@ export interface RepoShared {
   enqueued: { outbox: number; adJobs: number; fires: number; deliveries: number };
   /** Set by an erasure: the store then clears what the deleted rows left in its files (Store.write). */
   erasures: { pending: boolean };
+  /** The sessions and event triggers the ingestion hot path reads, cached by the SQLite writer (see WriterCaches). */
+  writerCaches: WriterCaches;
 }
 
 export function newRepoShared(): RepoShared {
-  return { sites: new Map(), enqueued: { outbox: 0, adJobs: 0, fires: 0, deliveries: 0 }, erasures: { pending: false } };
+  return { sites: new Map(), enqueued: { outbox: 0, adJobs: 0, fires: 0, deliveries: 0 }, erasures: { pending: false }, writerCaches: new WriterCaches() };
 }
 
 /**
@@ -108,7 +111,7 @@ export class Repos {
     readonly shared: RepoShared,
   ) {
     this.sites = new SitesRepo(sql, shared.sites);
-    this.profiles = new ProfilesRepo(sql);
+    this.profiles = new ProfilesRepo(sql, shared.writerCaches);
     this.activity = new ActivityRepo(sql, shared.enqueued);
     this.webhooks = new WebhooksRepo(sql, shared.enqueued);
     this.keys = new KeysRepo(sql);
@@ -118,7 +121,7 @@ export class Repos {
     this.audit = new AuditRepo(sql);
     this.users = new UsersRepo(sql);
     this.insights = new InsightsRepo(sql);
-    this.privacy = new PrivacyRepo(sql, shared.erasures);
+    this.privacy = new PrivacyRepo(sql, shared.erasures, shared.writerCaches);
     this.adplatforms = new AdPlatformsRepo(sql, shared.enqueued);
     this.copurchase = new CopurchaseRepo(sql);
     this.counts = new StatsRepo(sql);
@@ -128,7 +131,7 @@ export class Repos {
     this.crawl = new CrawlRepo(sql);
     this.stall = new StallRepo(sql);
     this.leads = new LeadsRepo(sql);
-    this.triggers = new TriggersRepo(sql, shared.enqueued);
+    this.triggers = new TriggersRepo(sql, shared.enqueued, shared.writerCaches);
     this.companies = new CompaniesRepo(sql);
     this.lift = new LiftRepo(sql);
     this.experiments = new ExperimentsRepo(sql);

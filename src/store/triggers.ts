@@ -1,5 +1,6 @@
 import type { Sql } from './sql.js';
 import { whereOf } from './where.js';
+import type { WriterCaches } from './writer-caches.js';
 
 export interface TriggerRow {
   id: string;
@@ -62,13 +63,22 @@ const FIELDS = ['name', 'on_kind', 'on_value', 'score_min', 'message_id', 'messa
 
 /** Triggered messages: triggers, the site's endpoints and the fires table the worker delivers from. Writes run inside a write operation. */
 export class TriggersRepo {
-  /** @param enqueued counts fires written by this process; the trigger worker looks after commits that moved it. */
+  /**
+   * @param enqueued counts fires written by this process; the trigger worker looks after commits that moved it.
+   * @param caches the event types each site's triggers listen for (SQLite writer only); every change of a trigger drops them.
+   */
   constructor(
     private readonly x: Sql,
     private readonly enqueued: { fires: number },
+    private readonly caches?: WriterCaches,
   ) {}
 
+  private changed(): void {
+    this.caches?.eventTriggerTypes.clear();
+  }
+
   async create(id: string, siteId: string, f: TriggerFields, by: string, now: number): Promise<TriggerRow> {
+    this.changed();
     await this.x.run(
       `INSERT INTO triggers (id, site_id, ${FIELDS.join(', ')}, enabled, capped_count, created_by, created_at, updated_at)
        VALUES (?, ?, ${FIELDS.map(() => '?').join(', ')}, 0, 0, ?, ?, ?)`,
@@ -90,6 +100,7 @@ export class TriggersRepo {
   }
 
   async update(siteId: string, id: string, f: TriggerFields, now: number): Promise<void> {
+    this.changed();
     await this.x.run(`UPDATE triggers SET ${FIELDS.map((k) => `${k} = ?`).join(', ')}, updated_at = ? WHERE id = ? AND site_id = ?`, [
       ...FIELDS.map((k) => f[k]),
       now,
@@ -99,11 +110,13 @@ export class TriggersRepo {
   }
 
   async setEnabled(siteId: string, id: string, enabled: boolean, now: number): Promise<void> {
+    this.changed();
     await this.x.run('UPDATE triggers SET enabled = ?, updated_at = ? WHERE id = ? AND site_id = ?', [enabled ? 1 : 0, now, id, siteId]);
   }
 
   /** Deletes a trigger and its fires; returns the fires deleted. */
   async remove(siteId: string, id: string): Promise<number> {
+    this.changed();
     const n = (await this.x.run('DELETE FROM trigger_fires WHERE trigger_id = ? AND site_id = ?', [id, siteId])).changes;
     await this.x.run('DELETE FROM triggers WHERE id = ? AND site_id = ?', [id, siteId]);
     return n;
@@ -114,6 +127,29 @@ export class TriggersRepo {
     return value === null
       ? this.x.all<TriggerRow>('SELECT * FROM triggers WHERE site_id = ? AND on_kind = ? AND enabled = 1', [siteId, kind])
       : this.x.all<TriggerRow>('SELECT * FROM triggers WHERE site_id = ? AND on_kind = ? AND on_value = ? AND enabled = 1', [siteId, kind, value]);
+  }
+
+  /**
+   * Enabled triggers of a site listening for an event type (listening(site, 'event', type)). With the
+   * writer's caches on (SQLite), the types a site's triggers listen for are read once and kept, so an
+   * event no trigger listens for costs no statement. Call inside a write operation.
+   */
+  async listeningForEvent(siteId: string, type: string): Promise<TriggerRow[]> {
+    const caches = this.caches;
+    if (caches?.enabled) {
+      let types = caches.eventTriggerTypes.get(siteId);
+      if (types === undefined) {
+        const rows = await this.x.all<{ on_value: string | null }>(
+          "SELECT DISTINCT on_value FROM triggers WHERE site_id = ? AND on_kind = 'event' AND enabled = 1",
+          [siteId],
+        );
+        types = new Set(rows.flatMap((r) => (r.on_value === null ? [] : [r.on_value])));
+        if (caches.eventTriggerTypes.size >= 10_000) caches.eventTriggerTypes.clear();
+        caches.eventTriggerTypes.set(siteId, types);
+      }
+      if (!types.has(type)) return [];
+    }
+    return this.listening(siteId, 'event', type);
   }
 
   async countCapped(id: string): Promise<void> {

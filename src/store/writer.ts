@@ -70,6 +70,41 @@ export class GroupCommitWriter {
     this.savepoint = db.prepare('SAVEPOINT op');
     this.release = db.prepare('RELEASE op');
     this.rollbackTo = db.prepare('ROLLBACK TO op');
+    this.dataVersion = db.prepare('PRAGMA data_version').pluck();
+    this.caches = repos.shared.writerCaches;
+  }
+
+  /** `PRAGMA data_version`: moves exactly when another connection commits to the database. */
+  private readonly dataVersion;
+  private seenVersion: unknown = undefined;
+  /** What the hot path caches (WriterCaches); valid only inside this writer's transactions. */
+  private readonly caches;
+
+  /**
+   * Starts a group transaction. Once it holds the write lock no other connection can commit until
+   * it ends, so a data_version equal to the one of the previous transaction means the cached rows
+   * are still those of the database; otherwise they are dropped.
+   */
+  private beginGroup(): void {
+    this.begin.run();
+    const version = this.dataVersion.get();
+    if (version !== this.seenVersion) {
+      this.caches.clear();
+      this.caches.foreignCommits++;
+      this.seenVersion = version;
+    }
+    this.caches.enabled = true;
+  }
+
+  /** The group transaction ended (committed or rolled back): the caches are off until the next one. */
+  private endGroup(): void {
+    this.caches.enabled = false;
+  }
+
+  /** Rolls the group back; what the cache learnt from its writes goes with it. */
+  private rollbackGroup(): void {
+    this.caches.clear();
+    this.rollback.run();
   }
 
   /** Queues `fn` to run inside the next group transaction; resolves with its result once committed. */
@@ -149,7 +184,7 @@ export class GroupCommitWriter {
     const results: { ok: boolean; value: unknown }[] = new Array(batch.length);
     if (this.groupCommits.active) this.batchStarted = performance.now();
     try {
-      this.begin.run();
+      this.beginGroup();
     } catch (err) {
       for (const op of batch) op.reject(err);
       return;
@@ -164,12 +199,15 @@ export class GroupCommitWriter {
           break;
         }
       }
-      if (failed) this.rollback.run();
+      if (failed) this.rollbackGroup();
       else this.commit.run();
     } catch (err) {
+      this.caches.clear();
       if (this.db.inTransaction) this.rollback.run();
       for (const op of batch) op.reject(err);
       return;
+    } finally {
+      this.endGroup();
     }
     if (failed) {
       await this.runBatchIsolated(batch);
@@ -181,7 +219,7 @@ export class GroupCommitWriter {
   private async runBatchIsolated(batch: Op[]): Promise<void> {
     const results: { ok: boolean; value: unknown }[] = new Array(batch.length);
     try {
-      this.begin.run();
+      this.beginGroup();
     } catch (err) {
       for (const op of batch) op.reject(err);
       return;
@@ -195,6 +233,7 @@ export class GroupCommitWriter {
           this.release.run();
           results[i] = { ok: true, value };
         } catch (err) {
+          this.caches.clear();
           this.rollbackTo.run();
           this.release.run();
           results[i] = { ok: false, value: err };
@@ -202,9 +241,12 @@ export class GroupCommitWriter {
       }
       this.commit.run();
     } catch (err) {
+      this.caches.clear();
       if (this.db.inTransaction) this.rollback.run();
       for (const op of batch) op.reject(err);
       return;
+    } finally {
+      this.endGroup();
     }
     this.committed(batch, results);
   }

@@ -180,14 +180,16 @@ export class WebhookDispatcher {
         if (!this.running) break; // stopping: the store closes next
         this.fanoutAgain = false;
         this.lastEnqueued = this.store.shared.enqueued.outbox;
-        const n = await this.store.write(async (tx) => {
+        const { n, delivered } = await this.store.write(async (tx) => {
           const rows = await tx.webhooks.claimOutbox(FANOUT_BATCH);
-          if (rows.length === 0) return 0;
+          if (rows.length === 0) return { n: 0, delivered: 0 };
           const dests = await tx.webhooks.enabledDestinations();
           const now = Date.now();
+          let delivered = 0;
           for (const row of rows) {
             for (const d of dests) {
               if (d.site_id !== row.site_id || !subscribes(d, row.event_type)) continue;
+              delivered++;
               await tx.webhooks.insertDelivery({
                 siteId: row.site_id,
                 destinationId: d.id,
@@ -199,10 +201,13 @@ export class WebhookDispatcher {
             }
           }
           await tx.webhooks.markDispatched(rows, now);
-          return rows.length;
+          return { n: rows.length, delivered };
         });
         this.counters.fannedOut += n;
-        if (n > 0) {
+        // New deliveries: their destinations' lanes (a destination may be new) look at once. Rows no
+        // destination wanted (no destination, or none subscribed) leave the lanes as they were: the
+        // cycle's own refresh and pump follow anyway, without the forced re-read and rebalance per batch.
+        if (delivered > 0) {
           await this.refreshLanes(true);
           await this.pumpAll();
         }

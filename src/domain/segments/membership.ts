@@ -32,6 +32,8 @@ const CACHE_TTL_MS = 2_000;
 export class SegmentMembership {
   private readonly cache = new Map<string, CompiledSegment[]>();
   private seenVersion = -1;
+  /** The writer's count of transactions that found foreign commits, as last seen (see dropStale). */
+  private seenForeign = -1;
   /** PostgreSQL only: when the cache is dropped next. */
   private expiresAt = 0;
   /** SQLite only: `PRAGMA data_version`, prepared once (it is read on every recompute, the ingestion hot path). */
@@ -58,6 +60,16 @@ export class SegmentMembership {
   /** Drops the cache when another process may have changed segments since it was filled. */
   private dropStale(): void {
     const db = this.store.db;
+    const writer = this.store.shared.writerCaches;
+    if (writer.enabled) {
+      // Inside the SQLite writer's transaction: it read data_version when the transaction began.
+      if (writer.foreignCommits !== this.seenForeign) {
+        this.generation += 1;
+        this.cache.clear();
+        this.seenForeign = writer.foreignCommits;
+      }
+      return;
+    }
     if (db !== null) {
       this.dataVersion ??= db.prepare('PRAGMA data_version').pluck();
       const version = this.dataVersion.get() as number;

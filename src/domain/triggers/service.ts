@@ -67,7 +67,7 @@ export async function onSegmentEntered(tx: Repos, siteId: string, profileId: str
 
 /** Hook of /api/events: the profile did an event of `type`. */
 export async function onEvent(tx: Repos, siteId: string, profileId: string, type: string, now: number): Promise<void> {
-  for (const t of await tx.triggers.listening(siteId, 'event', type)) await createFire(tx, t, profileId, 'event', now);
+  for (const t of await tx.triggers.listeningForEvent(siteId, type)) await createFire(tx, t, profileId, 'event', now);
 }
 
 /** Hook of /api/score: score row `scoreId` of the profile was stored; fires triggers whose threshold it reaches. */
