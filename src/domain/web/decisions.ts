@@ -210,7 +210,7 @@ export class DecisionService {
       at,
     }));
     // Keyed by visitor: decisions of different visitors share their group commit's insert (Store.write).
-    await this.store.write((tx) => tx.exposures.insert(rows), { key: `x\u0000${siteId}\u0000${visitorId}` });
+    await this.store.write((tx) => tx.exposures.insert(rows), { key: `x\u0000${siteId}\u0000${visitorId}`, ack: 'commit' });
     return r;
   }
 }
