@@ -1,3 +1,4 @@
+import type * as NodeFs from 'node:fs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { openStore, type Store } from '../../src/store/store.js';
 import { cleanup, tempDir } from '../helpers/svc.js';
@@ -10,7 +11,7 @@ import { cleanup, tempDir } from '../helpers/svc.js';
 
 const fsyncs = vi.hoisted(() => ({ held: [] as (() => void)[] }));
 vi.mock('node:fs', async (importOriginal) => {
-  const fs = await importOriginal<typeof import('node:fs')>();
+  const fs = await importOriginal<typeof NodeFs>();
   const fsync = (fd: number, cb: (err: NodeJS.ErrnoException | null) => void) => fsyncs.held.push(() => fs.fsync(fd, cb));
   return { ...fs, default: { ...fs, fsync }, fsync };
 });
