@@ -156,6 +156,23 @@ describe('the facts of one decision, in one statement', () => {
   });
 });
 
+describe('exposure indexes (partial: exposures to a test only)', () => {
+  it('serve the reads of a decision and of the results, and hold no row of a zone outside tests', async () => {
+    if (store.dialect !== 'sqlite') return; // the plans are SQLite's; PostgreSQL gets the same partial indexes (migration 16)
+    const plan = async (sql: string, params: unknown[]) => (await store.sql.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, params)).map((r) => r.detail).join(' | ');
+    expect(await plan('SELECT experiment_id, arm_id, id FROM exposures WHERE site_id = ? AND visitor_id = ? AND experiment_id IS NOT NULL AND arm_id IS NOT NULL', [siteId, 'v'])).toMatch(
+      /USING INDEX exposures_visitor/,
+    );
+    expect(await plan('SELECT arm_id FROM exposures WHERE site_id = ? AND visitor_id = ? AND experiment_id = ? AND arm_id IS NOT NULL AND holdout = 0', [siteId, 'v', 'e'])).toMatch(
+      /USING INDEX exposures_(visitor|experiment)/,
+    );
+    expect(await plan('SELECT visitor_id FROM exposures WHERE experiment_id = ? AND arm_id = ?', ['e', 'a'])).toMatch(/USING (COVERING )?INDEX exposures_experiment/);
+    const indexes = await store.sql.all<{ name: string; sql: string }>("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'exposures' AND name IN ('exposures_visitor', 'exposures_experiment') ORDER BY name");
+    expect(indexes.map((i) => i.name)).toEqual(['exposures_experiment', 'exposures_visitor']);
+    for (const i of indexes) expect(i.sql, i.name).toMatch(/WHERE experiment_id IS NOT NULL$/);
+  });
+});
+
 describe('watchdog window', () => {
   it('counts renders inside the last 15 minutes only, the edge included', async () => {
     const t0 = Date.now() - 2 * WINDOW;
