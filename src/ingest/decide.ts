@@ -52,7 +52,7 @@ export async function handleDecide(deps: DecideDeps, req: IncomingMessage, res: 
       throw new AppError('method_not_allowed', `${req.method} is not allowed on ${DECIDE_PATH}; use GET`, {}, { Allow: 'GET, OPTIONS' });
     }
     await takePublicLimit(deps.ipLimiter, 'client_address', clientAddress(req, deps.trustProxy));
-    const params = new URL(req.url ?? '/', 'http://svc.invalid').searchParams;
+    const params = queryOf(req.url ?? '/');
     const raw: Record<string, string> = {};
     for (const key of ['site_id', 'visitor_id', 'url'] as const) {
       const all = params.getAll(key);
@@ -87,6 +87,14 @@ export async function handleDecide(deps: DecideDeps, req: IncomingMessage, res: 
   } catch (err) {
     sendFailure(res, err, () => deps.onUnexpected(err, req), 'internal error; nothing was stored');
   }
+}
+
+/** The query parameters of a request target (what `new URL(target, base).searchParams` gives, without parsing the rest of the URL). */
+function queryOf(target: string): URLSearchParams {
+  const q = target.indexOf('?');
+  if (q === -1) return new URLSearchParams();
+  const hash = target.indexOf('#', q);
+  return new URLSearchParams(hash === -1 ? target.slice(q + 1) : target.slice(q + 1, hash));
 }
 
 function clientAddress(req: IncomingMessage, trustProxy: boolean): string {

@@ -314,7 +314,7 @@ export class ExperimentsRepo {
   runningExposures(siteId: string, visitorId: string): Promise<{ experiment_id: string; arm_id: string; url: string }[]> {
     return this.x.all(
       `SELECT e.experiment_id, e.arm_id, e.url FROM exposures e JOIN experiments x ON x.id = e.experiment_id
-        WHERE e.site_id = ? AND e.visitor_id = ? AND e.arm_id IS NOT NULL AND e.holdout = 0 AND x.status = 'running' AND x.site_id = ?
+        WHERE e.site_id = ? AND e.visitor_id = ? AND e.experiment_id IS NOT NULL AND e.arm_id IS NOT NULL AND e.holdout = 0 AND x.status = 'running' AND x.site_id = ?
         ORDER BY e.created_at, e.arm_id LIMIT 1000`,
       [siteId, visitorId, siteId],
     );

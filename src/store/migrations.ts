@@ -1177,4 +1177,18 @@ CREATE TABLE idempotency_keys (
 CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at);
 `,
   },
+  {
+    version: 25,
+    expand: true,
+    name: 'exposures: the experiment and visitor indexes hold only exposures to a test (partial), so a decision writes two index entries less per zone outside tests',
+    sql: `
+-- Every query through these indexes names a test (experiment_id = ?, IS NOT NULL, or a join on it): the rows of
+-- zones outside tests (most of them) were inserted at random places of both indexes for nothing. Expand-only:
+-- queries do not name indexes, so the release before this one runs unchanged against it.
+DROP INDEX exposures_experiment;
+CREATE INDEX exposures_experiment ON exposures (experiment_id, arm_id, visitor_id) WHERE experiment_id IS NOT NULL;
+DROP INDEX exposures_visitor;
+CREATE INDEX exposures_visitor ON exposures (site_id, visitor_id, created_at) WHERE experiment_id IS NOT NULL;
+`,
+  },
 ];

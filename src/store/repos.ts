@@ -166,4 +166,15 @@ export type WriteOp<T> = (tx: Repos) => Promise<T> | T;
  */
 export interface WriteOptions {
   key?: string | undefined;
+  /**
+   * When the operation's promise settles. `durable` (the default): once its
+   * transaction has committed and reached the disk. `commit`: once it has
+   * committed, without waiting for the disk: on SQLite with the WAL fsynced off
+   * the event loop (`svc serve`), the rows are then readable and survive the
+   * process being killed (they are in the WAL, in the OS page cache), and the
+   * fsync that follows makes them survive a power loss; PostgreSQL's commit is
+   * already durable (`synchronous_commit` on), so there it changes nothing.
+   * For writes whose caller does not need the disk before it answers (exposures).
+   */
+  ack?: 'durable' | 'commit' | undefined;
 }

@@ -1,6 +1,6 @@
 import { fsync } from 'node:fs';
 import type { Db } from './db.js';
-import type { Repos, WriteOp } from './repos.js';
+import type { Repos, WriteOp, WriteOptions } from './repos.js';
 import { GroupCommitListeners } from './group-commits.js';
 
 interface Settled {
@@ -14,7 +14,11 @@ interface Op {
   fn: WriteOp<unknown>;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
+  /** Settles at commit, before the fsync (WriteOptions.ack = 'commit'). */
+  atCommit: boolean;
 }
+
+const settled = (): void => undefined;
 
 /**
  * Group commit: write operations queued during one turn of the event loop run
@@ -49,6 +53,8 @@ export class GroupCommitWriter {
 
   private unsynced: Settled[] = [];
   private syncing = false;
+  /** Queued operations that settle at commit: they do not wait for the fsync in flight to start their transaction. */
+  private atCommitQueued = 0;
 
   /**
    * @param walFd when given, SQLite itself does not fsync at commit (synchronous=NORMAL)
@@ -107,11 +113,16 @@ export class GroupCommitWriter {
     this.rollback.run();
   }
 
-  /** Queues `fn` to run inside the next group transaction; resolves with its result once committed. */
-  run<T>(fn: WriteOp<T>): Promise<T> {
+  /**
+   * Queues `fn` to run inside the next group transaction; resolves with its result once
+   * committed and on disk, or once committed with `opts.ack` = 'commit' (see WriteOptions).
+   */
+  run<T>(fn: WriteOp<T>, opts?: WriteOptions): Promise<T> {
     if (this.closed) return Promise.reject(new Error('store is closed'));
+    const atCommit = opts?.ack === 'commit' && this.walFd !== null;
+    if (atCommit) this.atCommitQueued++;
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject, atCommit });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.flush());
@@ -123,16 +134,23 @@ export class GroupCommitWriter {
   flush(): void {
     this.scheduled = false;
     // While the previous commit's fsync runs, keep gathering: the next transaction
-    // then carries everything that arrived meanwhile (group commit).
-    if (this.running || (this.syncing && !this.closed)) return;
+    // then carries everything that arrived meanwhile (group commit). Operations that
+    // settle at commit do not wait for it: committing while an fsync runs is safe (the
+    // fsync requested after that commit covers it), only their acknowledgement is sooner.
+    if (this.running || this.waitForSync()) return;
     void this.drain();
+  }
+
+  private waitForSync(): boolean {
+    return this.syncing && !this.closed && this.atCommitQueued === 0;
   }
 
   private async drain(): Promise<void> {
     this.running = true;
     try {
-      while (this.queue.length > 0 && !(this.syncing && !this.closed)) {
+      while (this.queue.length > 0 && !this.waitForSync()) {
         const batch = this.queue.splice(0, this.maxBatch);
+        if (this.atCommitQueued > 0) for (const op of batch) if (op.atCommit) this.atCommitQueued--;
         const stall = setImmediate(() => this.counters.stalled++);
         await this.runBatch(batch);
         clearImmediate(stall);
@@ -260,6 +278,15 @@ export class GroupCommitWriter {
       this.emitGroup(g);
       settle(g, null);
       return;
+    }
+    for (let i = 0; i < batch.length; i++) {
+      const op = batch[i]!;
+      if (!op.atCommit) continue;
+      const r = results[i]!;
+      if (r.ok) op.resolve(r.value);
+      else op.reject(r.value);
+      op.resolve = settled;
+      op.reject = settled;
     }
     this.unsynced.push(g);
     this.requestSync();

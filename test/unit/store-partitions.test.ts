@@ -237,7 +237,7 @@ describe('time partitions', () => {
         );
       }
       const before = (await pool.query<{ id: number; received_at: number }>('SELECT id, received_at FROM events ORDER BY id')).rows;
-      expect(await migratePg(pool, schema)).toEqual([15]);
+      expect(await migratePg(pool, schema, PG_MIGRATIONS.slice(0, 15))).toEqual([15]);
       const after = (await pool.query<{ id: number; received_at: number; part: string }>('SELECT id, received_at, tableoid::regclass::text AS part FROM events ORDER BY id'))
         .rows;
       expect(after.map((r) => [Number(r.id), Number(r.received_at)])).toEqual(before.map((r) => [Number(r.id), Number(r.received_at)]));

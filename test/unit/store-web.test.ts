@@ -95,6 +95,84 @@ describe('configuration version', () => {
   });
 });
 
+describe('the facts of one decision, in one statement', () => {
+  it('agree with the separate reads: profile, merged profile, missing profile, segments, earlier arms, version', async () => {
+    const now = Date.now();
+    await store.write(async (tx) => {
+      for (const [id, merged] of [
+        ['prof_live', null],
+        ['prof_old', 'prof_live'],
+      ] as const) {
+        await tx.sql.run('INSERT INTO profiles (id, site_id, merged_into, created_at, updated_at) VALUES (?, ?, ?, ?, ?)', [id, siteId, merged, now, now]);
+      }
+      for (const [visitor, profile] of [
+        ['f-live', 'prof_live'],
+        ['f-merged', 'prof_old'],
+        ['f-gone', 'prof_missing'],
+      ] as const) {
+        await tx.sql.run("INSERT INTO identities (site_id, kind, value, profile_id, created_at) VALUES (?, 'visitor', ?, ?, ?)", [siteId, visitor, profile, now]);
+      }
+      for (const seg of ['seg_fa', 'seg_fb']) await tx.sql.run('INSERT INTO segment_members (segment_id, profile_id, site_id, since) VALUES (?, ?, ?, ?)', [seg, 'prof_live', siteId, now]);
+      const row = { siteId, profileId: null, zoneId, variantId: null, holdout: false, url: '/p' };
+      await tx.exposures.insert([
+        { ...row, visitorId: 'f-live', experimentId: 'exp_f1', armId: 'arm_f1a', at: now },
+        { ...row, visitorId: 'f-live', experimentId: null, armId: null, at: now },
+        { ...row, visitorId: 'f-live', experimentId: 'exp_f2', armId: 'arm_f2b', at: now },
+      ]);
+      await tx.exposures.insert([{ ...row, visitorId: 'f-live', experimentId: 'exp_f1', armId: 'arm_f1b', at: now + 1 }]);
+      await tx.exposures.insert([{ ...row, visitorId: 'f-merged', experimentId: 'exp_f1', armId: 'arm_f1b', at: now }]);
+    });
+    const version = store.dialect === 'sqlite' ? await store.webConfig.version(siteId) : null;
+    expect(await store.exposures.decisionFacts(siteId, 'f-live')).toEqual({
+      version,
+      profileId: 'prof_live',
+      segmentIds: expect.arrayContaining(['seg_fa', 'seg_fb']),
+      earlierArms: new Map([
+        ['exp_f1', 'arm_f1a'],
+        ['exp_f2', 'arm_f2b'],
+      ]),
+    });
+    expect((await store.exposures.decisionFacts(siteId, 'f-live')).segmentIds).toHaveLength(2);
+    // Merged: left to profileOf (which follows it); its arms are read all the same.
+    expect(await store.exposures.decisionFacts(siteId, 'f-merged')).toEqual({ version, profileId: undefined, segmentIds: [], earlierArms: new Map([['exp_f1', 'arm_f1b']]) });
+    expect(await store.exposures.decisionFacts(siteId, 'f-gone')).toEqual({ version, profileId: null, segmentIds: [], earlierArms: new Map() });
+    expect(await store.exposures.decisionFacts(siteId, 'f-nobody')).toEqual({ version, profileId: null, segmentIds: [], earlierArms: new Map() });
+    for (const v of ['f-live', 'f-merged', 'f-gone', 'f-nobody']) {
+      expect((await store.exposures.decisionFacts(siteId, v)).earlierArms).toEqual(await store.exposures.earlierArms(siteId, v));
+    }
+    // What a decision uses: the merge followed, the segments of the profile it ends at.
+    const svc = decisionService(store);
+    for (const v of ['f-live', 'f-merged', 'f-gone', 'f-nobody']) {
+      const profileId = await store.visitors.profileOf(siteId, v);
+      const got = (await svc.preview(siteId, v, '/p'))!.visitor;
+      expect(got.profileId, v).toBe(profileId);
+      expect([...got.segmentIds].sort(), v).toEqual(profileId === null ? [] : (await store.visitors.segmentsOfProfile(profileId)).sort());
+    }
+    expect((await svc.preview(siteId, 'f-merged', '/p'))!.visitor.segmentIds.sort()).toEqual(['seg_fa', 'seg_fb']);
+    // The version moves with the configuration.
+    await store.write((tx) => tx.sql.run('UPDATE zones SET selector = ? WHERE id = ?', ['#facts', zoneId]));
+    if (store.dialect === 'sqlite') expect((await store.exposures.decisionFacts(siteId, 'f-live')).version).toBe(await store.webConfig.version(siteId));
+    if (store.dialect === 'sqlite') expect((await store.exposures.decisionFacts(siteId, 'f-live')).version).toBeGreaterThan(version!);
+  });
+});
+
+describe('exposure indexes (partial: exposures to a test only)', () => {
+  it('serve the reads of a decision and of the results, and hold no row of a zone outside tests', async () => {
+    if (store.dialect !== 'sqlite') return; // the plans are SQLite's; PostgreSQL gets the same partial indexes (migration 16)
+    const plan = async (sql: string, params: unknown[]) => (await store.sql.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, params)).map((r) => r.detail).join(' | ');
+    expect(await plan('SELECT experiment_id, arm_id, id FROM exposures WHERE site_id = ? AND visitor_id = ? AND experiment_id IS NOT NULL AND arm_id IS NOT NULL', [siteId, 'v'])).toMatch(
+      /USING INDEX exposures_visitor/,
+    );
+    expect(await plan('SELECT arm_id FROM exposures WHERE site_id = ? AND visitor_id = ? AND experiment_id = ? AND arm_id IS NOT NULL AND holdout = 0', [siteId, 'v', 'e'])).toMatch(
+      /USING INDEX exposures_(visitor|experiment)/,
+    );
+    expect(await plan('SELECT visitor_id FROM exposures WHERE experiment_id = ? AND arm_id = ?', ['e', 'a'])).toMatch(/USING (COVERING )?INDEX exposures_experiment/);
+    const indexes = await store.sql.all<{ name: string; sql: string }>("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'exposures' AND name IN ('exposures_visitor', 'exposures_experiment') ORDER BY name");
+    expect(indexes.map((i) => i.name)).toEqual(['exposures_experiment', 'exposures_visitor']);
+    for (const i of indexes) expect(i.sql, i.name).toMatch(/WHERE experiment_id IS NOT NULL$/);
+  });
+});
+
 describe('watchdog window', () => {
   it('counts renders inside the last 15 minutes only, the edge included', async () => {
     const t0 = Date.now() - 2 * WINDOW;

@@ -38,12 +38,16 @@ export class DecisionCache {
     else this.snaps.delete(siteId);
   }
 
-  async get(r: Repos, siteId: string): Promise<SiteSnapshot> {
+  /**
+   * The site's snapshot. `version` (SQLite): the site's configuration version when the caller
+   * has just read it (ExposuresRepo.decisionFacts), else it is read here.
+   */
+  async get(r: Repos, siteId: string, version?: number | null): Promise<SiteSnapshot> {
     const now = Date.now();
     const hit = this.snaps.get(siteId);
     if (hit) {
       if (r.sql.dialect === 'sqlite') {
-        if ((await r.webConfig.version(siteId)) === hit.version) return hit.snap;
+        if ((typeof version === 'number' ? version : await r.webConfig.version(siteId)) === hit.version) return hit.snap;
       } else if (now - hit.at < this.fallbackMs) return hit.snap;
     }
     let p = this.loading.get(siteId);
@@ -179,15 +183,23 @@ export class DecisionService {
     this.cache.invalidate(siteId);
   }
 
-  async visitorFacts(siteId: string, visitorId: string): Promise<VisitorFacts> {
-    const [profileId, earlierArms] = await Promise.all([this.store.visitors.profileOf(siteId, visitorId), this.store.exposures.earlierArms(siteId, visitorId)]);
-    const segmentIds = profileId === null ? [] : await this.store.visitors.segmentsOfProfile(profileId);
-    return { visitorId, profileId, segmentIds, earlierArms };
+  /** The site's snapshot and the visitor's facts: one statement, and the snapshot's reload when the site changed. */
+  private async inputs(siteId: string, visitorId: string): Promise<{ snap: SiteSnapshot; visitor: VisitorFacts }> {
+    const f = await this.store.exposures.decisionFacts(siteId, visitorId);
+    let profileId = f.profileId;
+    let segmentIds = f.segmentIds;
+    if (profileId === undefined) {
+      // A merged profile: follow the merge.
+      profileId = await this.store.visitors.profileOf(siteId, visitorId);
+      segmentIds = profileId === null ? [] : await this.store.visitors.segmentsOfProfile(profileId);
+    }
+    const snap = await this.cache.get(this.store, siteId, f.version);
+    return { snap, visitor: { visitorId, profileId, segmentIds, earlierArms: f.earlierArms } };
   }
 
   /** Decides without recording anything; undefined when the URL is not a URL or a path. */
   async preview(siteId: string, visitorId: string, url: string): Promise<DecisionResult | undefined> {
-    const [snap, visitor] = await Promise.all([this.cache.get(this.store, siteId), this.visitorFacts(siteId, visitorId)]);
+    const { snap, visitor } = await this.inputs(siteId, visitorId);
     const decision = decide(snap, { visitorId, url, segmentIds: new Set(visitor.segmentIds), earlierArms: visitor.earlierArms });
     return decision ? { decision, visitor } : undefined;
   }
@@ -210,7 +222,7 @@ export class DecisionService {
       at,
     }));
     // Keyed by visitor: decisions of different visitors share their group commit's insert (Store.write).
-    await this.store.write((tx) => tx.exposures.insert(rows), { key: `x\u0000${siteId}\u0000${visitorId}` });
+    await this.store.write((tx) => tx.exposures.insert(rows), { key: `x\u0000${siteId}\u0000${visitorId}`, ack: 'commit' });
     return r;
   }
 }

@@ -1179,4 +1179,19 @@ CREATE INDEX outbox_dispatched ON outbox (dispatched_at) WHERE dispatched_at IS 
 DROP FUNCTION svc_partition_months(TEXT, TEXT, TEXT);
 `,
   },
+  {
+    version: 16,
+    expand: true,
+    name: 'exposures: the experiment and visitor indexes hold only exposures to a test (partial), so a decision writes two index entries less per zone outside tests',
+    sql: `
+-- Every query through these indexes names a test (experiment_id = ?, IS NOT NULL, or a join on it): the rows of
+-- zones outside tests (most of them) were inserted at random places of both indexes for nothing. Expand-only:
+-- queries do not name indexes, so the release before this one runs unchanged against it.
+-- exposures is partitioned by month (migration 15): the indexes are partitioned indexes, built on every partition.
+DROP INDEX exposures_experiment;
+CREATE INDEX exposures_experiment ON exposures (experiment_id, arm_id, visitor_id) WHERE experiment_id IS NOT NULL;
+DROP INDEX exposures_visitor;
+CREATE INDEX exposures_visitor ON exposures (site_id, visitor_id, created_at) WHERE experiment_id IS NOT NULL;
+`,
+  },
 ];
