@@ -1,6 +1,8 @@
-import type { ServerResponse } from 'node:http';
-import { AppError, isStorageUnavailable, storageUnavailable } from '../errors/app-error.js';
-import { noteError, requestIdOf } from './request-context.js';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { AppError, isStorageUnavailable, storageUnavailable, toAppError } from '../errors/app-error.js';
+import { redactUrl } from '../log.js';
+import { loggerFor, noteError, requestIdOf } from './request-context.js';
 
 /** Writes a complete JSON response with an exact Content-Length. */
 export function sendJson(
@@ -36,4 +38,19 @@ export function sendFailure(res: ServerResponse, err: unknown, onUnexpected: () 
   if (isStorageUnavailable(err)) return sendError(res, storageUnavailable());
   onUnexpected();
   sendError(res, new AppError('internal_error', internalMessage));
+}
+
+/**
+ * The AppError a request is answered with for what its handler threw (the
+ * formatter of finishApp, also used by the paths answered before express):
+ * anything unexpected is logged with the request's path (never its query).
+ */
+export function httpError(err: unknown, req: IncomingMessage, url: string, logger: Logger): AppError {
+  const status = (err as { status?: number; type?: string }).status;
+  if (err instanceof AppError) return err;
+  if ((err as { type?: string }).type === 'entity.parse.failed') return new AppError('invalid_json', 'body is not valid JSON');
+  if ((err as { type?: string }).type === 'entity.too.large') return new AppError('payload_too_large', 'request body is too large');
+  if (typeof status === 'number' && status >= 400 && status < 500) return new AppError('bad_request', String((err as Error).message ?? 'bad request'));
+  loggerFor(req, logger).error({ err: { message: (err as Error)?.message, name: (err as Error)?.name }, path: redactUrl(url.split('?')[0]!) }, 'unexpected error');
+  return toAppError(err);
 }

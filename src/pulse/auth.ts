@@ -1,4 +1,4 @@
-import type { Request } from 'express';
+import type { IncomingHttpHeaders } from 'node:http';
 import { AppError } from '../errors/app-error.js';
 import type { Store } from '../store/store.js';
 import { API_KEY_PREFIX, type KeyScope } from '../domain/access/key-scopes.js';
@@ -17,7 +17,7 @@ function unauthorized(message: string): AppError {
  * malformed, unknown or revoked keys are 401. Looked up by hash on every
  * request, so a revoked key stops working at once.
  */
-export async function authenticateKey(store: Store, req: Request): Promise<CallerKey> {
+export async function authenticateKey(store: Store, req: { headers: IncomingHttpHeaders }): Promise<CallerKey> {
   const header = req.headers.authorization;
   if (!header) {
     throw new AppError('unauthorized', 'missing Authorization: Bearer <API key>', {}, { 'WWW-Authenticate': CHALLENGE });

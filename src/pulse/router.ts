@@ -1,9 +1,13 @@
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import querystring from 'node:querystring';
 import express, { type Request, type Response, type Router } from 'express';
+import type { Logger } from 'pino';
 import type { z } from 'zod';
 import { AppError } from '../errors/app-error.js';
 import { jsonPath } from '../errors/validation.js';
 import { verifyJsonBody } from '../http/json-guard.js';
-import { createRateLimiter, describePolicy } from '../http/rate-limit.js';
+import { createRateLimiter, describePolicy, type RateLimiter } from '../http/rate-limit.js';
+import { httpError, sendError } from '../http/respond.js';
 import type { Store } from '../store/store.js';
 import { authenticateKey, requireScope, type CallerKey } from './auth.js';
 import { ROUTES, type RouteSpec } from './routes.js';
@@ -24,12 +28,60 @@ function parse<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
   return r.data;
 }
 
+/** The path of GET /profile, answered before express when the request is a plain one (see createPulseApi). */
+export const PROFILE_PATH = '/api/pulse/v1/profile';
+
+/** Characters for which express parses a URL the slow way (parseurl); such URLs go through express. */
+const UNUSUAL_URL = /[\t\n\f\r #\u00a0\ufeff]/;
+
+type SetHeaders = (headers: Record<string, string>) => void;
+
+/** What every route runs before its handler: key authentication, its per-key rate limit, its scope. */
+async function admit(store: Store, spec: RouteSpec, limiter: RateLimiter | null, req: { headers: IncomingHttpHeaders }, setHeaders: SetHeaders): Promise<CallerKey> {
+  const key = await authenticateKey(store, req);
+  if (limiter) {
+    const d = await limiter.take(key.id);
+    setHeaders(limiter.headers(d));
+    if (!d.ok) {
+      throw new AppError('rate_limited', `rate limit exceeded for this key: ${describePolicy(spec.limit)}`, {
+        limit: spec.limit.rate,
+        window_seconds: spec.limit.windowMs / 1000,
+        burst: spec.limit.burst,
+        retry_after_seconds: d.retryAfterSeconds,
+      });
+    }
+  }
+  requireScope(key, spec.scope, `${spec.method.toUpperCase()} /api/pulse/v1${spec.path}`);
+  return key;
+}
+
+/** The profile API's own refusals of what express or a schema threw (then the app's error formatter). */
+function pulseError(err: unknown): unknown {
+  const type = (err as { type?: string } | null)?.type;
+  if (type === 'entity.parse.failed') return new AppError('bad_request', 'body is not valid JSON', { field: '(body)' });
+  if (err instanceof AppError && err.code === 'validation_failed') return new AppError('bad_request', err.message, err.details);
+  if (type === 'entity.too.large') return new AppError('payload_too_large', 'request body is over 64 KiB', { limit: 65_536 });
+  return err;
+}
+
+/** The /api/pulse/v1 surface: its express router, and GET /profile answered without express. */
+export interface PulseApi {
+  router: Router;
+  /**
+   * Answers `GET /api/pulse/v1/profile?...` as the router would, byte for
+   * byte, without express (the hot read path): true when it took the request;
+   * false for anything it leaves to the router (another method, a
+   * conditional request, a URL express parses the slow way).
+   */
+  answerProfile: (req: IncomingMessage, res: ServerResponse, url: string) => boolean;
+}
+
 /**
  * The /api/pulse/v1 router. Each route of ROUTES gets: key authentication,
  * its per-key rate limit, its scope, request validation with its schemas,
  * then its handler. openapi.json is served from the same ROUTES.
  */
-export function createPulseRouter(store: Store, deps: Omit<PulseDeps, 'store'>): Router {
+export function createPulseApi(store: Store, deps: Omit<PulseDeps, 'store'>, logger: Logger): PulseApi {
   const router = express.Router();
   const full: PulseDeps = { store, ...deps };
   const openapi = buildOpenApi();
@@ -38,28 +90,17 @@ export function createPulseRouter(store: Store, deps: Omit<PulseDeps, 'store'>):
     res.json(openapi);
   });
   const jsonBody = express.json({ limit: '64kb', strict: true, type: () => true, verify: verifyJsonBody });
+  // One limiter per route, shared by the router and the path answered before it (one budget per key).
+  const limiters = new Map<RouteSpec, RateLimiter | null>();
   for (const spec of ROUTES) {
     const limiter = deps.rateLimit ? createRateLimiter(store, spec.limit) : null;
+    limiters.set(spec, limiter);
     const expressPath = spec.path.replace(/\{(\w+)\}/g, ':$1');
     const handler = HANDLERS[spec.operationId];
     if (!handler) throw new Error(`no handler for ${spec.operationId}`);
     const chain = [
       async (req: Request, res: Response, next: (err?: unknown) => void) => {
-        const key = await authenticateKey(store, req);
-        res.locals.key = key;
-        if (limiter) {
-          const d = await limiter.take(key.id);
-          res.set(limiter.headers(d));
-          if (!d.ok) {
-            throw new AppError('rate_limited', `rate limit exceeded for this key: ${describePolicy(spec.limit)}`, {
-              limit: spec.limit.rate,
-              window_seconds: spec.limit.windowMs / 1000,
-              burst: spec.limit.burst,
-              retry_after_seconds: d.retryAfterSeconds,
-            });
-          }
-        }
-        requireScope(key, spec.scope, `${spec.method.toUpperCase()} /api/pulse/v1${spec.path}`);
+        res.locals.key = await admit(store, spec, limiter, req, (h) => res.set(h));
         next();
       },
       ...(spec.body ? [jsonBody] : []),
@@ -75,13 +116,39 @@ export function createPulseRouter(store: Store, deps: Omit<PulseDeps, 'store'>):
     router[spec.method](expressPath, ...chain);
   }
   router.use((err: unknown, _req: Request, _res: Response, next: (err?: unknown) => void) => {
-    const type = (err as { type?: string } | null)?.type;
-    if (type === 'entity.parse.failed') next(new AppError('bad_request', 'body is not valid JSON', { field: '(body)' }));
-    else if (err instanceof AppError && err.code === 'validation_failed') next(new AppError('bad_request', err.message, err.details));
-    else if (type === 'entity.too.large') next(new AppError('payload_too_large', 'request body is over 64 KiB', { limit: 65_536 }));
-    else next(err);
+    next(pulseError(err));
   });
-  return router;
+
+  const profileSpec = ROUTES.find((r) => r.operationId === 'getProfile')!;
+  const profileLimiter = limiters.get(profileSpec)!;
+  const getProfile = HANDLERS.getProfile!;
+  const profileQuery = profileSpec.query!;
+  const NO_PARAMS: Record<string, string> = {};
+
+  // What express does for this route: the chain above, res.json's bytes and headers, the app's error formatter.
+  async function serveProfile(req: IncomingMessage, res: ServerResponse, search: string): Promise<void> {
+    const key = await admit(store, profileSpec, profileLimiter, req, (h) => {
+      for (const k in h) res.setHeader(k, String(h[k]));
+    });
+    const query = parse(profileQuery, querystring.parse(search), 'query') as Record<string, unknown>;
+    const text = JSON.stringify(await getProfile(full, { key, query, body: undefined, params: NO_PARAMS }));
+    res.statusCode = 200;
+    res.setHeader('Content-Type', 'application/json; charset=utf-8');
+    res.setHeader('Content-Length', Buffer.byteLength(text, 'utf8'));
+    res.end(text, 'utf8');
+  }
+
+  const answerProfile = (req: IncomingMessage, res: ServerResponse, url: string): boolean => {
+    if (req.method !== 'GET' || req.headers['if-none-match'] !== undefined || req.headers['if-modified-since'] !== undefined || UNUSUAL_URL.test(url)) return false;
+    const q = url.indexOf('?');
+    serveProfile(req, res, q === -1 ? '' : url.slice(q + 1)).catch((err: unknown) => {
+      const e = httpError(pulseError(err), req, url, logger);
+      if (!res.headersSent) sendError(res, e);
+    });
+    return true;
+  };
+
+  return { router, answerProfile };
 }
 
 export type { RouteSpec };

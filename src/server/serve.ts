@@ -8,7 +8,7 @@ import { startCheckpointer } from '../store/checkpoint.js';
 import { IngestionService } from '../domain/ingestion/service.js';
 import { SegmentMembership } from '../domain/segments/membership.js';
 import { SegmentsService } from '../domain/segments/service.js';
-import { createPulseRouter } from '../pulse/router.js';
+import { createPulseApi, PROFILE_PATH } from '../pulse/router.js';
 import { createMcpEndpoint, MCP_PATH } from '../mcp/router.js';
 import { mcpRatePolicy } from '../mcp/config.js';
 import { createRateLimiter } from '../http/rate-limit.js';
@@ -201,10 +201,8 @@ export async function startServer(config: Config, logger: Logger, options: Serve
     ...(metrics ? { onToolCall: (tool: string, outcome: string, ms: number) => metrics.toolCall(tool, outcome, ms) } : {}),
   });
   app.use('/api/mcp', mcp.router);
-  app.use(
-    '/api/pulse/v1',
-    createPulseRouter(store, { allowPrivateDestinations: config.allowPrivateDestinations, rateLimit: limited }),
-  );
+  const pulse = createPulseApi(store, { allowPrivateDestinations: config.allowPrivateDestinations, rateLimit: limited }, logger);
+  app.use('/api/pulse/v1', pulse.router);
   finishApp(app, logger);
 
   const hostGuard = LOOPBACK.has(config.host) ? loopbackHostGuard(config) : null;
@@ -251,6 +249,8 @@ export async function startServer(config: Config, logger: Logger, options: Serve
       void handleTag(tagDeps, pathname, req, res);
       return;
     }
+    // The profile read without express (anything but a plain GET still goes through the router).
+    if (pathname === PROFILE_PATH && pulse.answerProfile(req, res, url)) return;
     if (config.ingestRouter === 'raw' && isIngestPath(pathname)) {
       void handleIngest(deps, pathname, req, res);
       return;
