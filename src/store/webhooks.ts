@@ -382,7 +382,23 @@ export class WebhooksRepo {
     if (attempts.length === 0) return;
     await this.x.runEach(
       INSERT_HEALTH,
-      attempts.map(({ where, outcome }) => healthParams(attemptRow(where, outcome, now))),
+      // The columns of INSERT_HEALTH, built directly (a hot path: one row per delivery).
+      attempts.map(({ where: w, outcome: r }) => [
+        w.site_id,
+        w.integration,
+        w.destination_id,
+        w.delivery_id,
+        w.event_type,
+        w.kind,
+        w.attempt,
+        r.ok ? 1 : 0,
+        r.status,
+        r.latencyMs,
+        r.errorClass,
+        r.message,
+        r.excerpt,
+        now,
+      ]),
     );
   }
 
