@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { Store } from '../store/store.js';
 import type { Repos } from '../store/repos.js';
-import type { AdConnectionRow, AdJobRow } from '../store/adplatforms.js';
+import type { AdConnectionRow, AdJobRow, FailedAttempt } from '../store/adplatforms.js';
 import { createGuardedDispatcher } from '../outbound/guard.js';
 import { nextAttemptAt, type RetryPolicy } from '../webhooks/schedule.js';
 import { openConnection, type ParsedConnection } from './connections.js';
@@ -180,11 +180,11 @@ export class AdFanout {
         const jobs = await this.store.adplatforms.due(row.id, Date.now(), max);
         if (jobs.length === 0) break;
         const outcomes = await this.send(conn, jobs);
-        const ended = await this.store.write(async (tx) => {
-          const r: JobAttemptOutcome[] = [];
-          for (let i = 0; i < jobs.length; i++) r.push(await this.record(tx, conn, jobs[i]!, outcomes[i]!));
-          return r;
-        });
+        const ended = await this.store.write((tx) => recordJobAttempts(tx, { platform: conn.platform, id: row.id }, jobs, outcomes, this.opts.retry));
+        for (const o of ended) {
+          if (o === 'delivered') this.counters.delivered++;
+          else this.counters.failedAttempts++;
+        }
         if (this.opts.onJobOutcome) for (const o of ended) this.opts.onJobOutcome(conn.platform, row.id, o);
         progressed = true;
         if (jobs.length < max) break;
@@ -262,28 +262,47 @@ export class AdFanout {
     }
     return outcomes.map((o) => o ?? refused('invalid_event', 'no outcome'));
   }
+}
 
-  /** Writes one job's attempt: the health-log row and the job's new state. Runs inside the write operation of `tx`. */
-  private async record(tx: Repos, conn: ParsedConnection, job: AdJobRow, o: JobOutcome): Promise<JobAttemptOutcome> {
-    const now = Date.now();
-    const attempt = job.attempts + 1;
-    await tx.webhooks.logAttempt(
-      { site_id: job.site_id, integration: conn.platform, destination_id: conn.row.id, delivery_id: job.id, event_type: 'conversion', kind: 'attempt', attempt },
-      o,
-      now,
-    );
+/**
+ * Writes the outcomes of one batch of a connection's jobs: their health-log
+ * rows and new states (delivered, due again, failed for good), each as one
+ * set of rows: one statement each on PostgreSQL whatever the batch's size,
+ * the prepared statement once per job on SQLite. Runs inside the write
+ * operation of `tx`; returns how each attempt ended, in the jobs' order.
+ */
+export async function recordJobAttempts(
+  tx: Repos,
+  conn: { platform: string; id: string },
+  jobs: readonly AdJobRow[],
+  outcomes: readonly JobOutcome[],
+  retry: RetryPolicy,
+): Promise<JobAttemptOutcome[]> {
+  const now = Date.now();
+  await tx.webhooks.logAttempts(
+    jobs.map((job, i) => ({
+      where: { site_id: job.site_id, integration: conn.platform, destination_id: conn.id, delivery_id: job.id, event_type: 'conversion', kind: 'attempt', attempt: job.attempts + 1 },
+      outcome: outcomes[i]!,
+    })),
+    now,
+  );
+  const delivered: { id: string; status: number }[] = [];
+  const failed: ({ id: string } & FailedAttempt)[] = [];
+  const ended = jobs.map((job, i): JobAttemptOutcome => {
+    const o = outcomes[i]!;
     if (o.ok) {
-      await tx.adplatforms.markDelivered(job.id, o.status ?? 200, now);
-      this.counters.delivered++;
+      delivered.push({ id: job.id, status: o.status ?? 200 });
       return 'delivered';
     }
-    this.counters.failedAttempts++;
-    const scheduled = o.retryable ? nextAttemptAt(this.opts.retry, attempt, now) : null;
+    const scheduled = o.retryable ? nextAttemptAt(retry, job.attempts + 1, now) : null;
     const next = scheduled === null ? null : Math.max(scheduled, now + (o.retryAfterMs ?? 0));
     const error = `${o.errorClass ?? 'error'}: ${o.message ?? ''}`.slice(0, 500);
-    await tx.adplatforms.markFailedAttempt(job.id, { final: next === null, nextAttemptAt: next ?? now, status: o.status, error, now });
+    failed.push({ id: job.id, final: next === null, nextAttemptAt: next ?? now, status: o.status, error, now });
     return next === null ? 'failed' : 'retrying';
-  }
+  });
+  await tx.adplatforms.markDeliveredMany(delivered, now);
+  await tx.adplatforms.markFailedMany(failed);
+  return ended;
 }
 
 function refused(errorClass: string, message: string): JobOutcome {

@@ -48,6 +48,19 @@ export interface SessionSignalsRow {
   first_seen: number;
 }
 
+/** A failed attempt of a job: failed for good (`final`) or due again at `nextAttemptAt`. */
+export interface FailedAttempt {
+  final: boolean;
+  nextAttemptAt: number;
+  status: number | null;
+  error: string;
+  now: number;
+}
+
+function failParams(id: string, r: FailedAttempt): unknown[] {
+  return [r.final ? 'failed' : 'pending', r.nextAttemptAt, r.status, r.error, r.now, id];
+}
+
 const CONNECTION_BY_ID = 'SELECT * FROM ad_connections WHERE id = ?';
 const INSERT_JOB = `INSERT INTO ad_jobs (id, site_id, connection_id, conversion_id, payload, state, attempts, next_attempt_at, created_at, updated_at)
   VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?) ON CONFLICT (connection_id, conversion_id) DO NOTHING`;
@@ -55,7 +68,10 @@ const DUE = `SELECT * FROM ad_jobs WHERE connection_id = ? AND state = 'pending'
   ORDER BY next_attempt_at, id LIMIT ?`;
 const SUCCEED =
   "UPDATE ad_jobs SET state = 'delivered', attempts = attempts + 1, last_status = ?, last_error = NULL, delivered_at = ?, updated_at = ? WHERE id = ?";
-const FAIL = 'UPDATE ad_jobs SET state = ?, attempts = attempts + 1, next_attempt_at = ?, last_status = ?, last_error = ?, updated_at = ? WHERE id = ?';
+// last_status is cast: in a set of failures without any status (all refused locally) PostgreSQL's set-based
+// rewrite (pg/batch.ts) would otherwise carry the column as text.
+const FAIL =
+  'UPDATE ad_jobs SET state = ?, attempts = attempts + 1, next_attempt_at = ?, last_status = CAST(? AS integer), last_error = ?, updated_at = ? WHERE id = ?';
 
 /** Ad-platform connections, their conversion jobs (the fan-out outbox) and the signals jobs are built from. */
 export class AdPlatformsRepo {
@@ -154,9 +170,30 @@ export class AdPlatformsRepo {
 
   async markFailedAttempt(
     id: string,
-    r: { final: boolean; nextAttemptAt: number; status: number | null; error: string; now: number },
+    r: FailedAttempt,
   ): Promise<void> {
-    await this.x.run(FAIL, [r.final ? 'failed' : 'pending', r.nextAttemptAt, r.status, r.error, r.now, id]);
+    await this.x.run(FAIL, failParams(id, r));
+  }
+
+  /**
+   * markDelivered of several jobs: one `UPDATE … FROM unnest` on PostgreSQL,
+   * the prepared update once per job on SQLite. Writes: call inside a write operation.
+   */
+  async markDeliveredMany(rows: readonly { id: string; status: number }[], now: number): Promise<void> {
+    if (rows.length === 0) return;
+    await this.x.runEach(
+      SUCCEED,
+      rows.map((r) => [r.status, now, now, r.id]),
+    );
+  }
+
+  /** markFailedAttempt of several jobs, set-based like markDeliveredMany. Writes: call inside a write operation. */
+  async markFailedMany(rows: readonly ({ id: string } & FailedAttempt)[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.x.runEach(
+      FAIL,
+      rows.map((r) => failParams(r.id, r)),
+    );
   }
 
   /** Puts a job that failed for good back in the queue (after credentials were fixed, say); it keeps its event id. */

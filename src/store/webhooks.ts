@@ -110,6 +110,16 @@ const INSERT_HEALTH = `INSERT INTO health_log (site_id, integration, destination
   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 const REQUEUE = "UPDATE deliveries SET state = 'pending', next_attempt_at = ?, updated_at = ? WHERE id = ? AND state = 'failed'";
 
+/** A delivery to create: one outbox row for one subscribed destination. */
+export interface NewDelivery {
+  siteId: string;
+  destinationId: string;
+  outboxId: number | null;
+  eventType: string;
+  payload: string;
+  now: number;
+}
+
 export interface OutboxRow {
   id: number;
   site_id: string;
@@ -276,18 +286,24 @@ export class WebhooksRepo {
     await this.x.run(ADVANCE_CURSOR, [last, last]);
   }
 
-  async insertDelivery(d: {
-    siteId: string;
-    destinationId: string;
-    outboxId: number | null;
-    eventType: string;
-    payload: string;
-    now: number;
-  }): Promise<string> {
-    const id = newId('dlv');
-    await this.x.run(INSERT_DELIVERY, [id, d.siteId, d.destinationId, d.outboxId, d.eventType, d.payload, d.now, d.now, d.now]);
-    this.enqueued.deliveries++;
-    return id;
+  async insertDelivery(d: NewDelivery): Promise<string> {
+    return (await this.insertDeliveries([d]))[0]!;
+  }
+
+  /**
+   * Inserts deliveries, in order; returns their ids. One statement on PostgreSQL
+   * (multi-row VALUES), the prepared insert once per row on SQLite.
+   * Writes: call inside a write operation.
+   */
+  async insertDeliveries(list: readonly NewDelivery[]): Promise<string[]> {
+    if (list.length === 0) return [];
+    const ids = list.map(() => newId('dlv'));
+    await this.x.runEach(
+      INSERT_DELIVERY,
+      list.map((d, i) => [ids[i], d.siteId, d.destinationId, d.outboxId, d.eventType, d.payload, d.now, d.now, d.now]),
+    );
+    this.enqueued.deliveries += list.length;
+    return ids;
   }
 
   due(destinationId: string, now: number, limit: number): Promise<DeliveryRow[]> {
@@ -302,6 +318,19 @@ export class WebhooksRepo {
     await this.x.run(SUCCEED, [status, now, now, id]);
   }
 
+  /**
+   * markDelivered of several deliveries: one `UPDATE … FROM unnest` on
+   * PostgreSQL, the prepared update once per row on SQLite.
+   * Writes: call inside a write operation.
+   */
+  async markDeliveredMany(rows: readonly { id: string; status: number }[], now: number): Promise<void> {
+    if (rows.length === 0) return;
+    await this.x.runEach(
+      SUCCEED,
+      rows.map((r) => [r.status, now, now, r.id]),
+    );
+  }
+
   async markFailedAttempt(
     id: string,
     r: { final: boolean; nextAttemptAt: number; status: number | null; error: string; now: number },
@@ -311,6 +340,13 @@ export class WebhooksRepo {
 
   async destinationSucceeded(id: string): Promise<void> {
     await this.x.run(DESTINATION_OK, [id]);
+  }
+
+  /** destinationSucceeded of several destinations (each once). Writes: call inside a write operation. */
+  async destinationsSucceeded(ids: readonly string[]): Promise<void> {
+    const distinct = [...new Set(ids)];
+    if (distinct.length === 1) await this.destinationSucceeded(distinct[0]!);
+    else if (distinct.length > 1) await this.x.runEach(DESTINATION_OK, distinct.map((id) => [id]));
   }
 
   /** Counts a failed attempt against the destination; returns the streak. Writes: call inside a write operation. */
@@ -334,35 +370,40 @@ export class WebhooksRepo {
 
   /** Writes one outbound attempt (webhook delivery, test send, trigger message) to the health log. */
   logAttempt(where: AttemptWhere, r: AttemptOutcome, now: number): Promise<void> {
-    return this.log({
-      ...where,
-      ok: r.ok,
-      status: r.status,
-      latency_ms: r.latencyMs,
-      error_class: r.errorClass,
-      message: r.message,
-      response_excerpt: r.excerpt,
-      created_at: now,
-    });
+    return this.log(attemptRow(where, r, now));
+  }
+
+  /**
+   * logAttempt of several attempts, rows in order: one multi-row INSERT on
+   * PostgreSQL, the prepared insert once per row on SQLite.
+   * Writes: call inside a write operation.
+   */
+  async logAttempts(attempts: readonly { where: AttemptWhere; outcome: AttemptOutcome }[], now: number): Promise<void> {
+    if (attempts.length === 0) return;
+    await this.x.runEach(
+      INSERT_HEALTH,
+      // The columns of INSERT_HEALTH, built directly (a hot path: one row per delivery).
+      attempts.map(({ where: w, outcome: r }) => [
+        w.site_id,
+        w.integration,
+        w.destination_id,
+        w.delivery_id,
+        w.event_type,
+        w.kind,
+        w.attempt,
+        r.ok ? 1 : 0,
+        r.status,
+        r.latencyMs,
+        r.errorClass,
+        r.message,
+        r.excerpt,
+        now,
+      ]),
+    );
   }
 
   async log(h: HealthInput): Promise<void> {
-    await this.x.run(INSERT_HEALTH, [
-      h.site_id,
-      h.integration,
-      h.destination_id,
-      h.delivery_id,
-      h.event_type,
-      h.kind,
-      h.attempt,
-      h.ok ? 1 : 0,
-      h.status,
-      h.latency_ms,
-      h.error_class,
-      h.message,
-      h.response_excerpt,
-      h.created_at,
-    ]);
+    await this.x.run(INSERT_HEALTH, healthParams(h));
   }
 
   deliveries(f: DeliveryFilter): Promise<DeliveryRow[]> {
@@ -381,6 +422,38 @@ export class WebhooksRepo {
     const sql = `SELECT * FROM (SELECT * FROM health_log ${w.sql} ORDER BY id DESC LIMIT ?) AS newest ORDER BY id`;
     return this.x.all<HealthRow>(sql, [...w.params, f.limit ?? 100]);
   }
+}
+
+function attemptRow(where: AttemptWhere, r: AttemptOutcome, now: number): HealthInput {
+  return {
+    ...where,
+    ok: r.ok,
+    status: r.status,
+    latency_ms: r.latencyMs,
+    error_class: r.errorClass,
+    message: r.message,
+    response_excerpt: r.excerpt,
+    created_at: now,
+  };
+}
+
+function healthParams(h: HealthInput): unknown[] {
+  return [
+    h.site_id,
+    h.integration,
+    h.destination_id,
+    h.delivery_id,
+    h.event_type,
+    h.kind,
+    h.attempt,
+    h.ok ? 1 : 0,
+    h.status,
+    h.latency_ms,
+    h.error_class,
+    h.message,
+    h.response_excerpt,
+    h.created_at,
+  ];
 }
 
 /** The filters a delivery list and the health log share (time bounds on created_at). */

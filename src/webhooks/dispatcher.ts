@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { Store } from '../store/store.js';
-import type { Repos, WriteOp } from '../store/repos.js';
-import type { DeliveryRow, DestinationRow } from '../store/webhooks.js';
+import type { Repos } from '../store/repos.js';
+import type { DeliveryRow, DestinationRow, NewDelivery } from '../store/webhooks.js';
 import { createGuardedDispatcher } from '../outbound/guard.js';
 import { ATTEMPT_TIMEOUT_MS, sendSigned, type AttemptResult } from '../outbound/sender.js';
 import { INSTANCE_ID, LaneLease } from '../store/lane-lease.js';
@@ -75,7 +75,7 @@ export class WebhookDispatcher {
   private timer: NodeJS.Timeout | null = null;
   private lanesLoadedAt = 0;
   private idle: (() => void) | null = null;
-  private outcomes: (() => void)[] = [];
+  private outcomes: PendingOutcome[] = [];
   private outcomeTimer: NodeJS.Timeout | null = null;
   readonly counters = { delivered: 0, failedAttempts: 0, fannedOut: 0 };
   /** This instance's heartbeat (lane `instance:<id>`): other instances count live ones to share destinations out. */
@@ -185,23 +185,17 @@ export class WebhookDispatcher {
           if (rows.length === 0) return { n: 0, delivered: 0 };
           const dests = await tx.webhooks.enabledDestinations();
           const now = Date.now();
-          let delivered = 0;
+          const deliveries: NewDelivery[] = [];
           for (const row of rows) {
             for (const d of dests) {
               if (d.site_id !== row.site_id || !subscribes(d, row.event_type)) continue;
-              delivered++;
-              await tx.webhooks.insertDelivery({
-                siteId: row.site_id,
-                destinationId: d.id,
-                outboxId: row.id,
-                eventType: row.event_type,
-                payload: row.payload,
-                now,
-              });
+              deliveries.push({ siteId: row.site_id, destinationId: d.id, outboxId: row.id, eventType: row.event_type, payload: row.payload, now });
             }
           }
+          // One statement for the batch on PostgreSQL, not one round trip per delivery.
+          await tx.webhooks.insertDeliveries(deliveries);
           await tx.webhooks.markDispatched(rows, now);
-          return { n: rows.length, delivered };
+          return { n: rows.length, delivered: deliveries.length };
         });
         this.counters.fannedOut += n;
         // New deliveries: their destinations' lanes (a destination may be new) look at once. Rows no
@@ -384,10 +378,15 @@ export class WebhookDispatcher {
     }
   }
 
-  /** Queues a write that records an outcome; see OUTCOME_LINGER_MS. Each stays its own operation of the group commit. */
-  private recordSoon(fn: WriteOp<void>): Promise<void> {
+  /**
+   * Queues the outcome of an attempt; see OUTCOME_LINGER_MS. The outcomes
+   * queued together are written by one write operation (recordAttempts:
+   * a fixed number of statements for the lot, set-based on PostgreSQL);
+   * resolves once it is committed.
+   */
+  private recordSoon(dest: DestinationRow, d: DeliveryRow, result: AttemptResult): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      this.outcomes.push(() => void this.store.write(fn).then(resolve, reject));
+      this.outcomes.push({ dest, d, result, resolve, reject });
       if (this.outcomes.length >= OUTCOME_BATCH) this.flushOutcomes();
       else this.outcomeTimer ??= setTimeout(() => this.flushOutcomes(), OUTCOME_LINGER_MS);
     });
@@ -398,7 +397,17 @@ export class WebhookDispatcher {
     this.outcomeTimer = null;
     const queued = this.outcomes;
     this.outcomes = [];
-    for (const submit of queued) submit();
+    if (queued.length === 0) return;
+    this.store.write((tx) => recordAttempts(tx, queued, this.opts)).then(
+      () => {
+        for (const o of queued) o.resolve();
+      },
+      () => {
+        // The lot failed (one outcome's write failed and rolled the others back with it): each
+        // outcome in its own operation, so only a failing one is lost (and its delivery retried).
+        for (const o of queued) void this.store.write((tx) => recordAttempt(tx, o.dest, o.d, o.result, this.opts, 'attempt')).then(o.resolve, o.reject);
+      },
+    );
   }
 
   private async deliver(lane: Lane, d: DeliveryRow): Promise<void> {
@@ -414,7 +423,7 @@ export class WebhookDispatcher {
     lane.recording++;
     if (result.ok) void this.pump(lane);
     try {
-      await this.recordSoon((tx) => recordAttempt(tx, lane.dest, d, result, this.opts, 'attempt'));
+      await this.recordSoon(lane.dest, d, result);
       if (result.ok) this.counters.delivered++;
       else this.counters.failedAttempts++;
       this.opts.onAttempt?.(lane.dest.id, result);
@@ -429,6 +438,59 @@ export class WebhookDispatcher {
       void this.pump(lane);
     }
   }
+}
+
+interface PendingOutcome {
+  dest: DestinationRow;
+  d: DeliveryRow;
+  result: AttemptResult;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * Writes the outcomes of several delivery attempts (kind 'attempt') in one
+ * write operation, with the same effect as recordAttempt of each in turn.
+ * Successes, which touch nothing a later outcome reads, are written
+ * together: the health-log rows, the deliveries and the destinations'
+ * streak resets each as one set of rows (one statement on PostgreSQL,
+ * whatever the number of outcomes). A failure is written alone in its
+ * place in the order (its destination's streak counts what came before it).
+ */
+export async function recordAttempts(
+  tx: Repos,
+  outcomes: readonly { dest: DestinationRow; d: DeliveryRow; result: AttemptResult }[],
+  opts: Pick<DispatcherOptions, 'retry' | 'disableAfter'>,
+): Promise<void> {
+  let run: { dest: DestinationRow; d: DeliveryRow; result: AttemptResult }[] = [];
+  const writeRun = async () => {
+    if (run.length === 0) return;
+    const now = Date.now();
+    const repo = tx.webhooks;
+    await repo.logAttempts(
+      run.map(({ dest, d, result }) => ({ where: attemptWhere(dest, d, 'attempt'), outcome: result })),
+      now,
+    );
+    await repo.markDeliveredMany(
+      run.map(({ d, result }) => ({ id: d.id, status: result.status ?? 200 })),
+      now,
+    );
+    await repo.destinationsSucceeded(run.map((o) => o.dest.id));
+    run = [];
+  };
+  for (const o of outcomes) {
+    if (o.result.ok) {
+      run.push(o);
+      continue;
+    }
+    await writeRun();
+    await recordAttempt(tx, o.dest, o.d, o.result, opts, 'attempt');
+  }
+  await writeRun();
+}
+
+function attemptWhere(dest: DestinationRow, d: DeliveryRow, kind: 'attempt' | 'replay') {
+  return { site_id: d.site_id, integration: 'webhook', destination_id: dest.id, delivery_id: d.id, event_type: d.event_type, kind, attempt: d.attempts + 1 };
 }
 
 /**
@@ -448,7 +510,7 @@ export async function recordAttempt(
   const now = Date.now();
   const attempt = d.attempts + 1;
   const repo = tx.webhooks;
-  await repo.logAttempt({ site_id: d.site_id, integration: 'webhook', destination_id: dest.id, delivery_id: d.id, event_type: d.event_type, kind, attempt }, r, now);
+  await repo.logAttempt(attemptWhere(dest, d, kind), r, now);
   if (r.ok) {
     await repo.markDelivered(d.id, r.status ?? 200, now);
     if (kind === 'attempt') await repo.destinationSucceeded(dest.id);
