@@ -369,8 +369,8 @@ export class WebhooksRepo {
   }
 
   /** Writes one outbound attempt (webhook delivery, test send, trigger message) to the health log. */
-  logAttempt(where: AttemptWhere, r: AttemptOutcome, now: number): Promise<void> {
-    return this.log(attemptRow(where, r, now));
+  async logAttempt(where: AttemptWhere, r: AttemptOutcome, now: number): Promise<void> {
+    await this.x.run(INSERT_HEALTH, attemptParams(where, r, now));
   }
 
   /**
@@ -382,23 +382,7 @@ export class WebhooksRepo {
     if (attempts.length === 0) return;
     await this.x.runEach(
       INSERT_HEALTH,
-      // The columns of INSERT_HEALTH, built directly (a hot path: one row per delivery).
-      attempts.map(({ where: w, outcome: r }) => [
-        w.site_id,
-        w.integration,
-        w.destination_id,
-        w.delivery_id,
-        w.event_type,
-        w.kind,
-        w.attempt,
-        r.ok ? 1 : 0,
-        r.status,
-        r.latencyMs,
-        r.errorClass,
-        r.message,
-        r.excerpt,
-        now,
-      ]),
+      attempts.map(({ where, outcome }) => attemptParams(where, outcome, now)),
     );
   }
 
@@ -424,17 +408,9 @@ export class WebhooksRepo {
   }
 }
 
-function attemptRow(where: AttemptWhere, r: AttemptOutcome, now: number): HealthInput {
-  return {
-    ...where,
-    ok: r.ok,
-    status: r.status,
-    latency_ms: r.latencyMs,
-    error_class: r.errorClass,
-    message: r.message,
-    response_excerpt: r.excerpt,
-    created_at: now,
-  };
+/** The INSERT_HEALTH parameters of an attempt, built directly (a hot path: one row per delivery). */
+function attemptParams(w: AttemptWhere, r: AttemptOutcome, now: number): unknown[] {
+  return [w.site_id, w.integration, w.destination_id, w.delivery_id, w.event_type, w.kind, w.attempt, r.ok ? 1 : 0, r.status, r.latencyMs, r.errorClass, r.message, r.excerpt, now];
 }
 
 function healthParams(h: HealthInput): unknown[] {
