@@ -220,9 +220,7 @@ export class GroupCommitWriter {
       if (failed) this.rollbackGroup();
       else this.commit.run();
     } catch (err) {
-      this.caches.clear();
-      if (this.db.inTransaction) this.rollback.run();
-      for (const op of batch) op.reject(err);
+      this.abortGroup(batch, err);
       return;
     } finally {
       this.endGroup();
@@ -259,14 +257,19 @@ export class GroupCommitWriter {
       }
       this.commit.run();
     } catch (err) {
-      this.caches.clear();
-      if (this.db.inTransaction) this.rollback.run();
-      for (const op of batch) op.reject(err);
+      this.abortGroup(batch, err);
       return;
     } finally {
       this.endGroup();
     }
     this.committed(batch, results);
+  }
+
+  /** A group whose BEGIN-to-COMMIT failed outside its operations (COMMIT itself, a savepoint): nothing of it stays, every caller hears the error. */
+  private abortGroup(batch: Op[], err: unknown): void {
+    this.caches.clear();
+    if (this.db.inTransaction) this.rollback.run();
+    for (const op of batch) op.reject(err);
   }
 
   private committed(batch: Op[], results: { ok: boolean; value: unknown }[]): void {
