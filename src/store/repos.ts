@@ -177,4 +177,14 @@ export interface WriteOptions {
    * For writes whose caller does not need the disk before it answers (exposures).
    */
   ack?: 'durable' | 'commit' | undefined;
+  /**
+   * The operation sends exactly one statement, whose rows need no transaction
+   * around them (an append: exposures). PostgreSQL runs such operations apart
+   * from the group transactions: those queued in one turn of the event loop
+   * share one statement per SQL text (pg/batch.ts), each committed on its own,
+   * without BEGIN and COMMIT round trips; a second statement from the operation
+   * is refused (it would not be atomic with the first). SQLite ignores it: its
+   * group transaction costs no round trip.
+   */
+  oneStatement?: boolean | undefined;
 }

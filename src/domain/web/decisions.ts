@@ -221,8 +221,9 @@ export class DecisionService {
       url,
       at,
     }));
-    // Keyed by visitor: decisions of different visitors share their group commit's insert (Store.write).
-    await this.store.write((tx) => tx.exposures.insert(rows), { key: `x\u0000${siteId}\u0000${visitorId}`, ack: 'commit' });
+    // Keyed by visitor: decisions of different visitors share their group commit's insert (Store.write);
+    // one statement, so on PostgreSQL the inserts of concurrent decisions commit without a transaction around them.
+    await this.store.write((tx) => tx.exposures.insert(rows), { key: `x\u0000${siteId}\u0000${visitorId}`, ack: 'commit', oneStatement: true });
     return r;
   }
 }

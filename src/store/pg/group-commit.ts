@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { Repos, type RepoShared, type WriteOp, type WriteOptions } from '../repos.js';
+import type { Sql } from '../sql.js';
 import type { WriteRunner } from '../store.js';
 import { PgSql } from './sql.js';
 import { BatchPgSql } from './batch.js';
@@ -71,6 +72,8 @@ export class PgWriteRunner implements WriteRunner {
   readonly counters = { batches: 0, ops: 0, stalled: 0, regrouped: 0 };
   readonly groupCommits = new GroupCommitListeners();
   private readonly queue: QueuedOp[] = [];
+  /** oneStatement operations waiting for the end of the event-loop turn (runStandalone). */
+  private readonly standalone: QueuedOp[] = [];
   private activeLanes = 0;
   private inFlight = 0;
   private closed = false;
@@ -95,7 +98,7 @@ export class PgWriteRunner implements WriteRunner {
     if (this.closed) return Promise.reject(new Error('store is closed'));
     this.inFlight++;
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({
+      const op: QueuedOp = {
         fn,
         key: opts?.key,
         resolve: (v) => {
@@ -106,9 +109,66 @@ export class PgWriteRunner implements WriteRunner {
           this.inFlight--;
           reject(e);
         },
-      });
+      };
+      if (opts?.oneStatement === true) {
+        if (this.standalone.push(op) === 1) setImmediate(() => void this.runStandalone());
+        return;
+      }
+      this.queue.push(op);
       this.pump();
     });
+  }
+
+  /**
+   * Operations of one statement each (WriteOptions.oneStatement), those queued in
+   * one turn of the event loop together: run concurrently over the pool with their
+   * statements batched per SQL text (BatchPgSql), each statement committed on its
+   * own: one round trip per text, no BEGIN or COMMIT. A statement that fails
+   * stored nothing (one statement is atomic); its operations then run again one
+   * at a time, so an error reaches only the operation that caused it.
+   */
+  private async runStandalone(): Promise<void> {
+    const ops = this.standalone.splice(0);
+    const started = performance.now();
+    const before = this.enqueuedCount();
+    const batch = new BatchPgSql(this.pool, new PgSql(this.pool));
+    const runs = ops.map((op) => {
+      const one = oneStatementSql(batch);
+      return { one, done: op.fn(new Repos(one.sql, this.shared)) };
+    });
+    const settled = await Promise.allSettled(runs.map((r) => r.done));
+    this.committedStandalone(ops.length - settled.filter((r) => r.status === 'rejected').length, batch.stats.statements, started, before);
+    for (let i = 0; i < ops.length; i++) {
+      const op = ops[i]!;
+      const r = settled[i]!;
+      if (r.status === 'fulfilled') op.resolve(r.value);
+      // The statement stored its rows and the operation failed after it: running it again would store them twice.
+      else if (runs[i]!.one.stored || !runs[i]!.one.sent) op.reject(r.reason);
+      else await this.runStandaloneAlone(op);
+    }
+  }
+
+  /** One oneStatement operation on its own (its batched statement failed). */
+  private async runStandaloneAlone(op: QueuedOp): Promise<void> {
+    const started = performance.now();
+    const before = this.enqueuedCount();
+    const one = oneStatementSql(new PgSql(this.pool));
+    try {
+      const value = await op.fn(new Repos(one.sql, this.shared));
+      this.committedStandalone(1, 1, started, before);
+      op.resolve(value);
+    } catch (err) {
+      op.reject(err);
+    }
+  }
+
+  private committedStandalone(ops: number, statements: number, started: number, enqueuedBefore: number): void {
+    if (ops === 0) return;
+    this.counters.batches++;
+    this.counters.ops += ops;
+    this.groupCommits.emit({ backend: 'pg', operations: ops, roundTrips: statements, durationMs: performance.now() - started, mode: 'autocommit' });
+    for (const l of this.listeners) l();
+    if (this.enqueuedCount() !== enqueuedBefore) this.notifyOthers();
   }
 
   private pump(): void {
@@ -370,6 +430,32 @@ function tripCounter(client: pg.PoolClient): TripCount {
     }),
   };
   return t;
+}
+
+/**
+ * An executor that lets its operation send one statement: a second one is refused before it is sent
+ * (outside a transaction it would commit apart from the first). `sent`: the statement went out;
+ * `stored`: it came back without an error.
+ */
+function oneStatementSql(inner: Sql): { sql: Sql; sent: boolean; stored: boolean } {
+  const state = { sent: false, stored: false, sql: undefined as unknown as Sql };
+  const once = <T>(send: () => Promise<T>): Promise<T> => {
+    if (state.sent) return Promise.reject(new Error('a oneStatement write operation sent a second statement'));
+    state.sent = true;
+    return send().then((v) => {
+      state.stored = true;
+      return v;
+    });
+  };
+  state.sql = {
+    dialect: 'pg',
+    get: (sql, params) => once(() => inner.get(sql, params)),
+    all: (sql, params) => once(() => inner.all(sql, params)),
+    run: (sql, params) => once(() => inner.run(sql, params)),
+    getEach: (sql, sets) => once(() => inner.getEach(sql, sets)),
+    runEach: (sql, sets) => once(() => inner.runEach(sql, sets)),
+  };
+  return state;
 }
 
 function isRetryable(err: unknown): boolean {
