@@ -438,7 +438,7 @@ function tripCounter(client: pg.PoolClient): TripCount {
  * `stored`: it came back without an error.
  */
 function oneStatementSql(inner: Sql): { sql: Sql; sent: boolean; stored: boolean } {
-  const state = { sent: false, stored: false, sql: undefined as unknown as Sql };
+  const state = { sent: false, stored: false };
   const once = <T>(send: () => Promise<T>): Promise<T> => {
     if (state.sent) return Promise.reject(new Error('a oneStatement write operation sent a second statement'));
     state.sent = true;
@@ -447,7 +447,7 @@ function oneStatementSql(inner: Sql): { sql: Sql; sent: boolean; stored: boolean
       return v;
     });
   };
-  state.sql = {
+  const sql: Sql = {
     dialect: 'pg',
     get: (sql, params) => once(() => inner.get(sql, params)),
     all: (sql, params) => once(() => inner.all(sql, params)),
@@ -455,7 +455,7 @@ function oneStatementSql(inner: Sql): { sql: Sql; sent: boolean; stored: boolean
     getEach: (sql, sets) => once(() => inner.getEach(sql, sets)),
     runEach: (sql, sets) => once(() => inner.runEach(sql, sets)),
   };
-  return state;
+  return Object.assign(state, { sql });
 }
 
 function isRetryable(err: unknown): boolean {
