@@ -101,7 +101,8 @@ export class WebhookDispatcher {
   private outcomeTimer: NodeJS.Timeout | null = null;
   /** Lots of outcomes handed to the writer and not yet settled. */
   private outcomeWrites = 0;
-  readonly counters = { delivered: 0, failedAttempts: 0, fannedOut: 0 };
+  /** prefetched: refills begun while the lane still had deliveries buffered (the next page loaded ahead). */
+  readonly counters = { delivered: 0, failedAttempts: 0, fannedOut: 0, prefetched: 0 };
   /** This instance's heartbeat (lane `instance:<id>`): other instances count live ones to share destinations out. */
   private heartbeat: LaneLease | null = null;
   /** Destinations this instance may hold at once: its fair share among the live instances. */
@@ -373,6 +374,7 @@ export class WebhookDispatcher {
 
   /** Loads the lane's next rows in the background; the lane is pumped again once they are in. */
   private prefetch(lane: Lane): void {
+    this.counters.prefetched++;
     void this.refill(lane).then((loaded) => {
       if (loaded && lane.queue.length > 0) void this.pump(lane);
     });
@@ -408,12 +410,14 @@ export class WebhookDispatcher {
       const rows = await this.store.webhooks.due(lane.dest.id, Date.now(), limit, after ?? undefined);
       // The buffer was dropped meanwhile (the lease lost, the destination handed over): these rows are not ours to send.
       if (lane.generation !== generation) return false;
-      // Fewer rows than asked for: every due delivery is now queued or in flight, so looking
-      // again before something changes (a cycle, a fan-out) would only re-read those; that
-      // look starts from the beginning, where deliveries that came due meanwhile may sort.
-      lane.mayHaveMore = rows.length >= limit;
+      // As many rows as asked for: the next refill reads the page after the last of them. Fewer: paging
+      // has reached the end, and the next refill reads once from the beginning, where deliveries may sort
+      // that came due behind the cursor (a fan-out that committed late). Fewer from the beginning: every
+      // due delivery is queued or in flight, so looking again before something changes (a cycle, a
+      // fan-out) would only re-read those.
       const last = rows[rows.length - 1];
-      lane.cursor = lane.mayHaveMore && last ? { at: last.next_attempt_at, id: last.id } : null;
+      lane.cursor = rows.length >= limit && last ? { at: last.next_attempt_at, id: last.id } : null;
+      lane.mayHaveMore = lane.cursor !== null || after !== null;
       for (const r of rows) {
         if (known.has(r.id) || lane.known.has(r.id)) continue;
         lane.known.add(r.id);
