@@ -155,22 +155,28 @@ export class WebhookDispatcher {
     return n;
   }
 
-  private async cycle(): Promise<void> {
+  /** `timed`: the poll timer's cycle, not a wake-up for new work (see pumpAll). */
+  private async cycle(timed = false): Promise<void> {
     if (!this.running) return;
     await this.fanOut();
     await this.refreshLanes();
-    await this.pumpAll(); // retries come due and other processes write: look again on every cycle
+    await this.pumpAll(!timed); // retries come due and other processes write: look again on every cycle
     await this.schedule();
   }
 
-  /** Pumps every lane, marking each as possibly having due deliveries; resolves once each has started what it can. */
-  private async pumpAll(): Promise<void> {
+  /**
+   * Pumps every lane, marking each as possibly having due deliveries; resolves once each has started what it can.
+   * `restart`: the lanes' next refill reads from the start of the due order, as after new work (a fan-out here,
+   * another instance's NOTIFY): a fan-out transaction that began before rows a lane's cursor passed may have
+   * committed since, with an earlier next_attempt_at (and another instance's clock may lag). The poll timer's
+   * cycle keeps the cursors, so a long drain does not re-read what is in flight every poll; a retry comes due
+   * past the cursor, and paging that reaches the end reads from the start once anyway.
+   */
+  private async pumpAll(restart = true): Promise<void> {
     const lanes = [...this.lanes.values()];
-    // From the start of the due order: a fan-out transaction that began before rows the cursor passed
-    // may have committed since, with earlier next_attempt_at (and another instance's clock may lag).
     for (const lane of lanes) {
       lane.mayHaveMore = true;
-      lane.cursor = null;
+      if (restart) lane.cursor = null;
     }
     await Promise.all(lanes.map((lane) => this.pump(lane)));
   }
@@ -194,7 +200,7 @@ export class WebhookDispatcher {
     }
     if (!this.running) return; // stopped while the queries ran
     if (this.timer) clearTimeout(this.timer); // another cycle may have set one meanwhile
-    this.timer = setTimeout(() => void this.cycle(), wait);
+    this.timer = setTimeout(() => void this.cycle(true), wait);
     this.timer.unref();
   }
 
