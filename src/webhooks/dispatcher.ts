@@ -46,6 +46,8 @@ interface Lane {
    * again. Null: the next refill reads from the start of the due order.
    */
   cursor: DueKey | null;
+  /** Counts the requests to read from the start again (new work, a failed record): a refill begun before one must not set a cursor. */
+  restarts: number;
   /** Counts the times the lane's buffer was dropped (lease lost, handed over): a refill begun before then is stale. */
   generation: number;
   /** Only the instance holding the destination's lease sends its deliveries (ordering and the cap hold across instances). */
@@ -176,7 +178,7 @@ export class WebhookDispatcher {
     const lanes = [...this.lanes.values()];
     for (const lane of lanes) {
       lane.mayHaveMore = true;
-      if (restart) lane.cursor = null;
+      if (restart) restartFromBeginning(lane);
     }
     await Promise.all(lanes.map((lane) => this.pump(lane)));
   }
@@ -317,6 +319,7 @@ export class WebhookDispatcher {
           refilling: false,
           mayHaveMore: true,
           cursor: null,
+          restarts: 0,
           generation: 0,
           lease: new LaneLease(this.store, `webhook:${d.id}`, { ttlMs: this.opts.leaseMs, workMs: ATTEMPT_TIMEOUT_MS }),
           yielding: false,
@@ -395,6 +398,7 @@ export class WebhookDispatcher {
     if (lane.refilling) return false;
     lane.refilling = true;
     const generation = lane.generation;
+    const restarts = lane.restarts;
     try {
       const want = this.opts.concurrency * 4;
       const after = lane.cursor;
@@ -421,9 +425,10 @@ export class WebhookDispatcher {
       // that came due behind the cursor (a fan-out that committed late). Fewer from the beginning: every
       // due delivery is queued or in flight, so looking again before something changes (a cycle, a
       // fan-out) would only re-read those.
+      // Asked meanwhile to read from the start (a fan-out committed while this read ran): the next one does.
       const last = rows[rows.length - 1];
-      lane.cursor = rows.length >= limit && last ? { at: last.next_attempt_at, id: last.id } : null;
-      lane.mayHaveMore = lane.cursor !== null || after !== null;
+      lane.cursor = rows.length >= limit && last && lane.restarts === restarts ? { at: last.next_attempt_at, id: last.id } : null;
+      lane.mayHaveMore = lane.cursor !== null || after !== null || lane.restarts !== restarts || rows.length >= limit;
       for (const r of rows) {
         if (known.has(r.id) || lane.known.has(r.id)) continue;
         lane.known.add(r.id);
@@ -500,7 +505,7 @@ export class WebhookDispatcher {
       this.opts.logger.error({ err: (err as Error).message, delivery: d.id }, 'could not record a delivery attempt; it will be retried');
       // Still pending, and before the cursor: the next look starts from the beginning.
       lane.mayHaveMore = true;
-      lane.cursor = null;
+      restartFromBeginning(lane);
     } finally {
       lane.recording--;
       lane.known.delete(d.id);
@@ -516,8 +521,14 @@ function dropQueue(lane: Lane): void {
   for (const q of lane.queue) lane.known.delete(q.id);
   lane.queue.length = 0;
   lane.mayHaveMore = true;
-  lane.cursor = null;
+  restartFromBeginning(lane);
   lane.generation++;
+}
+
+/** The lane's next refill reads from the start of the due order (also when a refill under way lands after this). */
+function restartFromBeginning(lane: Lane): void {
+  lane.cursor = null;
+  lane.restarts++;
 }
 
 interface PendingOutcome {

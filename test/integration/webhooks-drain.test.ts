@@ -183,4 +183,38 @@ describe(`webhook lane drain (${PG_BASE_URL !== undefined ? 'PostgreSQL' : 'SQLi
     expect(found.after).toBeUndefined();
     expect(calls.some((c) => c.after !== undefined)).toBe(true);
   });
+
+  it('new work announced while a page is read: the next read starts from the beginning, not past that page', async () => {
+    const rx = await receiver(2);
+    const { store, dest, calls } = await setup(rx.url);
+    const t0 = Date.now() - 1_000;
+    const ids = await backlog(store, dest, 400, t0);
+    let late: string[] | null = null;
+    let woken = -1;
+    const d = dispatcher(store);
+    const due = store.webhooks.due;
+    store.webhooks.due = async (destinationId, now, limit, after) => {
+      const rows = await due(destinationId, now, limit, after);
+      if (after && late === null) {
+        // A delivery that sorts before the page commits and the dispatcher is woken (as a fan-out does),
+        // while this page is still on its way to the lane.
+        late = await backlog(store, dest, 1, t0 - 60_000);
+        woken = calls.length; // this page is recorded already: the next call is the one after it
+        d.wake();
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      return rows;
+    };
+    d.start();
+    await until('every delivery, the late one too', async () => rx.ids.length >= 401 && (await pendingOf(store, dest.id)) === 0);
+    await d.stop(5_000);
+    expect(rx.ids.length).toBe(401);
+    expect(new Set(rx.ids)).toEqual(new Set([...ids, ...late!]));
+    // The read after the page that was under way starts from the beginning and finds the late delivery,
+    // long before paging reaches the end of the backlog.
+    const next = calls.slice(woken).find((c) => c.limit > 1)!;
+    expect(next.after).toBeUndefined();
+    expect(next.rows).toContain(late![0]);
+    expect(calls.slice(woken).filter((c) => c.after !== undefined).length).toBeGreaterThan(5);
+  });
 });
