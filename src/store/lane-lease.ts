@@ -126,7 +126,11 @@ export class LaneLease {
     return this.until - now < Math.max(this.timing.workMs + 2 * SLACK_MS, (this.timing.ttlMs * 2) / 3);
   }
 
-  /** Takes or renews the lease when it runs low; resolves whether work may start. */
+  /**
+   * Takes or renews the lease when it runs low; resolves whether work may start. A lease
+   * still usable is renewed in the background: work goes on meanwhile (the renewal is a write,
+   * queued behind the others, and a lane that waited for it would stall once a renewal period).
+   */
   ensure(): Promise<boolean> | boolean {
     const now = Date.now();
     if (!this.needsRenewal(now)) return true;
@@ -134,7 +138,7 @@ export class LaneLease {
     this.busy ??= this.renew().finally(() => {
       this.busy = null;
     });
-    return this.busy;
+    return this.usable(now) ? true : this.busy;
   }
 
   private async renew(): Promise<boolean> {
@@ -156,6 +160,8 @@ export class LaneLease {
 
   /** Gives the lane up so another instance can take it at once (on shutdown, with nothing in flight). */
   async release(): Promise<void> {
+    // A renewal under way would otherwise land after the release and count the lease as held again.
+    if (this.busy) await this.busy;
     if (this.until <= Date.now()) return;
     this.until = 0;
     await this.store.write((tx) => tx.leases.release(this.lane, INSTANCE_ID)).catch(() => undefined);

@@ -99,6 +99,9 @@ const INSERT_DELIVERY = `INSERT INTO deliveries (id, site_id, destination_id, ou
   VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`;
 const DUE = `SELECT * FROM deliveries WHERE destination_id = ? AND state = 'pending' AND next_attempt_at <= ?
   ORDER BY next_attempt_at, id LIMIT ?`;
+// The same rows past a point of the order above: the next page of a lane's drain, without re-reading the page before.
+const DUE_AFTER = `SELECT * FROM deliveries WHERE destination_id = ? AND state = 'pending' AND next_attempt_at <= ?
+  AND (next_attempt_at, id) > (?, ?) ORDER BY next_attempt_at, id LIMIT ?`;
 const SUCCEED =
   "UPDATE deliveries SET state = 'delivered', attempts = attempts + 1, last_status = ?, last_error = NULL, delivered_at = ?, updated_at = ? WHERE id = ?";
 const FAIL = 'UPDATE deliveries SET state = ?, attempts = attempts + 1, next_attempt_at = ?, last_status = ?, last_error = ?, updated_at = ? WHERE id = ?';
@@ -109,6 +112,12 @@ const DISABLE = 'UPDATE destinations SET enabled = 0, disabled_reason = ?, updat
 const INSERT_HEALTH = `INSERT INTO health_log (site_id, integration, destination_id, delivery_id, event_type, kind, attempt, ok, status, latency_ms, error_class, message, response_excerpt, created_at)
   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 const REQUEUE = "UPDATE deliveries SET state = 'pending', next_attempt_at = ?, updated_at = ? WHERE id = ? AND state = 'failed'";
+
+/** A place in a destination's due order (next_attempt_at, then id): where the next page of `due` starts. */
+export interface DueKey {
+  at: number;
+  id: string;
+}
 
 /** A delivery to create: one outbox row for one subscribed destination. */
 export interface NewDelivery {
@@ -306,7 +315,12 @@ export class WebhooksRepo {
     return ids;
   }
 
-  due(destinationId: string, now: number, limit: number): Promise<DeliveryRow[]> {
+  /**
+   * The destination's pending deliveries due at `now`, oldest due first (then by id), at most `limit`;
+   * with `after`, only those past that (next_attempt_at, id) in the same order (keyset paging).
+   */
+  due(destinationId: string, now: number, limit: number, after?: DueKey): Promise<DeliveryRow[]> {
+    if (after) return this.x.all<DeliveryRow>(DUE_AFTER, [destinationId, now, after.at, after.id, limit]);
     return this.x.all<DeliveryRow>(DUE, [destinationId, now, limit]);
   }
 

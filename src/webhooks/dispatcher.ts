@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { Store } from '../store/store.js';
 import type { Repos } from '../store/repos.js';
-import type { DeliveryRow, DestinationRow, NewDelivery } from '../store/webhooks.js';
+import type { DeliveryRow, DestinationRow, DueKey, NewDelivery } from '../store/webhooks.js';
 import { createGuardedDispatcher } from '../outbound/guard.js';
 import { ATTEMPT_TIMEOUT_MS, sendSigned, type AttemptResult } from '../outbound/sender.js';
 import { INSTANCE_ID, LaneLease } from '../store/lane-lease.js';
@@ -40,6 +40,16 @@ interface Lane {
   refilling: boolean;
   /** Due deliveries may exist that are neither queued nor in flight: the next refill has something to look for. */
   mayHaveMore: boolean;
+  /**
+   * The last row the lane's refills loaded in due order, while the rows past it are still to be read: the
+   * next refill reads only those (keyset paging), instead of the rows in flight and awaiting their commit
+   * again. Null: the next refill reads from the start of the due order.
+   */
+  cursor: DueKey | null;
+  /** Counts the requests to read from the start again (new work, a failed record): a refill begun before one must not set a cursor. */
+  restarts: number;
+  /** Counts the times the lane's buffer was dropped (lease lost, handed over): a refill begun before then is stale. */
+  generation: number;
   /** Only the instance holding the destination's lease sends its deliveries (ordering and the cap hold across instances). */
   lease: LaneLease;
   /** Handing the destination to another instance: start nothing new, release the lease once idle. */
@@ -48,13 +58,27 @@ interface Lane {
 
 const FANOUT_BATCH = 1000;
 /**
+ * Exchanges that have ended and await the commit of their outcome, per slot
+ * of a lane's concurrency: past that the lane starts nothing new, so a slow
+ * database holds it back. Outcomes are committed in lots (see OUTCOME_MAX),
+ * each taking a few round trips on PostgreSQL, so at a few thousand deliveries
+ * a second a lane has a few hundred outcomes awaiting their commit.
+ */
+const RECORDING_PER_SLOT = 16;
+/**
  * Outcomes of deliveries are handed to the writer together, at most this long
  * after the first one arrives (or as soon as OUTCOME_BATCH have): one larger
  * transaction instead of many small ones, each of which rewrites the health
- * log's and the deliveries' index pages.
+ * log's and the deliveries' index pages. While a lot is being written, the
+ * outcomes that end meanwhile wait for it and go as the next lot (at most
+ * OUTCOME_MAX): the lots grow with the load instead of their number, and each
+ * costs a fixed few statements (round trips on PostgreSQL) whatever its size.
  */
 const OUTCOME_LINGER_MS = 2;
 const OUTCOME_BATCH = 64;
+const OUTCOME_MAX = 1000;
+/** Lots of outcomes being written at once (one gathers while the other commits). */
+const OUTCOME_WRITES = 2;
 
 /**
  * The webhook workers of `svc serve`. Stage one turns outbox rows into one
@@ -77,7 +101,10 @@ export class WebhookDispatcher {
   private idle: (() => void) | null = null;
   private outcomes: PendingOutcome[] = [];
   private outcomeTimer: NodeJS.Timeout | null = null;
-  readonly counters = { delivered: 0, failedAttempts: 0, fannedOut: 0 };
+  /** Lots of outcomes handed to the writer and not yet settled. */
+  private outcomeWrites = 0;
+  /** prefetched: refills begun while the lane still had deliveries buffered (the next page loaded ahead). */
+  readonly counters = { delivered: 0, failedAttempts: 0, fannedOut: 0, prefetched: 0 };
   /** This instance's heartbeat (lane `instance:<id>`): other instances count live ones to share destinations out. */
   private heartbeat: LaneLease | null = null;
   /** Destinations this instance may hold at once: its fair share among the live instances. */
@@ -130,18 +157,29 @@ export class WebhookDispatcher {
     return n;
   }
 
-  private async cycle(): Promise<void> {
+  /** `timed`: the poll timer's cycle, not a wake-up for new work (see pumpAll). */
+  private async cycle(timed = false): Promise<void> {
     if (!this.running) return;
     await this.fanOut();
     await this.refreshLanes();
-    await this.pumpAll(); // retries come due and other processes write: look again on every cycle
+    await this.pumpAll(!timed); // retries come due and other processes write: look again on every cycle
     await this.schedule();
   }
 
-  /** Pumps every lane, marking each as possibly having due deliveries; resolves once each has started what it can. */
-  private async pumpAll(): Promise<void> {
+  /**
+   * Pumps every lane, marking each as possibly having due deliveries; resolves once each has started what it can.
+   * `restart`: the lanes' next refill reads from the start of the due order, as after new work (a fan-out here,
+   * another instance's NOTIFY): a fan-out transaction that began before rows a lane's cursor passed may have
+   * committed since, with an earlier next_attempt_at (and another instance's clock may lag). The poll timer's
+   * cycle keeps the cursors, so a long drain does not re-read what is in flight every poll; a retry comes due
+   * past the cursor, and paging that reaches the end reads from the start once anyway.
+   */
+  private async pumpAll(restart = true): Promise<void> {
     const lanes = [...this.lanes.values()];
-    for (const lane of lanes) lane.mayHaveMore = true;
+    for (const lane of lanes) {
+      lane.mayHaveMore = true;
+      if (restart) restartFromBeginning(lane);
+    }
     await Promise.all(lanes.map((lane) => this.pump(lane)));
   }
 
@@ -164,7 +202,7 @@ export class WebhookDispatcher {
     }
     if (!this.running) return; // stopped while the queries ran
     if (this.timer) clearTimeout(this.timer); // another cycle may have set one meanwhile
-    this.timer = setTimeout(() => void this.cycle(), wait);
+    this.timer = setTimeout(() => void this.cycle(true), wait);
     this.timer.unref();
   }
 
@@ -247,9 +285,7 @@ export class WebhookDispatcher {
       surplus--;
       lane.yielding = true;
       if (lane.inFlight + lane.recording > 0) continue;
-      for (const q of lane.queue) lane.known.delete(q.id);
-      lane.queue.length = 0;
-      lane.mayHaveMore = true;
+      dropQueue(lane);
       lane.yielding = false;
       await lane.lease.release();
     }
@@ -282,6 +318,9 @@ export class WebhookDispatcher {
           recording: 0,
           refilling: false,
           mayHaveMore: true,
+          cursor: null,
+          restarts: 0,
+          generation: 0,
           lease: new LaneLease(this.store, `webhook:${d.id}`, { ttlMs: this.opts.leaseMs, workMs: ATTEMPT_TIMEOUT_MS }),
           yielding: false,
         });
@@ -289,13 +328,15 @@ export class WebhookDispatcher {
     }
     for (const [id, lane] of this.lanes) {
       if (!seen.has(id) && lane.inFlight + lane.recording === 0) this.lanes.delete(id);
-      else if (!seen.has(id)) lane.queue.length = 0;
+      else if (!seen.has(id)) dropQueue(lane);
     }
   }
 
   /**
    * Stage two for one destination: keep up to `concurrency` deliveries in flight.
-   * Resolves once it has started what it can (it waits for a refill, never for a delivery).
+   * Resolves once it has started what it can (it waits for a refill when nothing is
+   * buffered, never for a delivery). The next rows are read while the buffer still
+   * holds a full window (prefetch), so the lane does not run dry while they load.
    */
   private async pump(lane: Lane): Promise<void> {
     // A slot is free again once its HTTP exchange ends; the outcome is committed
@@ -309,9 +350,7 @@ export class WebhookDispatcher {
       if (leased !== true) {
         if (!(await leased)) {
           // Another instance drains this destination: what was buffered here is theirs to send.
-          for (const q of lane.queue) lane.known.delete(q.id);
-          lane.queue.length = 0;
-          lane.mayHaveMore = true;
+          dropQueue(lane);
           return;
         }
         // Other pumps of this lane (a finished delivery, a wake-up) waited on the same renewal and
@@ -323,6 +362,7 @@ export class WebhookDispatcher {
         if (lane.queue.length === 0) return;
         continue;
       }
+      if (lane.queue.length <= this.opts.concurrency && lane.mayHaveMore && !lane.refilling) this.prefetch(lane);
       const delivery = lane.queue.shift()!;
       lane.inFlight++;
       void this.deliver(lane, delivery);
@@ -337,16 +377,33 @@ export class WebhookDispatcher {
       lane.dest.enabled === 1 &&
       !lane.yielding &&
       lane.inFlight < this.opts.concurrency &&
-      lane.recording < this.opts.concurrency * 4
+      lane.recording < this.opts.concurrency * RECORDING_PER_SLOT
     );
   }
 
+  /** Loads the lane's next rows in the background; the lane is pumped again once they are in. */
+  private prefetch(lane: Lane): void {
+    this.counters.prefetched++;
+    void this.refill(lane).then((loaded) => {
+      if (loaded && lane.queue.length > 0) void this.pump(lane);
+    });
+  }
+
+  /**
+   * Loads due deliveries that are neither buffered nor in flight into the lane's queue:
+   * the page after the cursor while a drain goes on, else from the start of the due order
+   * (skipping the ids the lane knows). One refill per lane at a time.
+   */
   private async refill(lane: Lane): Promise<boolean> {
     if (lane.refilling) return false;
     lane.refilling = true;
+    const generation = lane.generation;
+    const restarts = lane.restarts;
     try {
       const want = this.opts.concurrency * 4;
-      const limit = want + lane.known.size;
+      const after = lane.cursor;
+      // From the start, the rows in flight and awaiting their commit come first: read past them.
+      const limit = after ? want : want + lane.known.size;
       // Ids buffered or in flight when the query starts: an outcome committed while it runs
       // removes its id from `known`, but the rows may predate that commit.
       const known = new Set(lane.known);
@@ -360,10 +417,18 @@ export class WebhookDispatcher {
       if (signingChanged(dest, lane.dest)) lane.signing = signingKeys(this.store, dest);
       if (dest.events !== lane.dest.events) lane.events = subscribedSet(dest);
       lane.dest = dest;
-      const rows = await this.store.webhooks.due(lane.dest.id, Date.now(), limit);
-      // Fewer rows than asked for: every due delivery is now queued or in flight, so looking
-      // again before something changes (a cycle, a fan-out) would only re-read those.
-      lane.mayHaveMore = rows.length >= limit;
+      const rows = await this.store.webhooks.due(lane.dest.id, Date.now(), limit, after ?? undefined);
+      // The buffer was dropped meanwhile (the lease lost, the destination handed over): these rows are not ours to send.
+      if (lane.generation !== generation) return false;
+      // As many rows as asked for: the next refill reads the page after the last of them. Fewer: paging
+      // has reached the end, and the next refill reads once from the beginning, where deliveries may sort
+      // that came due behind the cursor (a fan-out that committed late). Fewer from the beginning: every
+      // due delivery is queued or in flight, so looking again before something changes (a cycle, a
+      // fan-out) would only re-read those.
+      // Asked meanwhile to read from the start (a fan-out committed while this read ran): the next one does.
+      const last = rows[rows.length - 1];
+      lane.cursor = rows.length >= limit && last && lane.restarts === restarts ? { at: last.next_attempt_at, id: last.id } : null;
+      lane.mayHaveMore = lane.cursor !== null || after !== null || lane.restarts !== restarts || rows.length >= limit;
       for (const r of rows) {
         if (known.has(r.id) || lane.known.has(r.id)) continue;
         lane.known.add(r.id);
@@ -371,7 +436,7 @@ export class WebhookDispatcher {
       }
       return true;
     } catch (err) {
-      this.opts.logger.warn({ err: (err as Error).message }, 'could not load due deliveries');
+      if (this.running) this.opts.logger.warn({ err: (err as Error).message }, 'could not load due deliveries');
       return false;
     } finally {
       lane.refilling = false;
@@ -387,6 +452,8 @@ export class WebhookDispatcher {
   private recordSoon(dest: DestinationRow, d: DeliveryRow, result: AttemptResult): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.outcomes.push({ dest, d, result, resolve, reject });
+      // With OUTCOME_WRITES lots under way, the one that settles first sends what has gathered.
+      if (this.outcomeWrites >= OUTCOME_WRITES) return;
       if (this.outcomes.length >= OUTCOME_BATCH) this.flushOutcomes();
       else this.outcomeTimer ??= setTimeout(() => this.flushOutcomes(), OUTCOME_LINGER_MS);
     });
@@ -395,14 +462,21 @@ export class WebhookDispatcher {
   private flushOutcomes(): void {
     if (this.outcomeTimer) clearTimeout(this.outcomeTimer);
     this.outcomeTimer = null;
-    const queued = this.outcomes;
-    this.outcomes = [];
-    if (queued.length === 0) return;
+    if (this.outcomes.length === 0 || this.outcomeWrites >= OUTCOME_WRITES) return;
+    const queued = this.outcomes.splice(0, OUTCOME_MAX);
+    this.outcomeWrites++;
+    const settled = () => {
+      this.outcomeWrites--;
+      // Outcomes that ended while this lot was written have waited long enough: they go at once.
+      this.flushOutcomes();
+    };
     this.store.write((tx) => recordAttempts(tx, queued, this.opts)).then(
       () => {
+        settled();
         for (const o of queued) o.resolve();
       },
       () => {
+        settled();
         // The lot failed (one outcome's write failed and rolled the others back with it): each
         // outcome in its own operation, so only a failing one is lost (and its delivery retried).
         for (const o of queued) void this.store.write((tx) => recordAttempt(tx, o.dest, o.d, o.result, this.opts, 'attempt')).then(o.resolve, o.reject);
@@ -429,7 +503,9 @@ export class WebhookDispatcher {
       this.opts.onAttempt?.(lane.dest.id, result);
     } catch (err) {
       this.opts.logger.error({ err: (err as Error).message, delivery: d.id }, 'could not record a delivery attempt; it will be retried');
+      // Still pending, and before the cursor: the next look starts from the beginning.
       lane.mayHaveMore = true;
+      restartFromBeginning(lane);
     } finally {
       lane.recording--;
       lane.known.delete(d.id);
@@ -438,6 +514,21 @@ export class WebhookDispatcher {
       void this.pump(lane);
     }
   }
+}
+
+/** Forgets what the lane buffered (not sent): another instance, or a later refill, loads those rows again. */
+function dropQueue(lane: Lane): void {
+  for (const q of lane.queue) lane.known.delete(q.id);
+  lane.queue.length = 0;
+  lane.mayHaveMore = true;
+  restartFromBeginning(lane);
+  lane.generation++;
+}
+
+/** The lane's next refill reads from the start of the due order (also when a refill under way lands after this). */
+function restartFromBeginning(lane: Lane): void {
+  lane.cursor = null;
+  lane.restarts++;
 }
 
 interface PendingOutcome {

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/store/store.js';
-import { INSTANCE_ID, isDeadLocalHolder, releaseDeadLocalLeases } from '../../src/store/lane-lease.js';
+import { INSTANCE_ID, LaneLease, isDeadLocalHolder, releaseDeadLocalLeases } from '../../src/store/lane-lease.js';
 import { cleanup, tempDir } from '../helpers/svc.js';
 import { openTestStore } from '../helpers/store.js';
 
@@ -72,5 +72,27 @@ describe('leases of dead local holders', () => {
     } finally {
       live.kill();
     }
+  });
+});
+
+describe('lane lease renewal', () => {
+  it('renews a lease that is still usable in the background: work may start at once, and the lease is extended', async () => {
+    // Renewed once less than 4.5 s are left (at once), usable while at least 2.5 s are.
+    const lease = new LaneLease(store, 'webhook:dst_renew', { ttlMs: 4_500, workMs: 500 });
+    const taking = lease.ensure();
+    expect(taking).toBeInstanceOf(Promise); // not held yet: the caller waits for the lease
+    expect(await taking).toBe(true);
+    await new Promise((r) => setTimeout(r, 50));
+    const before = lease.remaining();
+    expect(lease.ensure()).toBe(true); // held and usable: answered at once while the renewal runs
+    const deadline = Date.now() + 10_000;
+    while (lease.remaining() <= before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(lease.remaining()).toBeGreaterThan(before);
+    expect(await store.leases.holder('webhook:dst_renew')).toBe(INSTANCE_ID);
+    // A release while a renewal is under way waits for it, so the renewal cannot hold the lane again afterwards.
+    expect(lease.ensure()).toBe(true);
+    await lease.release();
+    expect(lease.held()).toBe(false);
+    expect(await store.leases.holder('webhook:dst_renew')).toBeNull();
   });
 });
