@@ -188,12 +188,14 @@ describe.skipIf(PG_BASE_URL === undefined)('two instances on one PostgreSQL data
     expect(overlapping).toBe(0); // never sent by two instances at once
     // Every exchange the receiver saw is an attempt recorded on its delivery, except the ones the killed
     // instance had in flight (at most its concurrency cap), which the survivor sent again. (On a loaded host a
-    // held exchange can also time out before the kill: that is a recorded failed attempt, retried as usual.)
+    // held exchange can also time out before the kill: that is a failed attempt, retried as usual, and its
+    // outcome may still be awaiting its commit when the kill lands, lost with the process like the exchanges
+    // in flight: at most one more cap's worth, since an outcome commits long before the next 5 s timeout.)
     const attempts = Number(
       query<{ n: number }>(dataDir, "SELECT coalesce(sum(attempts), 0) AS n FROM deliveries WHERE destination_id = ? AND event_type = 'pageview'", hook)[0]!.n,
     );
     expect(got.length - attempts).toBeGreaterThanOrEqual(0);
-    expect(got.length - attempts).toBeLessThanOrEqual(CONCURRENCY);
+    expect(got.length - attempts).toBeLessThanOrEqual(2 * CONCURRENCY);
     // The per-destination cap held throughout, across both instances and the takeover. The receiver counts an
     // exchange until it answers, so an attempt the sender gave up on (a recorded failed attempt: on a loaded host
     // a held exchange can time out before the kill) still counts there while the sender has moved on.
