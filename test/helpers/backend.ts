@@ -1,5 +1,5 @@
-import { spawnSync } from 'node:child_process';
 import path from 'node:path';
+import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 
@@ -14,7 +14,7 @@ import { inject } from 'vitest';
 export const PG_BASE_URL: string | undefined =
   process.env.SVC_TEST_BACKEND === 'pg' ? process.env.SVC_TEST_DATABASE_URL : undefined;
 
-const SYNC_SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'pg-sync.mjs');
+const SYNC_WORKER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'pg-sync-worker.mjs');
 
 /** The PostgreSQL schema of a test's data directory. */
 export function schemaFor(dataDir: string): string {
@@ -36,15 +36,45 @@ export function backendEnv(dataDir: string | undefined): Record<string, string> 
   return { SVC_DATABASE_URL: databaseUrlFor(dataDir) };
 }
 
-/** Runs SQL on PostgreSQL synchronously (in a child process) and returns the rows. */
-export function pgSync<T>(url: string, sql: string, params: unknown[] = []): T[] {
-  const r = spawnSync(process.execPath, [SYNC_SCRIPT, url, sql, JSON.stringify(params)], {
-    encoding: 'utf8',
-    timeout: 30_000,
-    maxBuffer: 256 * 1024 * 1024,
+/** The thread that holds this test file's PostgreSQL connection (pg-sync-worker.mjs), started on first use. */
+let pgThread: { worker: Worker; send: MessagePort; replies: MessagePort; signal: Int32Array } | undefined;
+
+function thread(): NonNullable<typeof pgThread> {
+  if (pgThread !== undefined) return pgThread;
+  const signal = new Int32Array(new SharedArrayBuffer(4));
+  const requests = new MessageChannel();
+  const replies = new MessageChannel();
+  const worker = new Worker(SYNC_WORKER, {
+    workerData: { port: replies.port2, requests: requests.port2, signal },
+    transferList: [replies.port2, requests.port2],
   });
-  if (r.status !== 0) throw new Error(`PostgreSQL query failed: ${r.stderr}\n${sql}`);
-  return JSON.parse(r.stdout) as T[];
+  // Neither the thread nor its ports keep a test process alive.
+  worker.unref();
+  replies.port1.unref();
+  requests.port1.unref();
+  pgThread = { worker, send: requests.port1, replies: replies.port1, signal };
+  return pgThread;
+}
+
+/**
+ * Runs SQL on PostgreSQL synchronously and returns the rows (as JSON would carry them): the statement runs
+ * on a worker thread's connection while this thread waits for its reply, so the synchronous helpers
+ * (query, execute, cleanup) cost a round trip, not a process and a connection each.
+ */
+export function pgSync<T>(url: string, sql: string, params: unknown[] = []): T[] {
+  const t = thread();
+  Atomics.store(t.signal, 0, 0);
+  t.send.postMessage({ url, sql, params: JSON.stringify(params) });
+  if (Atomics.wait(t.signal, 0, 0, 30_000) === 'timed-out') {
+    // Its connection may be stuck behind a lock: the next statement gets a new thread and connection.
+    pgThread = undefined;
+    void t.worker.terminate();
+    throw new Error(`PostgreSQL query failed: no answer in 30 s\n${sql}`);
+  }
+  const reply = receiveMessageOnPort(t.replies)?.message as { rows?: string; error?: string } | undefined;
+  if (reply === undefined) throw new Error(`PostgreSQL query failed: the query thread sent no reply\n${sql}`);
+  if (reply.error !== undefined) throw new Error(`PostgreSQL query failed: ${reply.error}\n${sql}`);
+  return JSON.parse(reply.rows!) as T[];
 }
 
 /**

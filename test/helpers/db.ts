@@ -2,6 +2,8 @@ import { Database } from '../../src/store/sqlite-driver.js';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { databaseUrlFor, pgSync, PG_BASE_URL, toPg } from './backend.js';
+import type { Sql } from '../../src/store/sql.js';
+import { StatsRepo, type SiteStats } from '../../src/store/stats.js';
 
 /**
  * Reads the store of a data directory (read-only) to check exactly what was stored:
@@ -43,4 +45,19 @@ export function execute(dataDir: string, sql: string, ...params: unknown[]): voi
   } finally {
     db.close();
   }
+}
+
+/**
+ * The counts `svc stats --site` prints for a site, computed by the same StatsRepo in this process over
+ * query(): a before/after check costs a few reads instead of an svc process each.
+ */
+export async function storeStats(dataDir: string, siteId: string): Promise<SiteStats> {
+  const reader = {
+    dialect: PG_BASE_URL !== undefined ? 'pg' : 'sqlite',
+    all: async (sql: string, params: unknown[] = []) => query(dataDir, sql, ...params),
+    get: async (sql: string, params: unknown[] = []) => query(dataDir, sql, ...params)[0],
+  };
+  const [row] = await new StatsRepo(reader as unknown as Sql).sites(siteId);
+  if (row === undefined) throw new Error(`no site ${siteId} in ${dataDir}`);
+  return row;
 }

@@ -4,8 +4,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { cleanup, cliJson, createSite, ROOT, startSvc, stats, tempDir, type Svc } from '../helpers/svc.js';
-import { query } from '../helpers/db.js';
+import { cleanup, cliJson, createSite, ROOT, startSvc, tempDir, type Svc } from '../helpers/svc.js';
+import { query, storeStats } from '../helpers/db.js';
 
 /**
  * The browser tag in a real browser: Debian's Chromium (apt-get install chromium) driven by
@@ -106,7 +106,7 @@ describe.skipIf(!HAS_CHROMIUM)('the browser tag in Chromium', () => {
     await expect.poll(() => events(demoSite, 'add_to_cart').map((e) => e.body.sku), { timeout: 20_000 }).toEqual(['filter-500']);
     await page.fill('input[name="email"]', 'demo@example.com');
     await page.click('form#newsletter button');
-    await expect.poll(() => stats(dataDir, demoSite).leads, { timeout: 20_000 }).toBe(1);
+    await expect.poll(async () => (await storeStats(dataDir, demoSite)).leads, { timeout: 20_000 }).toBe(1);
 
     const shot = path.join(OUT, 'demo-shop.png');
     await page.screenshot({ path: shot, fullPage: true });
@@ -118,7 +118,7 @@ describe.skipIf(!HAS_CHROMIUM)('the browser tag in Chromium', () => {
     expect(vitals!.visitor).toBe(visitor);
     expect(vitals!.body.variant_ids).toContain(hero!.id);
     expect(['lcp', 'cls', 'inp'].some((m) => typeof vitals!.body[m] === 'number')).toBe(true);
-    expect(stats(dataDir, demoSite)).toMatchObject({ profiles: 1, sessions: 1 });
+    expect(await storeStats(dataDir, demoSite)).toMatchObject({ profiles: 1, sessions: 1 });
 
     // The layout test keys on the visitor id: the same arm after a reload.
     const armsBefore = query<{ arm_id: string }>(dataDir, 'SELECT DISTINCT arm_id FROM exposures WHERE site_id = ? AND visitor_id = ? AND arm_id IS NOT NULL', demoSite, visitor);
@@ -168,7 +168,7 @@ describe.skipIf(!HAS_CHROMIUM)('the browser tag in Chromium', () => {
     expect(await svcCookies(ctx)).toEqual([]);
     expect(await page.evaluate(() => [(globalThis as any).svc.visitorId(), (globalThis as any).svc.track('click')])).toEqual([null, false]);
     expect(requests.filter((p) => p.startsWith('/api/') || p === '/tag.js')).toEqual(['/tag.js', '/api/tag/config']);
-    expect(stats(dataDir, consentSite).events).toBe(0);
+    expect((await storeStats(dataDir, consentSite)).events).toBe(0);
 
     await page.evaluate(() => (globalThis as any).svc.consent(true));
     expect((await svcCookies(ctx)).map((c) => c.name).sort()).toEqual(['svc_consent', 'svc_sid', 'svc_vid']);
@@ -190,7 +190,7 @@ describe.skipIf(!HAS_CHROMIUM)('the browser tag in Chromium', () => {
     const direct = await fetch(`${svc.url}/api/tag/config?site_id=${demoSite}`, { headers: { origin: pagesOrigin } });
     expect(direct.status).toBe(403);
     expect(((await direct.json()) as any).error.code).toBe('forbidden_origin');
-    const before = stats(dataDir, demoSite).events;
+    const before = (await storeStats(dataDir, demoSite)).events;
     const sent = await page.evaluate(
       (u) =>
         fetch(`${u}/api/events`, { method: 'POST', headers: { 'Content-Type': 'text/plain' }, body: JSON.stringify({ site_id: (globalThis as any).document.querySelector('script').dataset.site, session_id: 's', type: 'pageview' }) })
@@ -200,7 +200,7 @@ describe.skipIf(!HAS_CHROMIUM)('the browser tag in Chromium', () => {
     );
     // The browser does not let the page read the refusal: no Access-Control-Allow-Origin for it.
     expect(sent).toBe('blocked');
-    expect(stats(dataDir, demoSite).events).toBe(before);
+    expect((await storeStats(dataDir, demoSite)).events).toBe(before);
     expect(await page.textContent('[data-svc-zone="hero"] h2')).toBe('Default hero');
     await ctx.close();
   });

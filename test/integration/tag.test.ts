@@ -4,7 +4,8 @@ import { request } from 'node:http';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { cleanup, cli, cliJson, createSite, post, ROOT, startSvc, stats, tempDir, type Svc } from '../helpers/svc.js';
+import { cleanup, cli, cliJson, createSite, post, ROOT, startSvc, tempDir, type Svc } from '../helpers/svc.js';
+import { storeStats } from '../helpers/db.js';
 
 /** The browser tag's budget: 6 KB gzip, web-vitals included. */
 const TAG_BUDGET = 6 * 1024;
@@ -109,7 +110,7 @@ describe('CORS of the public paths', () => {
   });
 
   it('refuses a browser request from a foreign origin and stores nothing, preflighted or not', async () => {
-    const before = stats(dataDir, site).events;
+    const before = (await storeStats(dataDir, site)).events;
     for (const type of ['application/json', 'text/plain']) {
       const r = await post(`${svc.url}/api/events`, event(site), { origin: EVIL, 'content-type': type });
       expect(r.status).toBe(403);
@@ -118,8 +119,8 @@ describe('CORS of the public paths', () => {
     // Another site's origin is foreign too; a site without a domain allows no browser origin but svc's own.
     expect((await post(`${svc.url}/api/events`, event(bare), { origin: SHOP })).status).toBe(403);
     expect((await post(`${svc.url}/api/identify`, { site_id: site, session_id: 's', traits: { plan: 'x' } }, { origin: 'null' })).status).toBe(403);
-    expect(stats(dataDir, site).events).toBe(before);
-    expect(stats(dataDir, bare).events).toBe(0);
+    expect((await storeStats(dataDir, site)).events).toBe(before);
+    expect((await storeStats(dataDir, bare)).events).toBe(0);
   });
 
   it("allows the site's domain, its subdomains, extra origins and svc's own origin; no Origin is unchanged", async () => {
@@ -171,7 +172,7 @@ describe('CORS of the public paths', () => {
 
 describe('idempotency keys', () => {
   it('stores a retried event once and answers as the first time (header or body key)', async () => {
-    const before = stats(dataDir, site).events;
+    const before = (await storeStats(dataDir, site)).events;
     const first = await post(`${svc.url}/api/events`, event(site, { type: 'click' }), { 'idempotency-key': 'retry-1' });
     const second = await post(`${svc.url}/api/events`, event(site, { type: 'click' }), { 'idempotency-key': 'retry-1' });
     expect(first.status).toBe(201);
@@ -182,7 +183,7 @@ describe('idempotency keys', () => {
     const a = await post(`${svc.url}/api/events`, event(site, { idempotency_key: 'body-1' }));
     const b = await post(`${svc.url}/api/events`, event(site, { idempotency_key: 'body-1' }));
     expect(b.body).toEqual(a.body);
-    expect(stats(dataDir, site).events).toBe(before + 2);
+    expect((await storeStats(dataDir, site)).events).toBe(before + 2);
     // The same key in another site is another request.
     const other = await post(`${svc.url}/api/events`, event(bare, { idempotency_key: 'body-1' }));
     expect(other.status).toBe(201);
@@ -190,11 +191,11 @@ describe('idempotency keys', () => {
   });
 
   it('keeps concurrent retries to one write', async () => {
-    const before = stats(dataDir, site).events;
+    const before = (await storeStats(dataDir, site)).events;
     const all = await Promise.all(Array.from({ length: 6 }, () => post(`${svc.url}/api/events`, event(site), { 'idempotency-key': 'race-1' })));
     expect(new Set(all.map((r) => r.body.event_id)).size).toBe(1);
     expect(all.every((r) => r.status === 201)).toBe(true);
-    expect(stats(dataDir, site).events).toBe(before + 1);
+    expect((await storeStats(dataDir, site)).events).toBe(before + 1);
   });
 
   it('covers identify, convert and lead capture; a key reused on another path is a conflict', async () => {
@@ -202,14 +203,14 @@ describe('idempotency keys', () => {
     const id2 = await post(`${svc.url}/api/identify`, { site_id: site, session_id: 'k-s', traits: { email: 'k@example.com' }, idempotency_key: 'id-1' });
     expect(id1.status).toBe(200);
     expect(id2.body).toEqual(id1.body);
-    const before = stats(dataDir, site);
+    const before = await storeStats(dataDir, site);
     const c1 = await post(`${svc.url}/api/convert`, { site_id: site, session_id: 'k-s', revenue: 10 }, { 'idempotency-key': 'cv-1' });
     const c2 = await post(`${svc.url}/api/convert`, { site_id: site, session_id: 'k-s', revenue: 10 }, { 'idempotency-key': 'cv-1' });
     expect(c2.body).toEqual(c1.body);
     const l1 = await post(`${svc.url}/api/lead/capture`, { site_id: site, email: 'k@example.com', idempotency_key: 'ld-1' });
     const l2 = await post(`${svc.url}/api/lead/capture`, { site_id: site, email: 'k@example.com', idempotency_key: 'ld-1' });
     expect(l2.body).toEqual(l1.body);
-    const after = stats(dataDir, site);
+    const after = await storeStats(dataDir, site);
     expect([after.conversions, after.leads]).toEqual([before.conversions + 1, before.leads + 1]);
     const clash = await post(`${svc.url}/api/score`, { site_id: site, session_id: 'k-s', score: 1 }, { 'idempotency-key': 'cv-1' });
     expect(clash.status).toBe(409);

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, cleanup, cli, cliAsync, cliJson, createSite, post, ROOT, startSvc, tempDir, type Svc } from '../helpers/svc.js';
+import { BIN, cleanup, cli, cliAsync, cliJson, createSite, post, ROOT, startSvc, tempDir, type CliResult, type Svc } from '../helpers/svc.js';
 import { backendEnv } from '../helpers/backend.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { query } from '../helpers/db.js';
@@ -19,6 +19,17 @@ function addDestination(dataDir: string, site: string, url: string, events: stri
 }
 
 const FAST = { SVC_WEBHOOK_RETRY_SCHEDULE: '100ms,100ms', SVC_WEBHOOK_POLL_MS: '50' };
+
+/** Runs svc commands that do not depend on each other a few at a time; results in the order given. */
+async function cliAll(commands: string[][], parallel = 3): Promise<CliResult[]> {
+  const out: CliResult[] = new Array(commands.length);
+  let next = 0;
+  const lane = async () => {
+    for (let i = next++; i < commands.length; i = next++) out[i] = await cliAsync(commands[i]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(parallel, commands.length) }, lane));
+  return out;
+}
 
 /** Polls `probe` until it returns a value other than undefined (no fixed sleep before an assertion). */
 async function until<T>(what: string, probe: () => T | undefined, timeoutMs = 15_000): Promise<T> {
@@ -181,12 +192,9 @@ describe('retries, failure, replay and auto-disable', () => {
       env: { ...FAST, SVC_WEBHOOK_RETRY_SCHEDULE: '10ms', SVC_WEBHOOK_DISABLE_AFTER_FAILURES: '4', SVC_WEBHOOK_DISABLE_WINDOW: '0ms' },
     });
     for (let i = 0; i < 6; i++) await post(`${svc.url}/api/events`, { site_id: site, session_id: 'd', type: 'click' });
-    const deadline = Date.now() + 10_000;
-    let d = cliJson<{ id: string; enabled: boolean; disabled_reason: string }[]>(['webhooks', 'list', '--data', dataDir])[0]!;
-    while (d.enabled && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 100));
-      d = cliJson<typeof d[]>(['webhooks', 'list', '--data', dataDir])[0]!;
-    }
+    // Polled in the store (an svc process per look would cost more than the wait), then read as the CLI shows it.
+    await until('the destination to be disabled', () => (Number(query<{ enabled: number }>(dataDir, 'SELECT enabled FROM destinations WHERE id = ?', dest)[0]!.enabled) === 0 ? true : undefined), 10_000).catch(() => undefined);
+    const d = cliJson<{ id: string; enabled: boolean; disabled_reason: string }[]>(['webhooks', 'list', '--data', dataDir])[0]!;
     expect(d.enabled).toBe(false);
     expect(d.disabled_reason).toMatch(/^disabled automatically after 4 consecutive failed attempts since .*; last: http_status 500$/);
     const log = cliJson<{ kind: string; error_class: string; message: string }[]>(['webhooks', 'deliveries', '--destination', dest, '--data', dataDir]);
@@ -224,13 +232,10 @@ describe('isolation, timeouts, redirects and the destination guard', () => {
     await fast.waitFor(40);
     // all 40 reached the fast receiver while the slow one still holds its first requests unanswered
     expect(slow.received.length).toBeLessThanOrEqual(4);
-    const log = await (async () => {
-      for (;;) {
-        const l = cliJson<{ error_class: string; latency_ms: number; destination_id: string }[]>(['webhooks', 'deliveries', '--failed', '--data', dataDir]);
-        if (l.length >= 4 || Date.now() - t0 > 15_000) return l;
-        await new Promise((r) => setTimeout(r, 200));
-      }
-    })();
+    // The failed attempts are counted in the store while they come, then read once as the CLI shows them.
+    const failedAttempts = () => Number(query<{ n: number }>(dataDir, 'SELECT count(*) AS n FROM health_log WHERE ok = 0')[0]!.n);
+    await until('four failed attempts', () => (failedAttempts() >= 4 ? true : undefined), Math.max(0, 15_000 - (Date.now() - t0))).catch(() => undefined);
+    const log = cliJson<{ error_class: string; latency_ms: number; destination_id: string }[]>(['webhooks', 'deliveries', '--failed', '--data', dataDir]);
     expect(log.length).toBeGreaterThanOrEqual(4);
     for (const l of log.slice(0, 4)) {
       expect(l.error_class).toBe('timeout');
@@ -250,7 +255,8 @@ describe('isolation, timeouts, redirects and the destination guard', () => {
     const svc = await startSvc({ dataDir, args: PRIVATE, env: { ...FAST, SVC_WEBHOOK_RETRY_SCHEDULE: '1h' } });
     await post(`${svc.url}/api/events`, { site_id: site, session_id: 'r', type: 'click' });
     // The attempt is logged once its exchange is over, so a followed redirect would already have arrived.
-    const entry = await until('the attempt to be logged', () => cliJson<{ status: number; ok: boolean; error_class: string }[]>(['webhooks', 'deliveries', '--data', dataDir])[0]);
+    await until('the attempt to be logged', () => query(dataDir, 'SELECT id FROM health_log')[0]);
+    const entry = cliJson<{ status: number; ok: boolean; error_class: string }[]>(['webhooks', 'deliveries', '--data', dataDir])[0];
     expect(entry).toMatchObject({ status: 302, ok: false, error_class: 'http_status' });
     expect(rx.received.map((r) => r.path)).toEqual(['/start']);
     await svc.stop();
@@ -261,14 +267,15 @@ describe('isolation, timeouts, redirects and the destination guard', () => {
   it('refuses private destinations at configuration and at delivery time unless explicitly allowed', async () => {
     const dataDir = tempDir();
     const site = createSite(dataDir);
-    for (const url of [
+    const refused = [
       'http://127.0.0.1:9/x', 'http://localhost:9/x', 'http://169.254.169.254/latest', 'http://[::1]/', 'http://2130706433/', 'ftp://example.com/',
       'http://0x7f.1/', 'http://[::ffff:127.0.0.1]/', 'http://127.1/', 'http://0177.0.0.1/', 'http://public.example.com@127.0.0.1/',
       'http://127.0.0.1#@public.example.com/', 'http://\u24DB\u24DE\u24D2\u24D0\u24DB\u24D7\u24DE\u24E2\u24E3:8080/', 'http://[fd00::1]:443/', 'http://100.64.1.1/',
-    ]) {
-      const r = cli(['webhooks', 'add', '--site', site, '--url', url, '--events', 'all', '--secret', 'secret-123', '--data', dataDir]);
-      expect(r.code, url).toBe(1);
-      expect(r.stderr).toMatch(/^svc: url: [^\n]+\n$/);
+    ];
+    const adds = await cliAll(refused.map((url) => ['webhooks', 'add', '--site', site, '--url', url, '--events', 'all', '--secret', 'secret-123', '--data', dataDir]));
+    for (const [i, url] of refused.entries()) {
+      expect(adds[i]!.code, url).toBe(1);
+      expect(adds[i]!.stderr).toMatch(/^svc: url: [^\n]+\n$/);
     }
     // and when changing the URL of an existing destination
     const ok = addDestination(dataDir, site, 'http://127.0.0.1:9/x', 'click', 'secret-123');
@@ -283,11 +290,8 @@ describe('isolation, timeouts, redirects and the destination guard', () => {
     expect({ code: sample.code, stdout: sample.stdout }).toEqual({ code: 1, stdout: 'failed: destination_refused destination refused: 127.0.0.1 is not a publicly routable address\n' });
     const svc = await startSvc({ dataDir, env: { ...FAST, SVC_WEBHOOK_RETRY_SCHEDULE: '1h' } }); // serving without the flag
     await post(`${svc.url}/api/events`, { site_id: site, session_id: 'g', type: 'click' });
-    let log: { error_class: string; kind: string }[] = [];
-    for (let i = 0; i < 100 && !log.some((l) => l.kind === 'attempt'); i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      log = cliJson(['webhooks', 'deliveries', '--data', dataDir]);
-    }
+    await until('the delivery attempt to be logged', () => query(dataDir, "SELECT id FROM health_log WHERE kind = 'attempt'")[0], 10_000).catch(() => undefined);
+    const log = cliJson<{ error_class: string; kind: string }[]>(['webhooks', 'deliveries', '--data', dataDir]);
     expect(log).toEqual([
       expect.objectContaining({ kind: 'test', error_class: 'destination_refused' }),
       expect.objectContaining({ kind: 'attempt', error_class: 'destination_refused' }),
@@ -376,7 +380,7 @@ describe('operator CLI: destinations', () => {
 });
 
 describe('operator CLI: bad input is a one-line error, never a stack trace', () => {
-  it('refuses bad dates, filters and unknown ids with exit code 2 (usage) or 1 (not found)', () => {
+  it('refuses bad dates, filters and unknown ids with exit code 2 (usage) or 1 (not found)', async () => {
     const dataDir = tempDir();
     const site = createSite(dataDir);
     const { id: dest } = addDestination(dataDir, site, 'http://127.0.0.1:9/x', 'click', 'secret-123');
@@ -403,8 +407,9 @@ describe('operator CLI: bad input is a one-line error, never a stack trace', () 
       [['update', dest, '--secret', 'short'], 2, /^svc: --secret must be 8 to 256 characters$/],
       [['update', dest, '--description', 'd'.repeat(501)], 2, /^svc: --description must be at most 500 characters$/],
     ];
-    for (const [args, code, err] of cases) {
-      const r = cli(['webhooks', ...args, '--data', dataDir]);
+    const results = await cliAll(cases.map(([args]) => ['webhooks', ...args, '--data', dataDir]));
+    for (const [i, [args, code, err]] of cases.entries()) {
+      const r = results[i]!;
       expect({ args, code: r.code }).toEqual({ args, code });
       expect(r.stderr.trimEnd(), args.join(' ')).toMatch(err);
       expect(r.stderr.trimEnd().split('\n'), args.join(' ')).toHaveLength(1);

@@ -1,0 +1,35 @@
+// The checks `npm test` runs before vitest, side by side instead of one after another: the type checks
+// (src and tests; the browser tag), lint and the build. None reads what another writes (tsc and eslint
+// check src/ and test/, the build writes dist/), so on two cores this takes about the longest one (eslint)
+// instead of their sum. Each check's output is printed whole when it ends; the run fails, after all have
+// ended, if any failed.
+import { spawn } from 'node:child_process';
+
+const checks = [
+  ['eslint .', 'eslint', ['.']],
+  ['tsc --noEmit', 'tsc', ['--noEmit']],
+  ['npm run build', 'npm', ['run', 'build']],
+  ['tsc -p src/tag', 'tsc', ['-p', 'src/tag']],
+];
+
+const results = await Promise.all(
+  checks.map(
+    ([name, cmd, args]) =>
+      new Promise((resolve) => {
+        const started = Date.now();
+        // npm puts node_modules/.bin on PATH for its scripts.
+        const p = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+        const out = [];
+        p.stdout.on('data', (c) => out.push(c));
+        p.stderr.on('data', (c) => out.push(c));
+        p.on('error', (err) => out.push(Buffer.from(`${String(err)}\n`)));
+        p.on('close', (code, signal) => {
+          const text = Buffer.concat(out).toString();
+          const status = code === 0 ? 'ok' : `failed (${signal ?? `exit ${code}`})`;
+          process.stdout.write(`> ${name}: ${status} in ${((Date.now() - started) / 1000).toFixed(1)} s\n${text}${text && !text.endsWith('\n') ? '\n' : ''}`);
+          resolve(code === 0);
+        });
+      }),
+  ),
+);
+if (results.includes(false)) process.exitCode = 1;
