@@ -1,8 +1,10 @@
 import { rmSync } from 'node:fs';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { openConfiguredStore } from '../../src/store/open.js';
 import { WORK_CHANNEL } from '../../src/store/pg/store.js';
-import { PG_BASE_URL } from '../helpers/backend.js';
+import type { Store } from '../../src/store/store.js';
+import { PG_BASE_URL, databaseUrlFor } from '../helpers/backend.js';
 import { tempDir } from '../helpers/svc.js';
 import { openTestStore } from '../helpers/store.js';
 
@@ -30,6 +32,58 @@ describe.skipIf(PG_BASE_URL === undefined)('PostgreSQL work notifications', () =
       expect(store.writeCounters.ops).toBe(2);
     } finally {
       await listener.end();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("an instance's workers wake on another instance's work notification, not on its own (its commit listeners woke them)", async () => {
+    const dir = tempDir('svc-notify-self-');
+    const open = () =>
+      openConfiguredStore(
+        { dataDir: dir, synchronous: 'normal', databaseUrl: databaseUrlFor(dir), databasePoolSize: 3, databaseStatementTimeoutMs: 30_000 },
+        { server: true },
+      );
+    const stores: Store[] = [];
+    try {
+      const a = await open();
+      stores.push(a);
+      const b = await open();
+      stores.push(b);
+      const heard = { a: 0, b: 0 };
+      a.onRemoteWork(() => heard.a++);
+      b.onRemoteWork(() => heard.b++);
+      let localCommits = 0;
+      a.onCommit(() => localCommits++);
+      // Both listeners are up once a NOTIFY sent from outside reaches both.
+      const outside = new pg.Client({ connectionString: PG_BASE_URL });
+      await outside.connect();
+      try {
+        const deadline = Date.now() + 10_000;
+        while ((heard.a === 0 || heard.b === 0) && Date.now() < deadline) {
+          await outside.query(`NOTIFY ${WORK_CHANNEL}`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      } finally {
+        await outside.end();
+      }
+      expect(heard.a).toBeGreaterThan(0);
+      expect(heard.b).toBeGreaterThan(0);
+      heard.a = 0;
+      heard.b = 0;
+      const site = await a.write((tx) => tx.sites.create({ name: 'n' }));
+      for (let i = 0; i < 3; i++) {
+        await a.write((tx) => tx.activity.enqueue(site.id, 'pageview', { n: i }, Date.now()));
+        await new Promise((r) => setTimeout(r, 30));
+      }
+      const deadline = Date.now() + 10_000;
+      while (heard.b === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      // Give a's own notifications as long again to arrive: none may wake a.
+      await new Promise((r) => setTimeout(r, 300));
+      expect(localCommits).toBe(4);
+      expect(heard.b).toBeGreaterThan(0);
+      expect(heard.a).toBe(0);
+    } finally {
+      for (const s of stores) await s.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });
