@@ -177,8 +177,10 @@ export class PgWriteRunner implements WriteRunner {
     const trips = tripCounter(conn.client);
     const values: unknown[] = new Array(group.length);
     let failed = false;
+    // BEGIN is not awaited: the operations' first statements queue behind it on the connection, and the
+    // round trip overlaps with the operations' work up to their first statement.
+    const begun = begin(conn.client);
     try {
-      await conn.client.query('BEGIN');
       const sql = new BatchPgSql(trips.client, new PgSql(trips.client));
       const tx = new Repos(sql, this.shared);
       const chains = new Map<string, Promise<unknown>>();
@@ -194,6 +196,7 @@ export class PgWriteRunner implements WriteRunner {
         running.push(p);
       });
       for (const r of await Promise.allSettled(running)) if (r.status === 'rejected') failed = true;
+      await begun;
       if (!failed) {
         for (let i = 0; i < group.length; i++) {
           if (group[i]!.key !== undefined) continue;
@@ -242,8 +245,8 @@ export class PgWriteRunner implements WriteRunner {
     const values: unknown[] = new Array(group.length);
     let failedAt = -1;
     const trips = tripCounter(conn.client);
+    const begun = begin(conn.client);
     try {
-      await conn.client.query('BEGIN');
       const tx = new Repos(new PgSql(trips.client), this.shared);
       for (let i = 0; i < group.length; i++) {
         try {
@@ -253,6 +256,7 @@ export class PgWriteRunner implements WriteRunner {
           break;
         }
       }
+      await begun;
       if (failedAt >= 0) {
         if (!conn.broken()) await conn.client.query('ROLLBACK');
       } else {
@@ -290,9 +294,10 @@ export class PgWriteRunner implements WriteRunner {
       const before = this.enqueuedCount();
       const trips = tripCounter(conn.client);
       let value: T;
+      const begun = begin(conn.client);
       try {
-        await conn.client.query('BEGIN');
         value = await fn(new Repos(new PgSql(trips.client), this.shared));
+        await begun;
         await commit(conn.client);
       } catch (err) {
         if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
@@ -352,24 +357,33 @@ interface TripCount {
   readonly started: number;
 }
 
-/** Counts the statements sent through `client` (the round trips of one group, for /metrics). */
+/**
+ * Counts the statements sent through `client` (the round trips of one group, for /metrics). The
+ * executors (PgSql, BatchPgSql) call nothing but `query` on it.
+ */
 function tripCounter(client: pg.PoolClient): TripCount {
   const t = {
     count: 0,
     started: performance.now(),
-    client: new Proxy(client, {
-      get(target, prop, receiver) {
-        if (prop === 'query') {
-          return (...args: unknown[]) => {
-            t.count++;
-            return (target.query as (...a: unknown[]) => unknown).apply(target, args);
-          };
-        }
-        return Reflect.get(target, prop, receiver) as unknown;
+    client: {
+      query: (...args: unknown[]): unknown => {
+        t.count++;
+        return (client.query as (...a: unknown[]) => unknown).apply(client, args);
       },
-    }),
+    } as unknown as pg.PoolClient,
   };
   return t;
+}
+
+/**
+ * Sends BEGIN without waiting for it: statements sent after it on the same connection queue behind it
+ * (node-pg sends one at a time, in order). The caller awaits the promise before COMMIT; its rejection
+ * is marked handled here, since the statements behind a failed BEGIN fail as well and may be seen first.
+ */
+function begin(client: pg.PoolClient): Promise<unknown> {
+  const p = client.query('BEGIN');
+  p.catch(() => undefined);
+  return p;
 }
 
 function isRetryable(err: unknown): boolean {
