@@ -140,8 +140,10 @@ export class PgWriteRunner implements WriteRunner {
 
   private async runGroup(group: QueuedOp[]): Promise<void> {
     if (group.length === 1) {
+      // A keyed operation alone still has its statements batched: those it asks together (independent,
+      // see Store.write) share a wave, and a wave of reads and plain inserts is one statement.
       const op = group[0]!;
-      await this.runAlone(op.fn).then(op.resolve, op.reject);
+      await this.runAlone(op.fn, 'in_turn', op.key !== undefined).then(op.resolve, op.reject);
       return;
     }
     let keyed = 0;
@@ -287,8 +289,8 @@ export class PgWriteRunner implements WriteRunner {
     for (let i = 0; i < group.length; i++) group[i]!.resolve(values[i]);
   }
 
-  /** One operation in its own transaction, run again from the start after a lost race. */
-  private async runAlone<T>(fn: WriteOp<T>, mode: 'in_turn' | 'rerun' = 'in_turn'): Promise<T> {
+  /** One operation in its own transaction, run again from the start after a lost race; `batched`: its statements through BatchPgSql. */
+  private async runAlone<T>(fn: WriteOp<T>, mode: 'in_turn' | 'rerun' = 'in_turn', batched = false): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const conn = await this.connect();
       const before = this.enqueuedCount();
@@ -296,7 +298,8 @@ export class PgWriteRunner implements WriteRunner {
       let value: T;
       const begun = begin(conn.client);
       try {
-        value = await fn(new Repos(new PgSql(trips.client), this.shared));
+        const plain = new PgSql(trips.client);
+        value = await fn(new Repos(batched ? new BatchPgSql(trips.client, plain) : plain, this.shared));
         await begun;
         await commit(conn.client);
       } catch (err) {
