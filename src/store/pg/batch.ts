@@ -23,7 +23,7 @@ import { noteColumns, resultColumns } from './columns.js';
  *   rounds when two rows share the WHERE parameters (the later one wins, as
  *   one after another would);
  * - anything else, or a text whose rewrite PostgreSQL refused once, as sent;
- * - and a wave whose texts are all reads and plain inserts, as one statement
+ * - and a wave whose texts are all reads and inserts (plain, or DO NOTHING), as one statement
  *   (`WITH c1 AS (…), c2 AS (…) SELECT …`, see combine).
  *
  * Every caller of a wave hears its answer only when the whole wave is back,
@@ -257,8 +257,9 @@ export class BatchPgSql implements Sql {
   }
 
   /**
-   * The whole wave as one statement, when every text of it is a read or a plain INSERT (no upsert, no
-   * UPDATE: two parts modifying one row in one statement would be unpredictable), sent as one chunk:
+   * The whole wave as one statement, when every text of it is a read, a plain INSERT or an INSERT … ON
+   * CONFLICT (key) DO NOTHING (no DO UPDATE, no UPDATE: two parts modifying one row in one statement
+   * would be unpredictable), sent as one chunk:
    * `WITH c1 AS (…), c2 AS (…) SELECT …` with the rows of each part that returns rows as JSON, tagged
    * with the part. A data-modifying WITH part runs once whether or not its rows are read, and every part
    * sees the database as it was before the statement: the wave's operations are concurrent, each asking
@@ -405,9 +406,15 @@ function selectPart(sql: string, shape: SelectShape, items: Pending[], base: num
   };
 }
 
-/** A plain INSERT of a combined wave (no ON CONFLICT): one multi-row VALUES; its RETURNING rows in VALUES order. */
+/**
+ * An INSERT of a combined wave: one multi-row VALUES; a plain insert's RETURNING rows in VALUES order,
+ * an `ON CONFLICT (key) DO NOTHING` one's inserted rows told apart by their key (each key at most once
+ * in the part, the rows in key order as insert() sends them).
+ */
 function insertPart(sql: string, shape: InsertShape, items: Pending[], base: number): Part | null {
-  if (shape.keyParams.length > 0 || /\bon\s+conflict\b/i.test(shape.tail) || items.length > MAX_ROWS) return null;
+  if (items.length > MAX_ROWS) return null;
+  if (shape.doNothing) return doNothingPart(shape, items, base);
+  if (shape.keyParams.length > 0 || /\bon\s+conflict\b/i.test(shape.tail)) return null;
   const columns = shape.returning ? jsonSafeColumns(sql) : null;
   if (shape.returning && columns === null) return null;
   let n = base;
@@ -426,7 +433,27 @@ function insertPart(sql: string, shape: InsertShape, items: Pending[], base: num
   };
 }
 
+function doNothingPart(shape: InsertShape, items: Pending[], base: number): Part | null {
+  const keyOf = (p: Pending) => JSON.stringify(shape.keyParams.map((i) => String(p.params[i])));
+  const keyed = items.map((p) => ({ p, k: keyOf(p) }));
+  if (new Set(keyed.map((x) => x.k)).size !== keyed.length) return null;
+  keyed.sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : 0));
+  let n = base;
+  const tuples = keyed.map(() => replaceMarks(shape.tuple, () => `$${++n}`));
+  return {
+    items,
+    text: `${shape.head} ${tuples.join(', ')}${shape.tail} RETURNING ${shape.keyColumns.join(', ')}`,
+    values: keyed.flatMap((x) => x.p.params),
+    columns: shape.keyColumns.map((name) => ({ name, type: TEXT })),
+    settle: (rows) => {
+      const inserted = new Set(rows.map((row) => JSON.stringify(shape.keyColumns.map((c) => String(row[c])))));
+      for (const x of keyed) x.p.outcome = { rows: [], changes: inserted.has(x.k) ? 1 : 0 };
+    },
+  };
+}
+
 const INT8 = 20;
+const TEXT = 25;
 /** Types whose JSON form (to_json) parses to the value node-pg gives for the column (svc's type parsers, sql.ts). */
 const JSON_AS_IS = new Set([16, 19, 20, 21, 23, 25, 26, 114, 1042, 1043, 2950, 3802]);
 /** Numbers whose JSON form is a string for NaN and the infinities: read with Number(), as their parsers do. */
