@@ -402,6 +402,13 @@ function isRetryable(err: unknown): boolean {
  * the lanes: bench:ingest at 64 connections, one host, ran 0.30x of SQLite with
  * four lanes (303 µs svc + 196 µs PostgreSQL per event), 0.70x with two
  * (212 + 128 µs) and 0.52x with one (188 + 110 µs, commits serialized).
+ * Measured again on a 2-core host shared with other work (load average 4 to 8),
+ * with combined waves (5 round trips per group for a known session's events, 7
+ * for a new session's): two lanes 0.72x, 0.27x and 0.45x of SQLite (214 + 125,
+ * 282 + 164 and 153 + 117 µs per event), three 0.35x, 0.20x, 0.21x (321 + 185,
+ * 328 + 180, 219 + 170 µs), four 0.41x, 0.46x, 0.36x (265 + 185, 236 + 166,
+ * 323 + 247 µs). The spread between repeats exceeds the differences except for
+ * CPU per event, lowest with two in two rounds of three: two it stays.
  */
 export function writeLanes(poolSize: number): number {
   return Math.max(1, Math.min(2, poolSize - 2));
