@@ -75,8 +75,7 @@ export class ProfilesRepo {
     return (await this.x.get<{ known: number }>('SELECT known FROM profiles WHERE id = ?', [profileId]))?.known === 1;
   }
 
-  async createProfile(siteId: string, now: number, known = false, traits: Record<string, string> = {}): Promise<string> {
-    const id = newId('prf');
+  async createProfile(siteId: string, now: number, known = false, traits: Record<string, string> = {}, id = newId('prf')): Promise<string> {
     await this.x.run(INSERT_PROFILE, [id, siteId, known ? 1 : 0, JSON.stringify(traits), now, now]);
     return id;
   }
@@ -115,7 +114,17 @@ export class ProfilesRepo {
     const caches = this.caches?.enabled ? this.caches : undefined;
     // Outside the writer's transaction (the caches are off) the row may change here: it must not stay cached.
     if (caches === undefined) this.caches?.dropSession(siteId, sessionId);
-    const row = caches?.session(siteId, sessionId) ?? (await this.x.get<SessionRow>(SESSION, [siteId, sessionId]));
+    let row = caches?.session(siteId, sessionId);
+    // On PostgreSQL the visitor's owner, needed when the session is new, is asked with the session: both
+    // go in one statement of the group's first wave (pg/batch.ts) instead of two waves one after another.
+    let visitorOwner: Promise<{ id: string } | undefined> | undefined;
+    if (row === undefined) {
+      if (this.x.dialect === 'pg' && visitorId !== undefined) {
+        visitorOwner = this.x.get<{ id: string }>(OWNER, [siteId, 'visitor', visitorId]);
+        visitorOwner.catch(() => undefined); // the session read fails as well, and is awaited first
+      }
+      row = await this.x.get<SessionRow>(SESSION, [siteId, sessionId]);
+    }
     if (row) {
       // The row as it is once the writes below are done (what the cache keeps).
       const next: SessionRow = { ...row };
@@ -138,13 +147,18 @@ export class ProfilesRepo {
       return { profileId: row.profile_id, visitorId: row.visitor_id ?? visitorId ?? null };
     }
     let profileId =
-      visitorId !== undefined ? (await this.x.get<{ id: string }>(OWNER, [siteId, 'visitor', visitorId]))?.id : undefined;
+      visitorId !== undefined ? (await (visitorOwner ?? this.x.get<{ id: string }>(OWNER, [siteId, 'visitor', visitorId])))?.id : undefined;
     // Races with concurrent transactions (on PostgreSQL: other instances, or other operations of one group
     // commit) are settled by the unique keys: the loser waits for the winner's commit, then uses its rows.
     let created: string | undefined;
     if (profileId === undefined) {
-      created = profileId = await this.createProfile(siteId, now);
-      if (visitorId !== undefined && (await this.x.run(INSERT_IDENTITY, [siteId, 'visitor', visitorId, profileId, now])).changes === 0) {
+      created = profileId = newId('prf');
+      // The profile and the visitor's identity are asked together (one statement on PostgreSQL).
+      const [, claimed] = await Promise.all([
+        this.createProfile(siteId, now, false, {}, profileId),
+        visitorId !== undefined ? this.x.run(INSERT_IDENTITY, [siteId, 'visitor', visitorId, profileId, now]) : undefined,
+      ]);
+      if (visitorId !== undefined && claimed!.changes === 0) {
         const owner = await this.x.get<{ id: string }>(OWNER, [siteId, 'visitor', visitorId]);
         if (owner === undefined) throw new WriteConflict('the visitor was claimed by a concurrent request');
         await this.x.run('DELETE FROM profiles WHERE id = ?', [created]);

@@ -160,9 +160,11 @@ export type WriteOp<T> = (tx: Repos) => Promise<T> | T;
  * concerns (an ingestion request's site and session): on PostgreSQL, keyed
  * operations of one group commit run concurrently, operations with the same
  * key one after another in submission order, and their statements are sent
- * set-based (one statement per SQL text and wave, see pg/batch.ts). Operations
- * without a key run one after another. SQLite ignores it (its operations never
- * wait for I/O).
+ * set-based (one statement per SQL text and wave, see pg/batch.ts). Statements
+ * a keyed operation asks together (without awaiting one before asking the next)
+ * must be independent: on PostgreSQL they may go as one statement, in which
+ * none sees another's writes. Operations without a key run one after another.
+ * SQLite ignores it (its operations never wait for I/O).
  */
 export interface WriteOptions {
   key?: string | undefined;

@@ -1,8 +1,10 @@
 import { rmSync } from 'node:fs';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { openConfiguredStore } from '../../src/store/open.js';
 import { WORK_CHANNEL } from '../../src/store/pg/store.js';
-import { PG_BASE_URL } from '../helpers/backend.js';
+import type { Store } from '../../src/store/store.js';
+import { PG_BASE_URL, databaseUrlFor } from '../helpers/backend.js';
 import { tempDir } from '../helpers/svc.js';
 import { openTestStore } from '../helpers/store.js';
 
@@ -30,6 +32,57 @@ describe.skipIf(PG_BASE_URL === undefined)('PostgreSQL work notifications', () =
       expect(store.writeCounters.ops).toBe(2);
     } finally {
       await listener.end();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("an instance's workers wake on another instance's work notifications, not on its own (its commit listeners woke them)", async () => {
+    const dir = tempDir('svc-notify-self-');
+    const open = () =>
+      openConfiguredStore(
+        { dataDir: dir, synchronous: 'normal', databaseUrl: databaseUrlFor(dir), databasePoolSize: 3, databaseStatementTimeoutMs: 30_000 },
+        { server: true },
+      );
+    const stores: Store[] = [];
+    try {
+      const a = await open();
+      stores.push(a);
+      const b = await open();
+      stores.push(b);
+      const heard = { a: 0, b: 0 };
+      a.onRemoteWork(() => heard.a++);
+      b.onRemoteWork(() => heard.b++);
+      let localCommits = 0;
+      a.onCommit(() => localCommits++);
+      // Both listeners are up once a NOTIFY sent from outside reaches both.
+      const outside = new pg.Client({ connectionString: PG_BASE_URL });
+      await outside.connect();
+      try {
+        const deadline = Date.now() + 10_000;
+        while ((heard.a === 0 || heard.b === 0) && Date.now() < deadline) {
+          await outside.query(`NOTIFY ${WORK_CHANNEL}`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      } finally {
+        await outside.end();
+      }
+      expect(heard.a).toBeGreaterThan(0);
+      expect(heard.b).toBeGreaterThan(0);
+      // Other test files notify on the same channel at the same time: both stores hear those alike, so only
+      // the difference counts. a's own commits (one NOTIFY each, 40 ms apart) wake b, never a.
+      heard.a = 0;
+      heard.b = 0;
+      const site = await a.write((tx) => tx.sites.create({ name: 'n' }));
+      for (let i = 0; i < 5; i++) {
+        await a.write((tx) => tx.activity.enqueue(site.id, 'pageview', { n: i }, Date.now()));
+        await new Promise((r) => setTimeout(r, 40));
+      }
+      await new Promise((r) => setTimeout(r, 300));
+      const { a: heardA, b: heardB } = heard;
+      expect(localCommits).toBe(6);
+      expect(heardB - heardA).toBeGreaterThanOrEqual(4);
+    } finally {
+      for (const s of stores) await s.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });

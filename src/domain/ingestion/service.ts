@@ -218,18 +218,22 @@ export class IngestionService {
         now,
       );
       const at = ts ?? now;
-      const rowId = await tx.activity.insertEvent({
-        siteId: req.site_id,
-        sessionId: req.session_id,
-        profileId: s.profileId,
-        visitorId: s.visitorId,
-        type: req.type,
-        ts: at,
-        body: raw,
-        now,
-      });
+      // The triggers' look-up needs nothing from the event row: asked together, they share a statement
+      // wave (one round trip fewer per group commit on PostgreSQL).
+      const [rowId] = await Promise.all([
+        tx.activity.insertEvent({
+          siteId: req.site_id,
+          sessionId: req.session_id,
+          profileId: s.profileId,
+          visitorId: s.visitorId,
+          type: req.type,
+          ts: at,
+          body: raw,
+          now,
+        }),
+        triggers.onEvent(tx, req.site_id, s.profileId, req.type, now),
+      ]);
       const eventId = publicEventId(rowId);
-      await triggers.onEvent(tx, req.site_id, s.profileId, req.type, now);
       if (vitals) await recordWebVitals(tx, req.site_id, s.visitorId, url, vitals, now);
       if (render) await recordVariantRender(tx, req.site_id, render, now);
       if (BEHAVIOURAL_WEBHOOK_TYPES.has(req.type)) {

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { Params, RunResult, Sql } from '../sql.js';
+import { noteColumns, resultColumns } from './columns.js';
 
 /**
  * Set-based execution of the statements of concurrent operations inside one
@@ -21,12 +22,14 @@ import type { Params, RunResult, Sql } from '../sql.js';
  * - `UPDATE … SET … WHERE …` of one text: one `UPDATE … FROM unnest(…)`, in
  *   rounds when two rows share the WHERE parameters (the later one wins, as
  *   one after another would);
- * - anything else, or a text whose rewrite PostgreSQL refused once, as sent.
+ * - anything else, or a text whose rewrite PostgreSQL refused once, as sent;
+ * - and a wave whose texts are all reads and inserts (plain, or DO NOTHING), as one statement
+ *   (`WITH c1 AS (…), c2 AS (…) SELECT …`, see combine).
  *
  * Every caller of a wave hears its answer only when the whole wave is back,
  * so the operations' next statements form the next wave together: the round
- * trips of a group are (waves × statement texts per wave), whatever the
- * number of operations in it. Statements whose rows nobody needs (the outbox,
+ * trips of a group are (waves × statement texts per wave, or one per combined
+ * wave), whatever the number of operations in it. Statements whose rows nobody needs (the outbox,
  * the events, counters) are still sent in their wave: an operation awaits each
  * statement, so deferring them further would not shorten the waves.
  */
@@ -59,8 +62,8 @@ export class BatchPgSql implements Sql {
   readonly dialect = 'pg' as const;
   private queue: Pending[] = [];
   private scheduled = false;
-  /** Waves sent, and statements the rewrites saved (for tests and the group-commit figures). */
-  readonly stats = { waves: 0, statements: 0, asked: 0 };
+  /** Waves sent, statements sent, statements asked, and waves sent as one combined statement (for tests and the group-commit figures). */
+  readonly stats = { waves: 0, statements: 0, asked: 0, combined: 0 };
 
   /**
    * `client`: a transaction's connection (a group commit), or the pool for one getEach/runEach of PgSql;
@@ -115,9 +118,10 @@ export class BatchPgSql implements Sql {
       if (list === undefined) byText.set(p.sql, [p]);
       else list.push(p);
     }
-    // One statement at a time on the connection (a connection answers in order anyway); the callers
-    // hear their answers together once all are back.
-    for (const [sql, items] of byText) await this.send(sql, items);
+    // One statement for the whole wave where its texts allow (combine), else one statement at a time
+    // on the connection (a connection answers in order anyway); the callers hear their answers together
+    // once all are back.
+    if (byText.size < 2 || !(await this.combine(byText))) for (const [sql, items] of byText) await this.send(sql, items);
     for (const p of wave) {
       const o = p.outcome!;
       if ('error' in o) p.reject(o.error);
@@ -185,7 +189,9 @@ export class BatchPgSql implements Sql {
         `SELECT b.svc_i, s.* FROM unnest(${types.map((t, i) => `$${i + 1}::${t}[]`).join(', ')}) WITH ORDINALITY AS b(${[...cols, 'svc_i'].join(', ')}) ` +
         `CROSS JOIN LATERAL (SELECT row_number() OVER () AS svc_o, t.* FROM (${inner}) t) s ORDER BY b.svc_i, s.svc_o`;
       const values = types.map((_, i) => chunk.map((set) => set[0]!.params[i] ?? null));
-      const rows = (await this.query(text, width === 0 ? [] : values)).rows;
+      const r = await this.query(text, width === 0 ? [] : values);
+      noteColumns(sql, r.fields);
+      const rows = r.rows;
       const per: Record<string, unknown>[][] = chunk.map(() => []);
       for (const r of rows) {
         const at = Number(r.svc_i) - 1;
@@ -239,6 +245,7 @@ export class BatchPgSql implements Sql {
           }
           continue;
         }
+        if (shape.returning) noteColumns(sql, r.fields);
         if (shape.returning && r.rows.length !== chunk.length) {
           throw new Error(`batched insert returned ${r.rows.length} rows for ${chunk.length}`);
         }
@@ -247,6 +254,58 @@ export class BatchPgSql implements Sql {
         });
       }
     }
+  }
+
+  /**
+   * The whole wave as one statement, when every text of it is a read, a plain INSERT or an INSERT … ON
+   * CONFLICT (key) DO NOTHING (no DO UPDATE, no UPDATE: two parts modifying one row in one statement
+   * would be unpredictable), sent as one chunk:
+   * `WITH c1 AS (…), c2 AS (…) SELECT …` with the rows of each part that returns rows as JSON, tagged
+   * with the part. A data-modifying WITH part runs once whether or not its rows are read, and every part
+   * sees the database as it was before the statement: the wave's operations are concurrent, each asking
+   * one statement (or statements it asked together, independent), so none waits for another's rows.
+   * Rows come back as JSON: a part is combined only when its columns (learned from an earlier run of
+   * the text, see columns.ts) read back from JSON as they do from the column itself. False, having sent
+   * nothing, when the wave does not qualify.
+   */
+  private async combine(byText: Map<string, Pending[]>): Promise<boolean> {
+    const parts: Part[] = [];
+    let base = 0;
+    for (const [sql, items] of byText) {
+      if (unbatchable.has(sql)) return false;
+      const shape = shapeOf(sql);
+      if (shape === null || shape.kind === 'update') return false;
+      const part = shape.kind === 'select' ? selectPart(sql, shape, items, base) : insertPart(sql, shape, items, base);
+      if (part === null) return false;
+      base += part.values.length;
+      if (base > MAX_PARAMS) return false;
+      parts.push(part);
+    }
+    const outputs = parts.flatMap((p, i) => (p.columns === null ? [] : [`SELECT ${i + 1} AS svc_k, row_number() OVER () AS svc_o, to_json(c${i + 1}.*) AS svc_r FROM c${i + 1}`]));
+    const text =
+      `WITH ${parts.map((p, i) => `c${i + 1} AS (${p.text})`).join(', ')} ` +
+      (outputs.length === 0 ? 'SELECT NULL::int AS svc_k, NULL::json AS svc_r WHERE false' : `SELECT svc_k, svc_r FROM (${outputs.join(' UNION ALL ')}) x ORDER BY svc_k, svc_o`);
+    const per: Record<string, unknown>[][] = parts.map(() => []);
+    try {
+      const r = await this.query(
+        text,
+        parts.flatMap((p) => p.values),
+      );
+      for (const row of r.rows) per[Number(row.svc_k) - 1]!.push(row.svc_r as Record<string, unknown>);
+    } catch (err) {
+      if (rewriteRefused(err)) for (const sql of byText.keys()) unbatchable.add(sql);
+      for (const items of byText.values()) for (const p of items) p.outcome = { error: err };
+      return true;
+    }
+    this.stats.combined++;
+    parts.forEach((p, i) => {
+      try {
+        p.settle(per[i]!.map((row) => fromJson(row, p.columns!)));
+      } catch (error) {
+        for (const it of p.items) it.outcome ??= { error };
+      }
+    });
+    return true;
   }
 
   private async update(sql: string, shape: UpdateShape, items: Pending[]): Promise<void> {
@@ -273,6 +332,153 @@ export class BatchPgSql implements Sql {
       }
     }
   }
+}
+
+/** One text's share of a combined wave (BatchPgSql.combine). */
+interface Part {
+  items: Pending[];
+  /** The statement, its parameters numbered from the part's offset. */
+  text: string;
+  values: unknown[];
+  /** The columns of the rows it returns (name, type oid), or null when it returns none. */
+  columns: readonly Column[] | null;
+  /** Sets the items' outcomes from the part's rows (in order). */
+  settle: (rows: Record<string, unknown>[]) => void;
+}
+
+interface Column {
+  name: string;
+  type: number;
+}
+
+/** A read of a combined wave: the text as it is (one distinct parameter set), or its unnest form. */
+function selectPart(sql: string, shape: SelectShape, items: Pending[], base: number): Part | null {
+  const learned = jsonSafeColumns(sql);
+  if (learned === null) return null;
+  const distinct = new Map<string, Pending[]>();
+  for (const p of items) {
+    const k = JSON.stringify(p.params);
+    const list = distinct.get(k);
+    if (list === undefined) distinct.set(k, [p]);
+    else list.push(p);
+  }
+  const sets = [...distinct.values()];
+  if (sets.length === 1) {
+    return {
+      items,
+      text: replaceMarks(sql, (i) => `$${base + i + 1}`),
+      values: [...sets[0]![0]!.params],
+      columns: learned,
+      settle: (rows) => {
+        for (const p of items) p.outcome = { rows: rows.map((r) => ({ ...r })), changes: rows.length };
+      },
+    };
+  }
+  const width = shape.params;
+  if (width === 0 || sets.length > MAX_ROWS) return null;
+  const types = paramTypes(
+    sets.map((set) => set[0]!.params),
+    width,
+  );
+  if (types === null) return null;
+  const cols = Array.from({ length: width }, (_, i) => `p${i + 1}`);
+  const inner = replaceMarks(sql, (i) => `b.p${i + 1}`);
+  return {
+    items,
+    text:
+      `SELECT b.svc_i, s.* FROM unnest(${types.map((t, i) => `$${base + i + 1}::${t}[]`).join(', ')}) WITH ORDINALITY AS b(${[...cols, 'svc_i'].join(', ')}) ` +
+      `CROSS JOIN LATERAL (SELECT row_number() OVER () AS svc_o, t.* FROM (${inner}) t) s`,
+    values: types.map((_, i) => sets.map((set) => set[0]!.params[i] ?? null)),
+    columns: [{ name: 'svc_i', type: INT8 }, { name: 'svc_o', type: INT8 }, ...learned],
+    settle: (rows) => {
+      rows.sort((a, b) => (a.svc_i as number) - (b.svc_i as number) || (a.svc_o as number) - (b.svc_o as number));
+      const per: Record<string, unknown>[][] = sets.map(() => []);
+      for (const r of rows) {
+        const at = Number(r.svc_i) - 1;
+        delete r.svc_i;
+        delete r.svc_o;
+        per[at]!.push(r);
+      }
+      sets.forEach((set, i) => {
+        for (const p of set) p.outcome = { rows: per[i]!.map((r) => ({ ...r })), changes: per[i]!.length };
+      });
+    },
+  };
+}
+
+/**
+ * An INSERT of a combined wave: one multi-row VALUES; a plain insert's RETURNING rows in VALUES order,
+ * an `ON CONFLICT (key) DO NOTHING` one's inserted rows told apart by their key (each key at most once
+ * in the part, the rows in key order as insert() sends them).
+ */
+function insertPart(sql: string, shape: InsertShape, items: Pending[], base: number): Part | null {
+  if (items.length > MAX_ROWS) return null;
+  if (shape.doNothing) return doNothingPart(shape, items, base);
+  if (shape.keyParams.length > 0 || /\bon\s+conflict\b/i.test(shape.tail)) return null;
+  const columns = shape.returning ? jsonSafeColumns(sql) : null;
+  if (shape.returning && columns === null) return null;
+  let n = base;
+  const tuples = items.map(() => replaceMarks(shape.tuple, () => `$${++n}`));
+  return {
+    items,
+    text: `${shape.head} ${tuples.join(', ')}${shape.tail}`,
+    values: items.flatMap((p) => p.params),
+    columns,
+    settle: (rows) => {
+      if (shape.returning && rows.length !== items.length) throw new Error(`batched insert returned ${rows.length} rows for ${items.length}`);
+      items.forEach((p, i) => {
+        p.outcome = { rows: shape.returning ? [rows[i]!] : [], changes: 1 };
+      });
+    },
+  };
+}
+
+function doNothingPart(shape: InsertShape, items: Pending[], base: number): Part | null {
+  const keyOf = (p: Pending) => JSON.stringify(shape.keyParams.map((i) => String(p.params[i])));
+  const keyed = items.map((p) => ({ p, k: keyOf(p) }));
+  if (new Set(keyed.map((x) => x.k)).size !== keyed.length) return null;
+  keyed.sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : 0));
+  let n = base;
+  const tuples = keyed.map(() => replaceMarks(shape.tuple, () => `$${++n}`));
+  return {
+    items,
+    text: `${shape.head} ${tuples.join(', ')}${shape.tail} RETURNING ${shape.keyColumns.join(', ')}`,
+    values: keyed.flatMap((x) => x.p.params),
+    columns: shape.keyColumns.map((name) => ({ name, type: TEXT })),
+    settle: (rows) => {
+      const inserted = new Set(rows.map((row) => JSON.stringify(shape.keyColumns.map((c) => String(row[c])))));
+      for (const x of keyed) x.p.outcome = { rows: [], changes: inserted.has(x.k) ? 1 : 0 };
+    },
+  };
+}
+
+const INT8 = 20;
+const TEXT = 25;
+/** Types whose JSON form (to_json) parses to the value node-pg gives for the column (svc's type parsers, sql.ts). */
+const JSON_AS_IS = new Set([16, 19, 20, 21, 23, 25, 26, 114, 1042, 1043, 2950, 3802]);
+/** Numbers whose JSON form is a string for NaN and the infinities: read with Number(), as their parsers do. */
+const JSON_NUMBER = new Set([700, 701, 1700]);
+
+/** The learned result columns of a text when every one reads back from JSON unchanged; else null. */
+function jsonSafeColumns(sql: string): readonly Column[] | null {
+  const cols = resultColumns.get(sql);
+  if (cols === undefined) return null;
+  const names = new Set<string>();
+  for (const c of cols) {
+    if ((!JSON_AS_IS.has(c.type) && !JSON_NUMBER.has(c.type)) || names.has(c.name) || c.name.startsWith('svc_')) return null;
+    names.add(c.name);
+  }
+  return cols;
+}
+
+/** A row of a combined wave, read from its JSON form, as the column types read it. */
+function fromJson(row: Record<string, unknown>, columns: readonly Column[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const c of columns) {
+    const v = row[c.name];
+    out[c.name] = v === undefined ? null : typeof v === 'string' && JSON_NUMBER.has(c.type) ? Number(v) : v;
+  }
+  return out;
 }
 
 interface SelectShape {
@@ -473,16 +679,33 @@ function splitTopLevel(s: string): string[] {
   return out;
 }
 
+/** The text cut at its `?` marks (outside quotes): the pieces between them, per text (the texts are few). */
+const pieces = new Map<string, readonly string[]>();
+
+function piecesOf(sql: string): readonly string[] {
+  let out = pieces.get(sql);
+  if (out === undefined) {
+    const marks = markPositions(sql) ?? [];
+    const cut: string[] = [];
+    let last = 0;
+    for (const m of marks) {
+      cut.push(sql.slice(last, m));
+      last = m + 1;
+    }
+    cut.push(sql.slice(last));
+    out = cut;
+    if (pieces.size > 2000) pieces.clear();
+    pieces.set(sql, out);
+  }
+  return out;
+}
+
 /** Replaces the i-th `?` (outside quotes) with `to(i)`. */
 function replaceMarks(sql: string, to: (i: number) => string): string {
-  const marks = markPositions(sql) ?? [];
-  let out = '';
-  let last = 0;
-  marks.forEach((m, i) => {
-    out += sql.slice(last, m) + to(i);
-    last = m + 1;
-  });
-  return out + sql.slice(last);
+  const cut = piecesOf(sql);
+  let out = cut[0]!;
+  for (let i = 1; i < cut.length; i++) out += to(i - 1) + cut[i]!;
+  return out;
 }
 
 /**

@@ -70,8 +70,11 @@ export class PgListener {
 
   constructor(
     private readonly config: pg.ClientConfig,
-    /** `channel` null: notifications may have been missed (the connection was down). */
-    private readonly onNotify: (channel: string | null) => void,
+    /**
+     * `channel` null: notifications may have been missed (the connection was down); `fromPid`: the
+     * backend process that sent the notification.
+     */
+    private readonly onNotify: (channel: string | null, fromPid?: number) => void,
   ) {}
 
   start(): void {
@@ -83,7 +86,7 @@ export class PgListener {
     const c = new pg.Client(this.config);
     c.on('error', () => this.reconnect(c, backoff));
     c.on('end', () => this.reconnect(c, backoff));
-    c.on('notification', (n) => this.onNotify(n.channel));
+    c.on('notification', (n) => this.onNotify(n.channel, n.processId));
     try {
       await c.connect();
       await c.query(`LISTEN ${WORK_CHANNEL}; LISTEN ${SEGMENTS_CHANNEL}; LISTEN ${WEB_CHANNEL}`);

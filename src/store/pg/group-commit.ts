@@ -200,8 +200,10 @@ export class PgWriteRunner implements WriteRunner {
 
   private async runGroup(group: QueuedOp[]): Promise<void> {
     if (group.length === 1) {
+      // A keyed operation alone still has its statements batched: those it asks together (independent,
+      // see Store.write) share a wave, and a wave of reads and plain inserts is one statement.
       const op = group[0]!;
-      await this.runAlone(op.fn).then(op.resolve, op.reject);
+      await this.runAlone(op.fn, 'in_turn', op.key !== undefined).then(op.resolve, op.reject);
       return;
     }
     let keyed = 0;
@@ -237,8 +239,10 @@ export class PgWriteRunner implements WriteRunner {
     const trips = tripCounter(conn.client);
     const values: unknown[] = new Array(group.length);
     let failed = false;
+    // BEGIN is not awaited: the operations' first statements queue behind it on the connection, and the
+    // round trip overlaps with the operations' work up to their first statement.
+    const begun = begin(conn.client);
     try {
-      await conn.client.query('BEGIN');
       const sql = new BatchPgSql(trips.client, new PgSql(trips.client));
       const tx = new Repos(sql, this.shared);
       const chains = new Map<string, Promise<unknown>>();
@@ -254,6 +258,7 @@ export class PgWriteRunner implements WriteRunner {
         running.push(p);
       });
       for (const r of await Promise.allSettled(running)) if (r.status === 'rejected') failed = true;
+      await begun;
       if (!failed) {
         for (let i = 0; i < group.length; i++) {
           if (group[i]!.key !== undefined) continue;
@@ -302,8 +307,8 @@ export class PgWriteRunner implements WriteRunner {
     const values: unknown[] = new Array(group.length);
     let failedAt = -1;
     const trips = tripCounter(conn.client);
+    const begun = begin(conn.client);
     try {
-      await conn.client.query('BEGIN');
       const tx = new Repos(new PgSql(trips.client), this.shared);
       for (let i = 0; i < group.length; i++) {
         try {
@@ -313,6 +318,7 @@ export class PgWriteRunner implements WriteRunner {
           break;
         }
       }
+      await begun;
       if (failedAt >= 0) {
         if (!conn.broken()) await conn.client.query('ROLLBACK');
       } else {
@@ -343,16 +349,18 @@ export class PgWriteRunner implements WriteRunner {
     for (let i = 0; i < group.length; i++) group[i]!.resolve(values[i]);
   }
 
-  /** One operation in its own transaction, run again from the start after a lost race. */
-  private async runAlone<T>(fn: WriteOp<T>, mode: 'in_turn' | 'rerun' = 'in_turn'): Promise<T> {
+  /** One operation in its own transaction, run again from the start after a lost race; `batched`: its statements through BatchPgSql. */
+  private async runAlone<T>(fn: WriteOp<T>, mode: 'in_turn' | 'rerun' = 'in_turn', batched = false): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const conn = await this.connect();
       const before = this.enqueuedCount();
       const trips = tripCounter(conn.client);
       let value: T;
+      const begun = begin(conn.client);
       try {
-        await conn.client.query('BEGIN');
-        value = await fn(new Repos(new PgSql(trips.client), this.shared));
+        const plain = new PgSql(trips.client);
+        value = await fn(new Repos(batched ? new BatchPgSql(trips.client, plain) : plain, this.shared));
+        await begun;
         await commit(conn.client);
       } catch (err) {
         if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
@@ -412,22 +420,20 @@ interface TripCount {
   readonly started: number;
 }
 
-/** Counts the statements sent through `client` (the round trips of one group, for /metrics). */
+/**
+ * Counts the statements sent through `client` (the round trips of one group, for /metrics). The
+ * executors (PgSql, BatchPgSql) call nothing but `query` on it.
+ */
 function tripCounter(client: pg.PoolClient): TripCount {
   const t = {
     count: 0,
     started: performance.now(),
-    client: new Proxy(client, {
-      get(target, prop, receiver) {
-        if (prop === 'query') {
-          return (...args: unknown[]) => {
-            t.count++;
-            return (target.query as (...a: unknown[]) => unknown).apply(target, args);
-          };
-        }
-        return Reflect.get(target, prop, receiver) as unknown;
+    client: {
+      query: (...args: unknown[]): unknown => {
+        t.count++;
+        return (client.query as (...a: unknown[]) => unknown).apply(client, args);
       },
-    }),
+    } as unknown as pg.PoolClient,
   };
   return t;
 }
@@ -458,6 +464,17 @@ function oneStatementSql(inner: Sql): { sql: Sql; sent: boolean; stored: boolean
   return Object.assign(state, { sql });
 }
 
+/**
+ * Sends BEGIN without waiting for it: statements sent after it on the same connection queue behind it
+ * (node-pg sends one at a time, in order). The caller awaits the promise before COMMIT; its rejection
+ * is marked handled here, since the statements behind a failed BEGIN fail as well and may be seen first.
+ */
+function begin(client: pg.PoolClient): Promise<unknown> {
+  const p = client.query('BEGIN');
+  p.catch(() => undefined);
+  return p;
+}
+
 function isRetryable(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' && RETRYABLE.has(code);
@@ -471,6 +488,13 @@ function isRetryable(err: unknown): boolean {
  * the lanes: bench:ingest at 64 connections, one host, ran 0.30x of SQLite with
  * four lanes (303 µs svc + 196 µs PostgreSQL per event), 0.70x with two
  * (212 + 128 µs) and 0.52x with one (188 + 110 µs, commits serialized).
+ * Measured again on a 2-core host shared with other work (load average 4 to 8),
+ * with combined waves (5 round trips per group for a known session's events, 7
+ * for a new session's): two lanes 0.72x, 0.27x and 0.45x of SQLite (214 + 125,
+ * 282 + 164 and 153 + 117 µs per event), three 0.35x, 0.20x, 0.21x (321 + 185,
+ * 328 + 180, 219 + 170 µs), four 0.41x, 0.46x, 0.36x (265 + 185, 236 + 166,
+ * 323 + 247 µs). The spread between repeats exceeds the differences except for
+ * CPU per event, lowest with two in two rounds of three: two it stays.
  */
 export function writeLanes(poolSize: number): number {
   return Math.max(1, Math.min(2, poolSize - 2));

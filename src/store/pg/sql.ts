@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { eachInTurn, type Params, type RunResult, type Sql } from '../sql.js';
 import { BatchPgSql } from './batch.js';
+import { noteColumns } from './columns.js';
 
 /** int8 (counts, ms timestamps, identity ids) and numeric (sums) as JS numbers, as SQLite returns them. */
 const INT8 = 20;
@@ -87,11 +88,13 @@ export class PgSql implements Sql {
 
   async get<T>(sql: string, params: Params = []): Promise<T | undefined> {
     const r = await this.query<T & pg.QueryResultRow>(sql, params);
+    noteColumns(sql, r.fields);
     return r.rows[0];
   }
 
   async all<T>(sql: string, params: Params = []): Promise<T[]> {
     const r = await this.query<T & pg.QueryResultRow>(sql, params);
+    noteColumns(sql, r.fields);
     return r.rows;
   }
 

@@ -92,6 +92,18 @@ export async function openPgStore(
   const pool = new pg.Pool(config);
   // An idle connection that the server closes (restart, failover) must not crash the process.
   pool.on('error', (err) => s.onPoolError?.(err));
+  // The backends of this instance's own connections: a svc_work notification one of them sent is this
+  // instance's own commit, whose workers its writer's commit listeners have woken already.
+  const ownBackends = new Set<number>();
+  const backendOf = (c: pg.PoolClient) => (c as unknown as { processID?: number | null }).processID;
+  pool.on('connect', (c) => {
+    const pid = backendOf(c);
+    if (typeof pid === 'number') ownBackends.add(pid);
+  });
+  pool.on('remove', (c) => {
+    const pid = backendOf(c);
+    if (typeof pid === 'number') ownBackends.delete(pid);
+  });
   try {
     if (s.migrate !== false) await migratePg(pool, schema);
   } catch (err) {
@@ -116,9 +128,11 @@ export async function openPgStore(
   }
   listener =
     s.listen === true
-      ? new PgListener(config, (channel) => {
+      ? new PgListener(config, (channel, fromPid) => {
           if (channel === null) store.remoteChange('all');
-          else if (channel === WORK_CHANNEL) store.remoteChange('work');
+          else if (channel === WORK_CHANNEL) {
+            if (fromPid === undefined || !ownBackends.has(fromPid)) store.remoteChange('work');
+          }
           else if (channel === SEGMENTS_CHANNEL) store.remoteChange('segments');
           else if (channel === WEB_CHANNEL) store.remoteChange('web');
         })
