@@ -1,0 +1,10 @@
+import Database from 'better-sqlite3';
+import { readFileSync } from 'node:fs';
+const db = new Database(process.argv[2]);
+const q = readFileSync('/tmp/pcpu/facts.sql', 'utf8');
+const st = db.prepare(q);
+const rows = db.prepare('SELECT id, site_id FROM profiles').all();
+const run = (n) => { const t = process.hrtime.bigint(); for (let i = 0; i < n; i++) { const r = rows[i % rows.length]; st.get(r.id, r.id, r.id, r.id, r.id, r.id, r.id, r.id, r.site_id, r.id); } return Number(process.hrtime.bigint() - t) / 1e3 / n; };
+run(5000);
+const res = []; for (let k = 0; k < 5; k++) res.push(run(10000).toFixed(1));
+console.log('facts µs/call', res.join(' '));
