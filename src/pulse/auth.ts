@@ -1,8 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { AppError } from '../errors/app-error.js';
-import type { Store } from '../store/store.js';
 import { API_KEY_PREFIX, type KeyScope } from '../domain/access/key-scopes.js';
-import { presentedKey, type ApiKeyGrant } from '../domain/access/api-keys.js';
+import type { ApiKeyGrant, PresentedKeys } from '../domain/access/api-keys.js';
 
 export type CallerKey = ApiKeyGrant;
 
@@ -14,17 +13,17 @@ function unauthorized(message: string): AppError {
 
 /**
  * The API key of a request: `Authorization: Bearer pls_live_...`. Missing,
- * malformed, unknown or revoked keys are 401. Looked up by hash on every
- * request, so a revoked key stops working at once.
+ * malformed, unknown or revoked keys are 401. A revoked key stops working at
+ * once (see PresentedKeys).
  */
-export async function authenticateKey(store: Store, req: { headers: IncomingHttpHeaders }): Promise<CallerKey> {
+export async function authenticateKey(keys: PresentedKeys, req: { headers: IncomingHttpHeaders }): Promise<CallerKey> {
   const header = req.headers.authorization;
   if (!header) {
     throw new AppError('unauthorized', 'missing Authorization: Bearer <API key>', {}, { 'WWW-Authenticate': CHALLENGE });
   }
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!m || !m[1]!.startsWith(API_KEY_PREFIX)) throw unauthorized(`Authorization must be "Bearer ${API_KEY_PREFIX}..."`);
-  const key = await presentedKey(store, m[1]!);
+  const key = await keys.check(m[1]!);
   if (key === 'unknown') throw unauthorized('unknown API key');
   if (key === 'revoked') throw unauthorized('this API key was revoked');
   return key;

@@ -10,6 +10,7 @@ import { createRateLimiter, describePolicy, type RateLimiter } from '../http/rat
 import { httpError, sendError } from '../http/respond.js';
 import type { Store } from '../store/store.js';
 import { authenticateKey, requireScope, type CallerKey } from './auth.js';
+import { PresentedKeys } from '../domain/access/api-keys.js';
 import { ROUTES, type RouteSpec } from './routes.js';
 import { HANDLERS, type PulseDeps } from './handlers.js';
 import { buildOpenApi } from './openapi.js';
@@ -37,8 +38,8 @@ const UNUSUAL_URL = /[\t\n\f\r #\u00a0\ufeff]/;
 type SetHeaders = (headers: Record<string, string>) => void;
 
 /** What every route runs before its handler: key authentication, its per-key rate limit, its scope. */
-async function admit(store: Store, spec: RouteSpec, limiter: RateLimiter | null, req: { headers: IncomingHttpHeaders }, setHeaders: SetHeaders): Promise<CallerKey> {
-  const key = await authenticateKey(store, req);
+async function admit(keys: PresentedKeys, spec: RouteSpec, limiter: RateLimiter | null, req: { headers: IncomingHttpHeaders }, setHeaders: SetHeaders): Promise<CallerKey> {
+  const key = await authenticateKey(keys, req);
   if (limiter) {
     const d = await limiter.take(key.id);
     setHeaders(limiter.headers(d));
@@ -84,6 +85,7 @@ export interface PulseApi {
 export function createPulseApi(store: Store, deps: Omit<PulseDeps, 'store'>, logger: Logger): PulseApi {
   const router = express.Router();
   const full: PulseDeps = { store, ...deps };
+  const keys = new PresentedKeys(store);
   const openapi = buildOpenApi();
   router.get('/openapi.json', (req, res) => {
     if (!req.accepts('application/json')) throw new AppError('not_acceptable', 'openapi.json is served as application/json only; accept it (or */*)');
@@ -100,7 +102,7 @@ export function createPulseApi(store: Store, deps: Omit<PulseDeps, 'store'>, log
     if (!handler) throw new Error(`no handler for ${spec.operationId}`);
     const chain = [
       async (req: Request, res: Response, next: (err?: unknown) => void) => {
-        res.locals.key = await admit(store, spec, limiter, req, (h) => res.set(h));
+        res.locals.key = await admit(keys, spec, limiter, req, (h) => res.set(h));
         next();
       },
       ...(spec.body ? [jsonBody] : []),
@@ -127,7 +129,7 @@ export function createPulseApi(store: Store, deps: Omit<PulseDeps, 'store'>, log
 
   // What express does for this route: the chain above, res.json's bytes and headers, the app's error formatter.
   async function serveProfile(req: IncomingMessage, res: ServerResponse, search: string): Promise<void> {
-    const key = await admit(store, profileSpec, profileLimiter, req, (h) => {
+    const key = await admit(keys, profileSpec, profileLimiter, req, (h) => {
       for (const k in h) res.setHeader(k, String(h[k]));
     });
     const query = parse(profileQuery, querystring.parse(search), 'query') as Record<string, unknown>;

@@ -18,9 +18,17 @@ const INSERT_KEY =
   'INSERT INTO api_keys (id, site_id, name, hash, hint, scopes, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)';
 const KEY_BY_ID = 'SELECT * FROM api_keys WHERE id = ?';
 
+/** Moves whenever this process revokes a key (caches of grants compare it; see PresentedKeys). */
+export interface KeyChanges {
+  version: number;
+}
+
 /** Profile REST API keys, stored as SHA-256 hashes only. */
 export class KeysRepo {
-  constructor(private readonly x: Sql) {}
+  constructor(
+    private readonly x: Sql,
+    private readonly changes: KeyChanges,
+  ) {}
 
   /** Writes: call inside a write operation. */
   async create(k: { siteId: string; name: string | null; hash: string; hint: string; scopes: string[]; createdBy: string | null }): Promise<ApiKeyRow> {
@@ -45,6 +53,9 @@ export class KeysRepo {
 
   /** Writes: call inside a write operation. */
   async revoke(id: string, now: number): Promise<boolean> {
+    // Before the statement: a grant read from here on (on SQLite, through the connection that runs this very
+    // transaction) sees the revocation; a rollback only costs the caches one more read.
+    this.changes.version++;
     return (await this.x.run('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL', [now, id])).changes > 0;
   }
 

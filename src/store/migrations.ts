@@ -1191,4 +1191,26 @@ DROP INDEX exposures_visitor;
 CREATE INDEX exposures_visitor ON exposures (site_id, visitor_id, created_at) WHERE experiment_id IS NOT NULL;
 `,
   },
+  {
+    version: 26,
+    expand: true,
+    name: 'profile snapshots: the by-profile indexes of identities, identity hashes, segment members and events hold every column a snapshot reads of them',
+    sql: `
+-- A profile snapshot (GET /profile, the MCP profile tools) reads a profile's identities, hashes, segments and
+-- event counts through these indexes, then looked up every row in its table for the columns the index lacked
+-- (created_at, since, type): one random page read per row at a million profiles. Each index keeps its name and its
+-- leading column and now covers those reads (identities, identity_hashes and segment_members are WITHOUT ROWID:
+-- their indexes carry the primary key columns). Still one index per table, so writes insert as many entries.
+-- sessions (last_seen moves on every event), conversions and scores (a row or two per profile) are left as they
+-- were. Expand-only: queries do not name indexes, so the release before this one runs unchanged against it.
+DROP INDEX identities_profile;
+CREATE INDEX identities_profile ON identities (profile_id, kind, created_at);
+DROP INDEX identity_hashes_profile;
+CREATE INDEX identity_hashes_profile ON identity_hashes (profile_id, kind, created_at);
+DROP INDEX segment_members_profile;
+CREATE INDEX segment_members_profile ON segment_members (profile_id, segment_id, since);
+DROP INDEX events_profile;
+CREATE INDEX events_profile ON events (profile_id, ts, type);
+`,
+  },
 ];

@@ -28,8 +28,9 @@ export interface ProfileFacts {
 }
 
 const PROFILE_BY_ID = 'SELECT * FROM profiles WHERE id = ? AND site_id = ?';
-const BY_IDENTITY = 'SELECT profile_id FROM identities WHERE site_id = ? AND kind = ? AND value = ?';
-const BY_HASH = 'SELECT profile_id FROM identity_hashes WHERE site_id = ? AND kind = ? AND hash = ?';
+/** The profile an identity or a hash names: the look-up of its owner and of the profile row in one statement. */
+const PROFILE_BY_IDENTITY = 'SELECT p.* FROM identities i JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id WHERE i.site_id = ? AND i.kind = ? AND i.value = ?';
+const PROFILE_BY_HASH = 'SELECT p.* FROM identity_hashes h JOIN profiles p ON p.id = h.profile_id AND p.site_id = h.site_id WHERE h.site_id = ? AND h.kind = ? AND h.hash = ?';
 
 /** `count` as a number (PostgreSQL may return count(*) as a string). */
 function withCount<T extends { count: number }>(row: T): T {
@@ -40,38 +41,31 @@ function withCount<T extends { count: number }>(row: T): T {
 export class ProfileReadRepo {
   constructor(private readonly x: Sql) {}
 
-  private async identityOwner(siteId: string, kind: string, value: string): Promise<string | undefined> {
-    return (await this.x.get<{ profile_id: string }>(BY_IDENTITY, [siteId, kind, value]))?.profile_id;
-  }
-
   /** The surviving profile for a look-up, following merges; undefined when nothing matches in this site. */
   async find(siteId: string, kind: LookupKind, value: string): Promise<ProfileRow | undefined> {
-    let id: string | undefined;
+    let row: ProfileRow | undefined;
     switch (kind) {
       case 'profile_id':
-        id = value;
+        row = await this.x.get<ProfileRow>(PROFILE_BY_ID, [value, siteId]);
         break;
       case 'visitor_id':
-        id = await this.identityOwner(siteId, 'visitor', value);
+        row = await this.x.get<ProfileRow>(PROFILE_BY_IDENTITY, [siteId, 'visitor', value]);
         break;
       case 'email':
-        id = await this.identityOwner(siteId, 'email', value);
-        break;
       case 'external_id':
-        id = await this.identityOwner(siteId, 'external_id', value);
+        row = await this.x.get<ProfileRow>(PROFILE_BY_IDENTITY, [siteId, kind, value]);
         break;
       case 'email_sha256':
       case 'phone_sha256':
-        id = (await this.x.get<{ profile_id: string }>(BY_HASH, [siteId, kind, value]))?.profile_id;
+        row = await this.x.get<ProfileRow>(PROFILE_BY_HASH, [siteId, kind, value]);
         break;
     }
-    for (let hops = 0; id !== undefined && hops < 16; hops++) {
-      const row = await this.x.get<ProfileRow>(PROFILE_BY_ID, [id, siteId]);
-      if (!row) return undefined;
-      if (row.merged_into === null) return row;
-      id = row.merged_into;
+    // A merged profile: its survivor (chains of merges followed up to 16 hops).
+    for (let hops = 1; row !== undefined && row.merged_into !== null; hops++) {
+      if (hops >= 16) return undefined;
+      row = await this.x.get<ProfileRow>(PROFILE_BY_ID, [row.merged_into, siteId]);
     }
-    return undefined;
+    return row;
   }
 
   async facts(profile: ProfileRow): Promise<ProfileFacts> {
@@ -116,15 +110,18 @@ export class ProfileReadRepo {
   }
 
   /**
-   * The same facts on SQLite in three statements instead of ten: the lists
+   * The same facts on SQLite in one statement instead of ten: the lists
    * and counts whose values are text and integers come back as JSON arrays
    * of one row (the same queries, orders and limits as above); the
-   * conversions and the last score, whose values may be REAL, keep their own
-   * statements so that no number goes through a JSON rendering.
+   * conversion totals and the last score, whose values may be REAL, come as
+   * columns of that row so that no number goes through a JSON rendering. A
+   * profile with conversions in another currency than the site's (rare)
+   * reads its totals with conversionTotals, as above.
    */
   private async sqliteFacts(profile: ProfileRow): Promise<ProfileFacts> {
     const x = this.x;
-    const row = (await x.get<SqliteFactsRow>(SQLITE_FACTS, new Array<string>(SQLITE_FACTS_PARAMS).fill(profile.id)))!;
+    const id = profile.id;
+    const row = (await x.get<SqliteFactsRow>(SQLITE_FACTS, [id, id, id, id, id, id, id, id, profile.site_id, id]))!;
     const identities = (JSON.parse(row.identities) as [string, string][]).map(([kind, value]) => ({ kind, value }));
     const hashes = (JSON.parse(row.hashes) as [string, string][]).map(([kind, hash]) => ({ kind, hash }));
     const segments = (JSON.parse(row.segments) as [string, string, number, number][]).map(([id, name, priority, since]) => ({ id, name, priority, since }));
@@ -136,13 +133,12 @@ export class ProfileReadRepo {
       segments,
       sessions: { count: row.session_count, first_seen: row.first_seen, last_seen: row.last_seen },
       events,
-      conversions: await conversionTotals(x, profile.site_id, profile.id),
+      conversions:
+        row.conv_other > 0
+          ? await conversionTotals(x, profile.site_id, id)
+          : { count: row.conv_count, revenue: row.conv_revenue, last: row.conv_last, currency: row.site_currency ?? '', otherCurrencies: [] },
       leads: row.leads,
-      lastScore:
-        (await x.get<{ score: number | null; at: number }>(
-          'SELECT score, received_at AS at FROM scores WHERE profile_id = ? ORDER BY received_at DESC, id DESC LIMIT 1',
-          [profile.id],
-        )) ?? null,
+      lastScore: row.score_at === null ? null : { score: row.score, at: row.score_at },
       mergedFrom: JSON.parse(row.merged) as string[],
     };
   }
@@ -158,9 +154,23 @@ interface SqliteFactsRow {
   events: string;
   leads: number;
   merged: string;
+  site_currency: string | null;
+  conv_count: number;
+  conv_last: number | null;
+  /** Revenue of the conversions in the site's currency. */
+  conv_revenue: number;
+  /** Conversions in another currency. */
+  conv_other: number;
+  score: number | null;
+  /** received_at of the last score; null when the profile has none. */
+  score_at: number | null;
 }
 
-/** The text-and-integer facts of one profile in one row (SQLite; every `?` is the profile id; see ProfileReadRepo.sqliteFacts). */
+/**
+ * The facts of one profile in one row (SQLite; every `?` is the profile id but the ninth, its site; see
+ * ProfileReadRepo.sqliteFacts). cv: conversionTotals's figures over the site's currency (one row, the site
+ * existing); ls: the last score, if any (the statement of the portable path).
+ */
 const SQLITE_FACTS =
   'SELECT ' +
   "(SELECT json_group_array(json_array(kind, value) ORDER BY kind, created_at) FROM identities WHERE profile_id = ?) AS identities, " +
@@ -169,9 +179,13 @@ const SQLITE_FACTS =
   'ss.session_count, ss.first_seen, ss.last_seen, ' +
   "(SELECT json_group_array(json_array(type, n, last) ORDER BY n DESC, type) FROM (SELECT type, count(*) AS n, max(ts) AS last FROM events WHERE profile_id = ? GROUP BY type ORDER BY n DESC, type LIMIT 50)) AS events, " +
   '(SELECT count(*) FROM leads WHERE profile_id = ?) AS leads, ' +
-  '(SELECT json_group_array(id ORDER BY id) FROM profiles WHERE merged_into = ?) AS merged ' +
-  'FROM (SELECT count(*) AS session_count, min(first_seen) AS first_seen, max(last_seen) AS last_seen FROM sessions WHERE profile_id = ?) AS ss';
-const SQLITE_FACTS_PARAMS = SQLITE_FACTS.split('?').length - 1;
+  '(SELECT json_group_array(id ORDER BY id) FROM profiles WHERE merged_into = ?) AS merged, ' +
+  'cv.site_currency, cv.conv_count, cv.conv_last, cv.conv_revenue, cv.conv_other, ls.score, ls.at AS score_at ' +
+  'FROM (SELECT count(*) AS session_count, min(first_seen) AS first_seen, max(last_seen) AS last_seen FROM sessions WHERE profile_id = ?) AS ss ' +
+  'CROSS JOIN (SELECT s.currency AS site_currency, count(c.id) AS conv_count, max(c.created_at) AS conv_last, ' +
+  'coalesce(sum(CASE WHEN c.currency = s.currency THEN c.revenue END), 0) AS conv_revenue, count(CASE WHEN c.currency <> s.currency THEN 1 END) AS conv_other ' +
+  'FROM sites s LEFT JOIN conversions c ON c.site_id = s.id AND c.profile_id = ? WHERE s.id = ?) AS cv ' +
+  'LEFT JOIN (SELECT score, received_at AS at FROM scores WHERE profile_id = ? ORDER BY received_at DESC, id DESC LIMIT 1) AS ls ON 1';
 
 /**
  * A profile's conversions: count and last time over all of them; revenue summed

@@ -4,7 +4,7 @@ import { ProfilesRepo } from './profiles.js';
 import { WriterCaches } from './writer-caches.js';
 import { ActivityRepo } from './activity.js';
 import { WebhooksRepo } from './webhooks.js';
-import { KeysRepo } from './keys.js';
+import { KeysRepo, type KeyChanges } from './keys.js';
 import { ProfileReadRepo } from './profile-read.js';
 import { SegmentsRepo } from './segments.js';
 import { TokensRepo } from './tokens.js';
@@ -53,10 +53,12 @@ export interface RepoShared {
   erasures: { pending: boolean };
   /** The sessions and event triggers the ingestion hot path reads, cached by the SQLite writer (see WriterCaches). */
   writerCaches: WriterCaches;
+  /** Keys revoked by this process (see KeysRepo, PresentedKeys). */
+  keyChanges: KeyChanges;
 }
 
 export function newRepoShared(): RepoShared {
-  return { sites: new Map(), enqueued: { outbox: 0, adJobs: 0, fires: 0, deliveries: 0 }, erasures: { pending: false }, writerCaches: new WriterCaches() };
+  return { sites: new Map(), enqueued: { outbox: 0, adJobs: 0, fires: 0, deliveries: 0 }, erasures: { pending: false }, writerCaches: new WriterCaches(), keyChanges: { version: 0 } };
 }
 
 /**
@@ -114,7 +116,7 @@ export class Repos {
     this.profiles = new ProfilesRepo(sql, shared.writerCaches);
     this.activity = new ActivityRepo(sql, shared.enqueued);
     this.webhooks = new WebhooksRepo(sql, shared.enqueued);
-    this.keys = new KeysRepo(sql);
+    this.keys = new KeysRepo(sql, shared.keyChanges);
     this.profileRead = new ProfileReadRepo(sql);
     this.segments = new SegmentsRepo(sql);
     this.tokens = new TokensRepo(sql);

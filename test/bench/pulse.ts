@@ -3,6 +3,8 @@
  *
  *   npm run bench:pulse [-- --profiles 1000000 --seconds 5 --connections 4 --depth 3000]
  *   npm run bench:pulse -- --data DIR      reuse a data dir seeded earlier (skips seeding)
+ *   SVC_BENCH_CPU_PROF=DIR npm run bench:pulse -- ...   svc (both servers) runs with --cpu-prof
+ *                                          and writes its profiles into DIR when it stops
  *
  * Seeds a site with `svc seed` (default 1,000,000 profiles), creates a segment
  * (plan eq gold, about a third of the profiles; its `svc segment create`
@@ -43,7 +45,9 @@ import { Histogram, type HistogramSummary } from './lib/histogram.js';
 import { REPO_ROOT, removeTree } from './lib/targets.js';
 import { intFlag } from './lib/args.js';
 
-const SVC_BIN = path.join(REPO_ROOT, 'bin', 'svc.js');
+/** The checkout whose svc runs (--svc), and its bin/svc.js. */
+let SVC_ROOT = REPO_ROOT;
+let SVC_BIN = path.join(SVC_ROOT, 'bin', 'svc.js');
 const REGISTER_HREF = pathToFileURL(fileURLToPath(new URL('./register.mjs', import.meta.url))).href;
 const BARE_SNAPSHOT = fileURLToPath(new URL('./lib/bare-snapshot-server.ts', import.meta.url));
 const API = '/api/pulse/v1';
@@ -68,7 +72,13 @@ const HELP = `usage: npm run bench:pulse -- [options]
   --small N          also seed a separate data directory with N profiles and run the same GET /profile loops
                      there: p99 at the full size over p99 at N (target <= 2) (default 1000; 0 skips)
   --keep             keep the temporary data directory (reuse it with --data)
-  -h, --help         this text`;
+  --svc DIR          run the (built) bin/svc.js of this checkout instead of this one's, e.g. a worktree of the
+                     build before, to compare runs (give each build data directories of its own)
+  -h, --help         this text
+  (SVC_BENCH_CPU_PROF=DIR in the environment: svc runs with --cpu-prof and writes its profile into DIR)`;
+
+/** node flags of svc serve: --cpu-prof into SVC_BENCH_CPU_PROF when set. */
+const CPU_PROF_ARGS = process.env.SVC_BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.SVC_BENCH_CPU_PROF}`] : [];
 
 function parse(argv: string[]) {
   const { values } = parseArgs({
@@ -85,6 +95,7 @@ function parse(argv: string[]) {
       'max-walk-seconds': { type: 'string' },
       small: { type: 'string' },
       keep: { type: 'boolean', default: false },
+      svc: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -103,6 +114,7 @@ function parse(argv: string[]) {
     maxWalkSeconds: intFlag('max-walk-seconds', values['max-walk-seconds'], 300, 1, 3600),
     small: intFlag('small', values.small, 1000, 0, 1_000_000),
     keep: values.keep,
+    svc: values.svc,
   };
 }
 type Options = ReturnType<typeof parse>;
@@ -112,6 +124,9 @@ const fmt = {
   ms: (us: number) => (us / 1000).toFixed(2),
   s: (ms: number) => (ms / 1000).toFixed(1),
 };
+
+/** The server's CPU per request of a closed loop, when it was sampled. */
+const fmtCpu = (m: { cpuUsPerRequest?: number | undefined }) => (m.cpuUsPerRequest === undefined ? 'CPU ?' : `CPU ${fmt.int(m.cpuUsPerRequest)} µs/req`);
 
 function table(rows: string[][], right: boolean[]): string {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
@@ -154,6 +169,8 @@ interface Measured {
   failures: number;
   firstFailure: string | null;
   note?: string;
+  /** Server CPU (user + system) over the measured window per request measured, in µs (closed loops given the server's pid). */
+  cpuUsPerRequest?: number | undefined;
 }
 
 /**
@@ -164,7 +181,7 @@ interface Measured {
 async function closedLoop(
   client: Client,
   name: string,
-  o: { connections: number; warmupSeconds: number; seconds: number; maxRequests: number },
+  o: { connections: number; warmupSeconds: number; seconds: number; maxRequests: number; cpuPid?: number | undefined },
   next: (i: number) => Req,
   check: (i: number, reply: Reply) => string | null,
 ): Promise<Measured> {
@@ -210,13 +227,16 @@ async function closedLoop(
   if (o.warmupSeconds > 0) await race(o.warmupSeconds * 1000);
   measuring = true;
   measureStart = performance.now();
+  const cpu0 = processCpuMs(o.cpuPid);
   await race(o.seconds * 1000);
   const end = performance.now();
+  const cpu1 = processCpuMs(o.cpuPid);
   measuring = false;
   stopped = true;
   await race(30_000);
   const seconds = (end - measureStart) / 1000;
-  return { name, requests: measured, seconds, rps: seconds > 0 ? measured / seconds : 0, latency: hist.summary(), failures, firstFailure };
+  const cpuUsPerRequest = cpu0 !== null && cpu1 !== null && measured > 0 ? ((cpu1 - cpu0) * 1000) / measured : undefined;
+  return { name, requests: measured, seconds, rps: seconds > 0 ? measured / seconds : 0, latency: hist.summary(), failures, firstFailure, cpuUsPerRequest };
 }
 
 /**
@@ -324,7 +344,7 @@ function readOnly<T>(dataDir: string, fn: (db: BetterSqlite3.Database) => T): T 
 /** Runs `svc seed`, passing its progress lines through; resolves with its JSON. */
 function runSeed(registry: ChildRegistry, args: string[], timeoutMs: number, log: (s: string) => void): Promise<{ seconds: number; profiles: number; events: number }> {
   return new Promise((resolve, reject) => {
-    const child = registry.add(spawn(process.execPath, [SVC_BIN, 'seed', ...args, '--json'], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] }));
+    const child = registry.add(spawn(process.execPath, [SVC_BIN, 'seed', ...args, '--json'], { cwd: SVC_ROOT, stdio: ['ignore', 'pipe', 'pipe'] }));
     let out = '';
     let err = '';
     child.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
@@ -355,6 +375,7 @@ async function profileLoops(
   opts: Options,
   suffix: string,
   log: (s: string) => void,
+  serverPid: number | undefined,
 ): Promise<{ measured: Measured[]; problems: string[] }> {
   const measured: Measured[] = [];
   const problems: string[] = [];
@@ -368,7 +389,7 @@ async function profileLoops(
     const m = await closedLoop(
       client,
       `GET /profile?${kind}`,
-      { connections: opts.connections, warmupSeconds: opts.warmup, seconds: opts.seconds, maxRequests: 2_000_000 },
+      { connections: opts.connections, warmupSeconds: opts.warmup, seconds: opts.seconds, maxRequests: 2_000_000, cpuPid: serverPid },
       (i) => ({ method: 'GET', path: `${API}/profile?${kind}=${encodeURIComponent(list[order[i % order.length]!]!.values[kind]!)}` }),
       (i, r) => {
         if (r.status !== 200) return `status ${r.status}: ${r.text.slice(0, 200)}`;
@@ -378,7 +399,7 @@ async function profileLoops(
       },
     );
     measured.push(m);
-    log(`  ${kind.padEnd(13)} ${fmt.int(m.rps).padStart(7)} req/s  p50 ${fmt.ms(m.latency.p50Us)} ms  p99 ${fmt.ms(m.latency.p99Us)} ms  (${fmt.int(m.requests)} requests, ${m.failures} wrong)${suffix}`);
+    log(`  ${kind.padEnd(13)} ${fmt.int(m.rps).padStart(7)} req/s  p50 ${fmt.ms(m.latency.p50Us)} ms  p99 ${fmt.ms(m.latency.p99Us)} ms  ${fmtCpu(m)}  (${fmt.int(m.requests)} requests, ${m.failures} wrong)${suffix}`);
   }
   return { measured, problems };
 }
@@ -393,7 +414,7 @@ async function smallDataset(
 ): Promise<{ measured: Measured[]; problems: string[] }> {
   const dataDir = path.join(tmpRoot, 'small');
   const svc = async (args: string[]) => {
-    const r = await runCommand(registry, process.execPath, [SVC_BIN, ...args], { env, cwd: REPO_ROOT, timeoutMs: 120_000 });
+    const r = await runCommand(registry, process.execPath, [SVC_BIN, ...args], { env, cwd: SVC_ROOT, timeoutMs: 120_000 });
     if (r.code !== 0) throw new Error(`svc ${args.join(' ')} exited ${r.code}: ${r.stderr.trim() || r.stdout.trim()}`);
     return r.stdout;
   };
@@ -405,15 +426,15 @@ async function smallDataset(
   const server = await spawnServer(registry, {
     name: 'svc-small',
     command: process.execPath,
-    args: [SVC_BIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--data', dataDir],
+    args: [...CPU_PROF_ARGS, SVC_BIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--data', dataDir],
     env,
-    cwd: REPO_ROOT,
+    cwd: SVC_ROOT,
     ready: /^svc listening on (http:\/\/127\.0\.0\.1:\d+)$/,
     timeoutMs: 60_000,
   });
   const pool = new Pool(server.url, { connections: opts.connections, pipelining: 1, keepAliveTimeout: 60_000 });
   try {
-    return await profileLoops(new Client(pool, key), samples, opts, ` @ ${fmt.int(opts.small)}`, log);
+    return await profileLoops(new Client(pool, key), samples, opts, ` @ ${fmt.int(opts.small)}`, log, server.child.pid);
   } finally {
     await pool.destroy();
     await stopChild(server.child, 15_000);
@@ -431,6 +452,10 @@ async function main(): Promise<number> {
   if (opts.help) {
     process.stdout.write(`${HELP}\n`);
     return 0;
+  }
+  if (opts.svc !== undefined) {
+    SVC_ROOT = path.resolve(opts.svc);
+    SVC_BIN = path.join(SVC_ROOT, 'bin', 'svc.js');
   }
 
   const registry = new ChildRegistry();
@@ -450,12 +475,13 @@ async function main(): Promise<number> {
   const log = (line: string) => process.stdout.write(`${line}\n`);
   const env: NodeJS.ProcessEnv = { ...process.env, SVC_RATE_LIMIT: 'off', SVC_LOG_LEVEL: 'warn' };
   const svc = async (args: string[], timeoutMs = 60_000) => {
-    const r = await runCommand(registry, process.execPath, [SVC_BIN, ...args], { env, cwd: REPO_ROOT, timeoutMs });
+    const r = await runCommand(registry, process.execPath, [SVC_BIN, ...args], { env, cwd: SVC_ROOT, timeoutMs });
     if (r.code !== 0) throw new Error(`svc ${args.join(' ')} exited ${r.code}: ${r.stderr.trim() || r.stdout.trim()}`);
     return r.stdout;
   };
 
   log(`bench:pulse  node ${process.version}, ${os.cpus().length} CPU(s) (${os.cpus()[0]?.model.trim() ?? '?'}), ${os.platform()} ${os.release()}`);
+  if (SVC_ROOT !== REPO_ROOT) log(`svc: ${SVC_BIN}`);
   const failures: string[] = [];
   const results: Measured[] = [];
   const facts: string[][] = [];
@@ -519,9 +545,9 @@ async function main(): Promise<number> {
   const server = await spawnServer(registry, {
     name: 'svc',
     command: process.execPath,
-    args: [SVC_BIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--data', dataDir],
+    args: [...CPU_PROF_ARGS, SVC_BIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--data', dataDir],
     env,
-    cwd: REPO_ROOT,
+    cwd: SVC_ROOT,
     ready: /^svc listening on (http:\/\/127\.0\.0\.1:\d+)$/,
     errorPattern: /"level":(50|60)\b/,
     timeoutMs: 60_000,
@@ -556,7 +582,7 @@ async function main(): Promise<number> {
   try {
     // --- GET /profile per identifier type ---
     log(`\n[profile] GET ${API}/profile, ${opts.connections} connections, warm-up ${opts.warmup} s, window ${opts.seconds} s per identifier type`);
-    const profileRuns = await profileLoops(pool(opts.connections), samples, opts, '', log);
+    const profileRuns = await profileLoops(pool(opts.connections), samples, opts, '', log, server.child.pid);
     results.push(...profileRuns.measured);
     failures.push(...profileRuns.problems);
     for (const m of profileRuns.measured) profileP99.set(m.name, m.latency.p99Us);
@@ -579,13 +605,13 @@ async function main(): Promise<number> {
         const m = await closedLoop(
           new Client(barePool, key),
           'bare node:http, fixed snapshot',
-          { connections: opts.connections, warmupSeconds: opts.warmup, seconds: opts.seconds, maxRequests: 2_000_000 },
+          { connections: opts.connections, warmupSeconds: opts.warmup, seconds: opts.seconds, maxRequests: 2_000_000, cpuPid: bare.child.pid },
           () => ({ method: 'GET', path: `${API}/profile?profile_id=x` }),
           (_, r) => (r.status === 200 && r.text.length === snapshot.text.length ? null : `status ${r.status}`),
         );
         m.note = `${Buffer.byteLength(snapshot.text)} bytes a snapshot`;
         results.push(m);
-        log(`  bare snapshot ${fmt.int(m.rps).padStart(7)} req/s  p50 ${fmt.ms(m.latency.p50Us)} ms  p99 ${fmt.ms(m.latency.p99Us)} ms (${Buffer.byteLength(snapshot.text)} bytes)`);
+        log(`  bare snapshot ${fmt.int(m.rps).padStart(7)} req/s  p50 ${fmt.ms(m.latency.p50Us)} ms  p99 ${fmt.ms(m.latency.p99Us)} ms  ${fmtCpu(m)} (${Buffer.byteLength(snapshot.text)} bytes)`);
         for (const p of profileRuns.measured) {
           const q = m.rps > 0 ? p.rps / m.rps : 0;
           p.note = `${q.toFixed(2)} x bare`;
@@ -738,12 +764,13 @@ async function main(): Promise<number> {
   // --- summary ---
   log('');
   for (const f of facts) log(`${f[0]}: ${f[1]}, ${f[2]}`);
-  const lines: string[][] = [['measurement', 'requests', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'wrong', 'note']];
+  const lines: string[][] = [['measurement', 'requests', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'CPU µs/req', 'wrong', 'note']];
   for (const m of results) {
-    lines.push([m.name, fmt.int(m.requests), fmt.int(m.rps), fmt.ms(m.latency.p50Us), fmt.ms(m.latency.p99Us), fmt.ms(m.latency.maxUs), String(m.failures), m.note ?? '']);
+    const cpu = m.cpuUsPerRequest === undefined ? '' : fmt.int(m.cpuUsPerRequest);
+    lines.push([m.name, fmt.int(m.requests), fmt.int(m.rps), fmt.ms(m.latency.p50Us), fmt.ms(m.latency.p99Us), fmt.ms(m.latency.maxUs), cpu, String(m.failures), m.note ?? '']);
     if (m.failures > 0) failures.push(`${m.name}: ${m.failures} wrong; first: ${m.firstFailure}`);
   }
-  log(table(lines, [false, true, true, true, true, true, true, false]));
+  log(table(lines, [false, true, true, true, true, true, true, true, false]));
   if (failures.length) {
     log(`\n${failures.length} problem(s):\n  ${failures.join('\n  ')}`);
     return 1;

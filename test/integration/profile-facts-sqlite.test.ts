@@ -11,10 +11,10 @@ import { mergeProfiles } from '../../src/domain/profiles/service.js';
 import { SegmentMembership } from '../../src/domain/segments/membership.js';
 
 /**
- * On SQLite a profile's facts are read in three statements (JSON arrays of
- * one row) instead of the ten portable ones: both must give the same facts,
- * value for value, for every profile of a seeded site with merges, segments,
- * several currencies, leads and scores.
+ * On SQLite a profile's facts are read in one statement (JSON arrays and
+ * columns of one row) instead of the ten portable ones: both must give the
+ * same facts, value for value, for every profile of a seeded site with
+ * merges, segments, several currencies, leads and scores.
  */
 describe.skipIf(PG_BASE_URL !== undefined)('profile facts on SQLite', () => {
   let dataDir: string;
@@ -36,6 +36,12 @@ describe.skipIf(PG_BASE_URL !== undefined)('profile facts on SQLite', () => {
       await mergeProfiles(store, membership, site, { from: ids[0]!, into: ids[1]! });
       await mergeProfiles(store, membership, site, { from: ids[2]!, into: ids[1]! });
       await mergeProfiles(store, membership, site, { from: ids[3]!, into: ids[4]! });
+      // Conversions in another currency than the site's (a site whose currency changed), and one whose revenue is unknown.
+      const db2 = new Database(path.join(dataDir, 'svc.db'));
+      const some = db2.prepare('SELECT id, site_id, session_id, profile_id FROM conversions WHERE site_id = ? ORDER BY id LIMIT 3').all(site) as { id: string; site_id: string; session_id: string; profile_id: string }[];
+      db2.prepare("UPDATE conversions SET currency = 'JPY' WHERE id = ?").run(some[0]!.id);
+      db2.prepare('UPDATE conversions SET revenue = NULL WHERE id = ?').run(some[1]!.id);
+      db2.close();
     } finally {
       await store.close();
     }
@@ -57,6 +63,9 @@ describe.skipIf(PG_BASE_URL !== undefined)('profile facts on SQLite', () => {
       let withSegments = 0;
       let withEvents = 0;
       let withIdentities = 0;
+      let withConversions = 0;
+      let withOtherCurrencies = 0;
+      let withScores = 0;
       const differing: string[] = [];
       for (const row of rows) {
         const a = await ten.facts(row);
@@ -66,6 +75,9 @@ describe.skipIf(PG_BASE_URL !== undefined)('profile facts on SQLite', () => {
         if (b.segments.length > 0) withSegments++;
         if (b.events.length > 0) withEvents++;
         if (b.identities.length > 1 && b.hashes.length > 0) withIdentities++;
+        if (b.conversions.count > 0) withConversions++;
+        if (b.conversions.otherCurrencies.length > 0) withOtherCurrencies++;
+        if (b.lastScore !== null) withScores++;
       }
       expect(differing).toEqual([]);
       // The comparison covered profiles that have each kind of fact.
@@ -73,6 +85,43 @@ describe.skipIf(PG_BASE_URL !== undefined)('profile facts on SQLite', () => {
       expect(withSegments).toBeGreaterThan(50);
       expect(withEvents).toBeGreaterThan(50);
       expect(withIdentities).toBeGreaterThan(50);
+      expect(withConversions).toBeGreaterThan(10);
+      expect(withOtherCurrencies).toBe(1);
+      expect(withScores).toBeGreaterThan(10);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('finds the surviving profile by every identifier, in one statement per hop', async () => {
+    const db = new Database(path.join(dataDir, 'svc.db'), { readonly: true });
+    try {
+      const repo = new ProfileReadRepo(new SqliteSql(db));
+      const survivor = (id: string): string => {
+        const r = db.prepare('SELECT merged_into FROM profiles WHERE id = ?').get(id) as { merged_into: string | null };
+        return r.merged_into === null ? id : survivor(r.merged_into);
+      };
+      const kinds = { visitor: 'visitor_id', email: 'email', external_id: 'external_id' } as const;
+      const identities = db.prepare('SELECT kind, value, profile_id FROM identities WHERE site_id = ?').all(site) as { kind: keyof typeof kinds; value: string; profile_id: string }[];
+      const hashes = db.prepare('SELECT kind, hash, profile_id FROM identity_hashes WHERE site_id = ?').all(site) as { kind: 'email_sha256' | 'phone_sha256'; hash: string; profile_id: string }[];
+      const profiles = db.prepare('SELECT id FROM profiles WHERE site_id = ?').all(site) as { id: string }[];
+      expect(identities.length).toBeGreaterThan(300);
+      expect(hashes.length).toBeGreaterThan(50);
+      const wrong: string[] = [];
+      const expectFound = async (kind: Parameters<ProfileReadRepo['find']>[1], value: string, owner: string) => {
+        const found = await repo.find(site, kind, value);
+        if (found?.id !== survivor(owner) || found.merged_into !== null) wrong.push(`${kind} ${value}: ${found?.id}`);
+      };
+      for (const i of identities) await expectFound(kinds[i.kind], i.value, i.profile_id);
+      for (const h of hashes) await expectFound(h.kind, h.hash, h.profile_id);
+      for (const p of profiles) await expectFound('profile_id', p.id, p.id);
+      expect(wrong).toEqual([]);
+      // Merged ids resolve to their survivor; nothing is found in another site or for an unknown value.
+      const merged = profiles.filter((p) => survivor(p.id) !== p.id);
+      expect(merged.length).toBe(3);
+      expect(await repo.find('site_other', 'profile_id', profiles[0]!.id)).toBeUndefined();
+      expect(await repo.find(site, 'visitor_id', 'no-such-visitor')).toBeUndefined();
+      expect(await repo.find(site, 'email_sha256', '0'.repeat(64))).toBeUndefined();
     } finally {
       db.close();
     }

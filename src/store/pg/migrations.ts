@@ -1194,4 +1194,26 @@ DROP INDEX exposures_visitor;
 CREATE INDEX exposures_visitor ON exposures (site_id, visitor_id, created_at) WHERE experiment_id IS NOT NULL;
 `,
   },
+  {
+    version: 17,
+    expand: true,
+    name: 'profile snapshots: the by-profile indexes of identities, identity hashes, segment members and events hold every column a snapshot reads of them',
+    sql: `
+-- A profile snapshot (GET /profile, the MCP profile tools) reads a profile's identities, hashes, segments and
+-- event counts through these indexes, then fetched every row from its table for the columns the index lacked:
+-- with them in the index (keys in the order the reads sort by, the rest INCLUDEd) the reads can be index-only
+-- scans. Each index keeps its name and its leading column; still one index per table. sessions (last_seen moves
+-- on every event), conversions and scores are left as they were. events is partitioned by month (migration 15):
+-- its index is a partitioned index, built on every partition. Expand-only: queries do not name indexes, so the
+-- release before this one runs unchanged against it.
+DROP INDEX identities_profile;
+CREATE INDEX identities_profile ON identities (profile_id, kind, created_at) INCLUDE (value);
+DROP INDEX identity_hashes_profile;
+CREATE INDEX identity_hashes_profile ON identity_hashes (profile_id, kind, created_at DESC) INCLUDE (hash);
+DROP INDEX segment_members_profile;
+CREATE INDEX segment_members_profile ON segment_members (profile_id) INCLUDE (segment_id, since);
+DROP INDEX events_profile;
+CREATE INDEX events_profile ON events (profile_id, ts) INCLUDE (type);
+`,
+  },
 ];
