@@ -45,93 +45,6 @@ const FACTS_SQLITE = `SELECT 0 AS k, NULL AS a, NULL AS b, NULL AS c, version AS
 UNION ALL
 ${FACTS_VISITOR}`;
 
-/**
- * FACTS_VISITOR for many visitors at once (PostgreSQL): the (site, visitor) pairs come as two arrays,
- * and every row carries `o`, the 1-based position of the pair it answers.
- */
-const FACTS_MANY_PG = `WITH q AS (SELECT * FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q(site_id, visitor_id, o))
-SELECT q.o, 1 AS k, i.profile_id AS a, p.merged_into AS b, p.id AS c, NULL::bigint AS n FROM q
-  JOIN identities i ON i.site_id = q.site_id AND i.kind = 'visitor' AND i.value = q.visitor_id
-  LEFT JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id
-UNION ALL
-SELECT q.o, 2, e.experiment_id, e.arm_id, NULL, e.id FROM q
-  JOIN exposures e ON e.site_id = q.site_id AND e.visitor_id = q.visitor_id AND e.experiment_id IS NOT NULL AND e.arm_id IS NOT NULL
-UNION ALL
-SELECT q.o, 3, m.segment_id, NULL, NULL, NULL FROM q
-  JOIN identities i ON i.site_id = q.site_id AND i.kind = 'visitor' AND i.value = q.visitor_id
-  JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id AND p.merged_into IS NULL
-  JOIN segment_members m ON m.profile_id = p.id`;
-
-/** At most this many visitors in one FACTS_MANY_PG statement. */
-const MAX_FACTS_BATCH = 256;
-
-type FactsRow = { k: number | string; a: string | null; b: string | null; c: string | null; n: number | string | null };
-
-interface FactsAsk {
-  siteId: string;
-  visitorId: string;
-  resolve: (rows: FactsRow[]) => void;
-  reject: (err: unknown) => void;
-}
-
-/**
- * Concurrent decisions' reads on PostgreSQL, as one statement: the asks made in one turn of the event
- * loop (the requests parsed together) go out together once the turn ends, one round trip and one pooled
- * connection for all of them instead of one each. A lone ask runs FACTS_VISITOR as it is.
- */
-class FactsBatcher {
-  private asks: FactsAsk[] = [];
-
-  constructor(private readonly x: Sql) {}
-
-  rows(siteId: string, visitorId: string): Promise<FactsRow[]> {
-    return new Promise((resolve, reject) => {
-      if (this.asks.push({ siteId, visitorId, resolve, reject }) === 1) setImmediate(() => this.flush());
-    });
-  }
-
-  private flush(): void {
-    const asks = this.asks;
-    this.asks = [];
-    for (let i = 0; i < asks.length; i += MAX_FACTS_BATCH) void this.send(asks.slice(i, i + MAX_FACTS_BATCH));
-  }
-
-  private async send(asks: FactsAsk[]): Promise<void> {
-    if (asks.length === 1) {
-      const a = asks[0]!;
-      await this.x.all<FactsRow>(FACTS_VISITOR, [a.siteId, a.visitorId, a.siteId, a.visitorId, a.siteId, a.visitorId]).then(a.resolve, a.reject);
-      return;
-    }
-    // One position per distinct pair; asks for the same visitor share it.
-    const at = new Map<string, number>();
-    const sites: string[] = [];
-    const visitors: string[] = [];
-    const slot = asks.map((a) => {
-      const key = `${a.siteId}\u0000${a.visitorId}`;
-      let i = at.get(key);
-      if (i === undefined) {
-        i = sites.push(a.siteId) - 1;
-        visitors.push(a.visitorId);
-        at.set(key, i);
-      }
-      return i;
-    });
-    let rows: (FactsRow & { o: number | string })[];
-    try {
-      rows = await this.x.all(FACTS_MANY_PG, [sites, visitors]);
-    } catch (err) {
-      for (const a of asks) a.reject(err);
-      return;
-    }
-    const per: FactsRow[][] = sites.map(() => []);
-    for (const r of rows) per[Number(r.o) - 1]!.push(r);
-    asks.forEach((a, i) => a.resolve(per[slot[i]!]!));
-  }
-}
-
-/** One batcher per PostgreSQL executor (the store's pool executor lives as long as the store). */
-const factsBatchers = new WeakMap<Sql, FactsBatcher>();
-
 /** A visitor as one decision sees it (ExposuresRepo.decisionFacts). */
 export interface DecisionFacts {
   /** SQLite: the site's configuration version (0 before the first change); PostgreSQL: null (notifications keep the cache). */
@@ -168,14 +81,11 @@ export class ExposuresRepo {
    */
   async decisionFacts(siteId: string, visitorId: string): Promise<DecisionFacts> {
     const sqlite = this.x.dialect === 'sqlite';
-    let rows: FactsRow[];
-    if (sqlite) {
-      rows = await this.x.all<FactsRow>(FACTS_SQLITE, [siteId, siteId, visitorId, siteId, visitorId, siteId, visitorId]);
-    } else {
-      let batcher = factsBatchers.get(this.x);
-      if (batcher === undefined) factsBatchers.set(this.x, (batcher = new FactsBatcher(this.x)));
-      rows = await batcher.rows(siteId, visitorId);
-    }
+    const visitor = [siteId, visitorId, siteId, visitorId, siteId, visitorId];
+    const rows = await this.x.all<{ k: number | string; a: string | null; b: string | null; c: string | null; n: number | string | null }>(
+      sqlite ? FACTS_SQLITE : FACTS_VISITOR,
+      sqlite ? [siteId, ...visitor] : visitor,
+    );
     let version: number | null = sqlite ? 0 : null;
     let profileId: string | null | undefined = null;
     const segmentIds: string[] = [];

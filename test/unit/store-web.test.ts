@@ -4,7 +4,6 @@ import { openPgStore } from '../../src/store/pg/store.js';
 import { cleanup, tempDir } from '../helpers/svc.js';
 import { databaseUrlFor, PG_BASE_URL } from '../helpers/backend.js';
 import { decisionService } from '../../src/domain/web/decisions.js';
-import { ExposuresRepo, type DecisionFacts } from '../../src/store/exposures.js';
 import { recordVariantRender, WATCHDOG } from '../../src/domain/web/watchdog.js';
 import { validatePayload } from '../../src/webhooks/catalogue.js';
 
@@ -141,27 +140,6 @@ describe('the facts of one decision, in one statement', () => {
     for (const v of ['f-live', 'f-merged', 'f-gone', 'f-nobody']) {
       expect((await store.exposures.decisionFacts(siteId, v)).earlierArms).toEqual(await store.exposures.earlierArms(siteId, v));
     }
-    // Asked together (concurrent decisions), each visitor gets the same facts as asked alone; on
-    // PostgreSQL the asks of one event-loop turn are one statement, the same visitor twice included.
-    const visitors = ['f-live', 'f-merged', 'f-gone', 'f-nobody', 'f-live'];
-    const alone: DecisionFacts[] = [];
-    for (const v of visitors) alone.push(await store.exposures.decisionFacts(siteId, v));
-    let statements = 0;
-    const counted = new Proxy(store.sql, {
-      get(target, prop, receiver) {
-        const value = Reflect.get(target, prop, receiver) as unknown;
-        if (typeof value !== 'function') return value;
-        return (...args: unknown[]) => {
-          statements++;
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      },
-    });
-    const repo = new ExposuresRepo(counted);
-    const together = await Promise.all([...visitors.map((v) => repo.decisionFacts(siteId, v)), repo.decisionFacts('site_other', 'f-live')]);
-    expect(together.slice(0, visitors.length)).toEqual(alone);
-    expect(together[visitors.length]).toEqual({ version: store.dialect === 'sqlite' ? 0 : null, profileId: null, segmentIds: [], earlierArms: new Map() });
-    expect(statements).toBe(store.dialect === 'sqlite' ? visitors.length + 1 : 1);
     // What a decision uses: the merge followed, the segments of the profile it ends at.
     const svc = decisionService(store);
     for (const v of ['f-live', 'f-merged', 'f-gone', 'f-nobody']) {
