@@ -74,6 +74,9 @@ export class PgWriteRunner implements WriteRunner {
   private readonly queue: QueuedOp[] = [];
   /** oneStatement operations waiting for the end of the event-loop turn (runStandalone). */
   private readonly standalone: QueuedOp[] = [];
+  /** runStandalone passes under way (at most `lanes`: what queues meanwhile goes together in the next). */
+  private standaloneRunning = 0;
+  private standaloneScheduled = false;
   private activeLanes = 0;
   private inFlight = 0;
   private closed = false;
@@ -111,7 +114,8 @@ export class PgWriteRunner implements WriteRunner {
         },
       };
       if (opts?.oneStatement === true) {
-        if (this.standalone.push(op) === 1) setImmediate(() => void this.runStandalone());
+        this.standalone.push(op);
+        this.scheduleStandalone();
         return;
       }
       this.queue.push(op);
@@ -120,15 +124,33 @@ export class PgWriteRunner implements WriteRunner {
   }
 
   /**
-   * Operations of one statement each (WriteOptions.oneStatement), those queued in
-   * one turn of the event loop together: run concurrently over the pool with their
+   * Operations of one statement each (WriteOptions.oneStatement), those queued when
+   * a pass starts together (at the end of the event-loop turn; at most `lanes` passes
+   * at once, so under load what queues while one commits goes as the next, larger
+   * one, as a group commit's operations would): run concurrently over the pool with their
    * statements batched per SQL text (BatchPgSql), each statement committed on its
    * own: one round trip per text, no BEGIN or COMMIT. A statement that fails
    * stored nothing (one statement is atomic); its operations then run again one
    * at a time, so an error reaches only the operation that caused it.
    */
+  private scheduleStandalone(): void {
+    if (this.standaloneScheduled || this.standaloneRunning >= this.lanes || this.standalone.length === 0) return;
+    this.standaloneScheduled = true;
+    setImmediate(() => {
+      this.standaloneScheduled = false;
+      if (this.standaloneRunning >= this.lanes || this.standalone.length === 0) return;
+      this.standaloneRunning++;
+      void this.runStandalone().finally(() => {
+        this.standaloneRunning--;
+        this.scheduleStandalone();
+      });
+    });
+  }
+
+  /** One pass over the oneStatement operations queued (see scheduleStandalone). */
   private async runStandalone(): Promise<void> {
-    const ops = this.standalone.splice(0);
+    const ops = this.standalone.splice(0, MAX_GROUP);
+    this.scheduleStandalone();
     const started = performance.now();
     const before = this.enqueuedCount();
     const batch = new BatchPgSql(this.pool, new PgSql(this.pool));
