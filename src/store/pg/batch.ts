@@ -164,15 +164,7 @@ export class BatchPgSql implements Sql {
   }
 
   private async select(sql: string, shape: SelectShape, items: Pending[]): Promise<void> {
-    // Identical parameters are asked once.
-    const distinct = new Map<string, Pending[]>();
-    for (const p of items) {
-      const k = JSON.stringify(p.params);
-      const list = distinct.get(k);
-      if (list === undefined) distinct.set(k, [p]);
-      else list.push(p);
-    }
-    const sets = [...distinct.values()];
+    const sets = distinctSets(items);
     if (sets.length === 1) {
       this.stats.statements++;
       const rows = await this.plain.all<Record<string, unknown>>(sql, sets[0]![0]!.params);
@@ -351,10 +343,8 @@ interface Column {
   type: number;
 }
 
-/** A read of a combined wave: the text as it is (one distinct parameter set), or its unnest form. */
-function selectPart(sql: string, shape: SelectShape, items: Pending[], base: number): Part | null {
-  const learned = jsonSafeColumns(sql);
-  if (learned === null) return null;
+/** A read's items grouped by identical parameters (each distinct set is asked once), in first-asked order. */
+function distinctSets(items: Pending[]): Pending[][] {
   const distinct = new Map<string, Pending[]>();
   for (const p of items) {
     const k = JSON.stringify(p.params);
@@ -362,7 +352,14 @@ function selectPart(sql: string, shape: SelectShape, items: Pending[], base: num
     if (list === undefined) distinct.set(k, [p]);
     else list.push(p);
   }
-  const sets = [...distinct.values()];
+  return [...distinct.values()];
+}
+
+/** A read of a combined wave: the text as it is (one distinct parameter set), or its unnest form. */
+function selectPart(sql: string, shape: SelectShape, items: Pending[], base: number): Part | null {
+  const learned = jsonSafeColumns(sql);
+  if (learned === null) return null;
+  const sets = distinctSets(items);
   if (sets.length === 1) {
     return {
       items,
