@@ -1,13 +1,16 @@
 import { existsSync } from 'node:fs';
-import pg from 'pg';
 import type { Config } from '../config.js';
 import { databasePath, migrate, schemaVersion } from './db.js';
 import { MIGRATIONS } from './migrations.js';
-import { PG_MIGRATIONS } from './pg/migrations.js';
-import { migratePg, openPgStore, pgClientConfig, pgSchemaVersion } from './pg/store.js';
 import { privateDbFile, privateDir } from './private-files.js';
 import { Database } from './sqlite-driver.js';
 import { openStore, type Store } from './store.js';
+
+/**
+ * The PostgreSQL driver and store, loaded only when a database URL is set: a
+ * command on the embedded store (every CLI call) skips loading them.
+ */
+const postgres = () => import('./pg/store.js');
 
 /**
  * Opens the store the configuration names: PostgreSQL when `databaseUrl` is
@@ -20,6 +23,7 @@ export async function openConfiguredStore(
   opts: { server?: boolean; onPoolError?: (err: Error) => void } = {},
 ): Promise<Store> {
   if (config.databaseUrl !== undefined) {
+    const { openPgStore } = await postgres();
     return openPgStore({
       url: config.databaseUrl,
       poolSize: config.databasePoolSize,
@@ -52,6 +56,11 @@ export interface MigrationReport {
  */
 export async function migrateConfiguredStore(config: Pick<Config, 'dataDir' | 'databaseUrl'>): Promise<MigrationReport> {
   if (config.databaseUrl !== undefined) {
+    const [{ migratePg, pgClientConfig, pgSchemaVersion }, { PG_MIGRATIONS }, { default: pg }] = await Promise.all([
+      postgres(),
+      import('./pg/migrations.js'),
+      import('pg'),
+    ]);
     const { schema, ...client } = pgClientConfig({ url: config.databaseUrl, poolSize: 1 });
     const pool = new pg.Pool(client);
     pool.on('error', () => undefined);
