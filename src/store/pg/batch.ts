@@ -175,25 +175,11 @@ export class BatchPgSql implements Sql {
     const types = paramTypes(sets.map((s) => s[0]!.params), width);
     if (types === null) return this.oneByOne(items);
     for (const chunk of chunks(sets, Math.max(1, Math.min(MAX_ROWS, Math.floor(MAX_PARAMS / Math.max(1, width)))))) {
-      const cols = Array.from({ length: width }, (_, i) => `p${i + 1}`);
-      const inner = replaceMarks(sql, (i) => `b.p${i + 1}`);
-      const text =
-        `SELECT b.svc_i, s.* FROM unnest(${types.map((t, i) => `$${i + 1}::${t}[]`).join(', ')}) WITH ORDINALITY AS b(${[...cols, 'svc_i'].join(', ')}) ` +
-        `CROSS JOIN LATERAL (SELECT row_number() OVER () AS svc_o, t.* FROM (${inner}) t) s ORDER BY b.svc_i, s.svc_o`;
+      const text = `${unnestSelect(sql, types, 0)} ORDER BY b.svc_i, s.svc_o`;
       const values = types.map((_, i) => chunk.map((set) => set[0]!.params[i] ?? null));
       const r = await this.query(text, width === 0 ? [] : values);
       noteColumns(sql, r.fields);
-      const rows = r.rows;
-      const per: Record<string, unknown>[][] = chunk.map(() => []);
-      for (const r of rows) {
-        const at = Number(r.svc_i) - 1;
-        delete r.svc_i;
-        delete r.svc_o;
-        per[at]!.push(r);
-      }
-      chunk.forEach((set, i) => {
-        for (const p of set) p.outcome = { rows: per[i]!.map((r) => ({ ...r })), changes: per[i]!.length };
-      });
+      settleSets(chunk, r.rows);
     }
   }
 
@@ -378,29 +364,44 @@ function selectPart(sql: string, shape: SelectShape, items: Pending[], base: num
     width,
   );
   if (types === null) return null;
-  const cols = Array.from({ length: width }, (_, i) => `p${i + 1}`);
-  const inner = replaceMarks(sql, (i) => `b.p${i + 1}`);
   return {
     items,
-    text:
-      `SELECT b.svc_i, s.* FROM unnest(${types.map((t, i) => `$${base + i + 1}::${t}[]`).join(', ')}) WITH ORDINALITY AS b(${[...cols, 'svc_i'].join(', ')}) ` +
-      `CROSS JOIN LATERAL (SELECT row_number() OVER () AS svc_o, t.* FROM (${inner}) t) s`,
+    text: unnestSelect(sql, types, base),
     values: types.map((_, i) => sets.map((set) => set[0]!.params[i] ?? null)),
     columns: [{ name: 'svc_i', type: INT8 }, { name: 'svc_o', type: INT8 }, ...learned],
     settle: (rows) => {
       rows.sort((a, b) => (a.svc_i as number) - (b.svc_i as number) || (a.svc_o as number) - (b.svc_o as number));
-      const per: Record<string, unknown>[][] = sets.map(() => []);
-      for (const r of rows) {
-        const at = Number(r.svc_i) - 1;
-        delete r.svc_i;
-        delete r.svc_o;
-        per[at]!.push(r);
-      }
-      sets.forEach((set, i) => {
-        for (const p of set) p.outcome = { rows: per[i]!.map((r) => ({ ...r })), changes: per[i]!.length };
-      });
+      settleSets(sets, rows);
     },
   };
+}
+
+/**
+ * A read of one text for many parameter sets: the query joined LATERAL to `unnest` arrays of the
+ * parameters (typed `types`, numbered from `base`), each row tagged with its set's ordinal (svc_i)
+ * and its place among that set's rows (svc_o).
+ */
+function unnestSelect(sql: string, types: string[], base: number): string {
+  const cols = types.map((_, i) => `p${i + 1}`);
+  const inner = replaceMarks(sql, (i) => `b.p${i + 1}`);
+  return (
+    `SELECT b.svc_i, s.* FROM unnest(${types.map((t, i) => `$${base + i + 1}::${t}[]`).join(', ')}) WITH ORDINALITY AS b(${[...cols, 'svc_i'].join(', ')}) ` +
+    `CROSS JOIN LATERAL (SELECT row_number() OVER () AS svc_o, t.* FROM (${inner}) t) s`
+  );
+}
+
+/** Settles each set's items with the rows tagged with its ordinal (rows in svc_i, svc_o order; the tags are removed). */
+function settleSets(sets: Pending[][], rows: Record<string, unknown>[]): void {
+  const per: Record<string, unknown>[][] = sets.map(() => []);
+  for (const r of rows) {
+    const at = Number(r.svc_i) - 1;
+    delete r.svc_i;
+    delete r.svc_o;
+    per[at]!.push(r);
+  }
+  sets.forEach((set, i) => {
+    for (const p of set) p.outcome = { rows: per[i]!.map((r) => ({ ...r })), changes: per[i]!.length };
+  });
 }
 
 /**
