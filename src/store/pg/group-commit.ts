@@ -159,7 +159,8 @@ export class PgWriteRunner implements WriteRunner {
       return { one, done: op.fn(new Repos(one.sql, this.shared)) };
     });
     const settled = await Promise.allSettled(runs.map((r) => r.done));
-    this.committedStandalone(ops.length - settled.filter((r) => r.status === 'rejected').length, batch.stats.statements, started, before);
+    const stored = ops.length - settled.filter((r) => r.status === 'rejected').length;
+    if (stored > 0) this.committed(stored, before, batch.stats.statements, started, 'autocommit');
     for (let i = 0; i < ops.length; i++) {
       const op = ops[i]!;
       const r = settled[i]!;
@@ -177,20 +178,11 @@ export class PgWriteRunner implements WriteRunner {
     const one = oneStatementSql(new PgSql(this.pool));
     try {
       const value = await op.fn(new Repos(one.sql, this.shared));
-      this.committedStandalone(1, 1, started, before);
+      this.committed(1, before, 1, started, 'autocommit');
       op.resolve(value);
     } catch (err) {
       op.reject(err);
     }
-  }
-
-  private committedStandalone(ops: number, statements: number, started: number, enqueuedBefore: number): void {
-    if (ops === 0) return;
-    this.counters.batches++;
-    this.counters.ops += ops;
-    this.groupCommits.emit({ backend: 'pg', operations: ops, roundTrips: statements, durationMs: performance.now() - started, mode: 'autocommit' });
-    for (const l of this.listeners) l();
-    if (this.enqueuedCount() !== enqueuedBefore) this.notifyOthers();
   }
 
   private pump(): void {
@@ -306,7 +298,7 @@ export class PgWriteRunner implements WriteRunner {
     }
     conn.release();
     if (failed) return false;
-    this.committed(group.length, before, trips, 'set_based');
+    this.committed(group.length, before, trips.count + 2, trips.started, 'set_based');
     for (let i = 0; i < group.length; i++) group[i]!.resolve(values[i]);
     return true;
   }
@@ -367,7 +359,7 @@ export class PgWriteRunner implements WriteRunner {
       this.queue.unshift(...group.slice(failedAt + 1));
       return;
     }
-    this.committed(group.length, before, trips, mode);
+    this.committed(group.length, before, trips.count + 2, trips.started, mode);
     for (let i = 0; i < group.length; i++) group[i]!.resolve(values[i]);
   }
 
@@ -391,7 +383,7 @@ export class PgWriteRunner implements WriteRunner {
         throw err;
       }
       conn.release();
-      this.committed(1, before, trips, mode);
+      this.committed(1, before, trips.count + 2, trips.started, mode);
       return value;
     }
   }
@@ -401,11 +393,14 @@ export class PgWriteRunner implements WriteRunner {
     return e.outbox + e.adJobs + e.fires + e.deliveries;
   }
 
-  private committed(ops: number, enqueuedBefore: number, trips: TripCount, mode: NonNullable<GroupCommitInfo['mode']>): void {
+  /**
+   * A group committed: counters, /metrics, commit listeners, and a wake-up for other instances when it
+   * enqueued work. `roundTrips`: for a transaction, its statements plus BEGIN and COMMIT.
+   */
+  private committed(ops: number, enqueuedBefore: number, roundTrips: number, started: number, mode: NonNullable<GroupCommitInfo['mode']>): void {
     this.counters.batches++;
     this.counters.ops += ops;
-    // BEGIN and COMMIT besides the operations' own statements.
-    this.groupCommits.emit({ backend: 'pg', operations: ops, roundTrips: trips.count + 2, durationMs: performance.now() - trips.started, mode });
+    this.groupCommits.emit({ backend: 'pg', operations: ops, roundTrips, durationMs: performance.now() - started, mode });
     for (const l of this.listeners) l();
     if (this.enqueuedCount() !== enqueuedBefore) this.notifyOthers();
   }
