@@ -30,6 +30,12 @@ export const configSchema = z.object({
     .enum(['full', 'full-inline', 'normal'])
     .default('full')
     .describe('full: on disk before acknowledged, fsync off the event loop; full-inline: SQLite fsyncs inline; normal: survives a process crash only (SVC_SQLITE_SYNCHRONOUS).'),
+  sqliteCacheMb: positiveInt
+    .max(1_048_576)
+    .optional()
+    .describe(
+      'SQLite page cache of a process, in MiB; pages are held as they are read, up to this (SVC_SQLITE_CACHE_MB). Default: a quarter of the memory the process may use (its cgroup limit, else the machine), at most 1024.',
+    ),
   databaseUrl: z
     .string()
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
@@ -163,6 +169,7 @@ const ENV: Record<keyof Config, string> = {
   port: 'SVC_PORT',
   dataDir: 'SVC_DATA_DIR',
   synchronous: 'SVC_SQLITE_SYNCHRONOUS',
+  sqliteCacheMb: 'SVC_SQLITE_CACHE_MB',
   databaseUrl: 'SVC_DATABASE_URL',
   databasePoolSize: 'SVC_DATABASE_POOL_SIZE',
   databaseStatementTimeoutMs: 'SVC_DATABASE_STATEMENT_TIMEOUT_MS',

@@ -19,7 +19,7 @@ const postgres = () => import('./pg/store.js');
  * SQLite, LISTEN for other instances' work on PostgreSQL.
  */
 export async function openConfiguredStore(
-  config: Pick<Config, 'dataDir' | 'synchronous' | 'databaseUrl' | 'databasePoolSize' | 'databaseStatementTimeoutMs'>,
+  config: Pick<Config, 'dataDir' | 'synchronous' | 'sqliteCacheMb' | 'databaseUrl' | 'databasePoolSize' | 'databaseStatementTimeoutMs'>,
   opts: { server?: boolean; onPoolError?: (err: Error) => void } = {},
 ): Promise<Store> {
   if (config.databaseUrl !== undefined) {
@@ -33,7 +33,12 @@ export async function openConfiguredStore(
       ...(opts.onPoolError ? { onPoolError: opts.onPoolError } : {}),
     });
   }
-  return openStore({ dataDir: config.dataDir, synchronous: config.synchronous, offThreadFsync: opts.server === true });
+  return openStore({
+    dataDir: config.dataDir,
+    synchronous: config.synchronous,
+    offThreadFsync: opts.server === true,
+    ...(config.sqliteCacheMb !== undefined ? { cacheMiB: config.sqliteCacheMb } : {}),
+  });
 }
 
 /** Whether the configuration names a store that exists: always on PostgreSQL, the svc.db file on SQLite. */

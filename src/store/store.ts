@@ -1,5 +1,5 @@
 import { closeSync, openSync, statSync } from 'node:fs';
-import { databasePath, openDatabase, type Db, type SyncMode } from './db.js';
+import { databasePath, openDatabase, type Db, type OpenOptions, type SyncMode } from './db.js';
 import { GroupCommitWriter } from './writer.js';
 import { SecretBox } from './secret-box.js';
 import { SqliteSql, type Sql } from './sql.js';
@@ -218,7 +218,7 @@ export class Store extends Repos {
  * Opens the store of a data directory. `offThreadFsync` (for the long-running
  * server) keeps fsync off the event loop when synchronous is `full`.
  */
-export function openStore(opts: { dataDir: string; synchronous?: SyncMode; offThreadFsync?: boolean }): Store {
+export function openStore(opts: OpenOptions): Store {
   const db = openDatabase(opts);
   const asyncFsync = opts.offThreadFsync === true && (opts.synchronous ?? 'full') === 'full';
   const walFd = asyncFsync ? openSync(`${databasePath(opts.dataDir)}-wal`, 'r') : null;

@@ -100,6 +100,7 @@ describe('svc CLI', () => {
       [['site', 'list'], { SVC_LANE_LEASE_MS: '5' }, 'svc: SVC_LANE_LEASE_MS: "5" must be a whole number of at least 10000\n'],
       [['site', 'list'], { SVC_RETENTION_DAYS: '-1' }, 'svc: SVC_RETENTION_DAYS: "-1" must be a number above 0\n'],
       [['site', 'list'], { SVC_SQLITE_SYNCHRONOUS: 'fast' }, 'svc: SVC_SQLITE_SYNCHRONOUS: "fast" must be one of full, full-inline, normal\n'],
+      [['site', 'list'], { SVC_SQLITE_CACHE_MB: '0' }, 'svc: SVC_SQLITE_CACHE_MB: "0" must be a whole number from 1 to 1048576\n'],
     ];
     for (const [args, env, stderr] of cases) {
       const r = cli([...args, '--data', dir], { env });
