@@ -29,16 +29,14 @@ export class StatsRepo {
       : await this.x.all<{ id: string }>('SELECT id FROM sites ORDER BY created_at, id');
     const count = async (sql: string, id: string) => Number((await this.x.get<{ n: number }>(sql, [id]))!.n);
     // SQLite marks dispatch with a cursor over the append-only outbox, PostgreSQL per row (several instances claim rows).
-    const pending =
+    // Pending and done in one statement: read apart, a row the dispatcher marked in between counted as both.
+    const outbox =
       this.x.dialect === 'pg'
-        ? 'SELECT count(*) AS n FROM outbox WHERE site_id = ? AND dispatched_at IS NULL'
-        : "SELECT count(*) AS n FROM outbox WHERE site_id = ? AND id > (SELECT last_id FROM outbox_cursor WHERE name = 'webhooks')";
-    const done =
-      this.x.dialect === 'pg'
-        ? 'SELECT count(*) AS n FROM outbox WHERE site_id = ? AND dispatched_at IS NOT NULL'
-        : "SELECT count(*) AS n FROM outbox WHERE site_id = ? AND id <= (SELECT last_id FROM outbox_cursor WHERE name = 'webhooks')";
+        ? 'SELECT count(*) FILTER (WHERE dispatched_at IS NULL) AS pending, count(*) FILTER (WHERE dispatched_at IS NOT NULL) AS done FROM outbox WHERE site_id = ?'
+        : "SELECT count(CASE WHEN o.id > c.last_id THEN 1 END) AS pending, count(CASE WHEN o.id <= c.last_id THEN 1 END) AS done FROM outbox o LEFT JOIN outbox_cursor c ON c.name = 'webhooks' WHERE o.site_id = ?";
     const out: SiteStats[] = [];
     for (const { id } of sites) {
+      const ob = (await this.x.get<{ pending: number; done: number }>(outbox, [id]))!;
       out.push({
         site_id: id,
         profiles: await count('SELECT count(*) AS n FROM profiles WHERE site_id = ? AND merged_into IS NULL', id),
@@ -47,8 +45,8 @@ export class StatsRepo {
         scores: await count('SELECT count(*) AS n FROM scores WHERE site_id = ?', id),
         conversions: await count('SELECT count(*) AS n FROM conversions WHERE site_id = ?', id),
         leads: await count('SELECT count(*) AS n FROM leads WHERE site_id = ?', id),
-        outbox_pending: await count(pending, id),
-        outbox_done: await count(done, id),
+        outbox_pending: Number(ob.pending),
+        outbox_done: Number(ob.done),
       });
     }
     return out;
