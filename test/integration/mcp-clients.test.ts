@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -236,4 +237,87 @@ describe('unknown tool names', () => {
     expect(row).toMatchObject({ site_id: site, token_id: tok.adminId, tool: name.slice(0, 128), outcome: 'invalid', error_code: 'not_found' });
     expect(JSON.stringify(query(dataDir, 'SELECT * FROM mcp_audit'))).not.toContain('zz-marker');
   });
+});
+
+/** The MCP Inspector's CLI (2.x, what `npx @modelcontextprotocol/inspector --cli` runs), as a user runs it. */
+const INSPECTOR = path.join(ROOT, 'node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js');
+
+interface InspectorRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the Inspector CLI with `args` (after --cli); its catalog and home in a directory of this test. */
+function inspector(args: string[], opts: { timeoutMs?: number } = {}): Promise<InspectorRun> {
+  return new Promise((resolve, reject) => {
+    const home = path.join(dataDir, 'inspector-home');
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'SVC_DATABASE_URL') env[k] = v;
+    const child = spawn(process.execPath, [INSPECTOR, '--cli', ...args], {
+      cwd: ROOT,
+      env: { ...env, HOME: home, MCP_CATALOG_PATH: path.join(home, 'mcp.json') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 60_000);
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+const overHttp = (token: string) => [`${svc.url}/api/mcp`, '--transport', 'http', '--header', `Authorization: Bearer ${token}`];
+const overStdio = (token: string) => [
+  ...Object.entries({ ...backendEnv(dataDir), SVC_MCP_TOKEN: token, SVC_LOG_LEVEL: 'warn' }).flatMap(([k, v]) => ['-e', `${k}=${v}`]),
+  process.execPath,
+  BIN,
+  'plugin',
+  'run',
+  '--data',
+  dataDir,
+];
+
+describe('the MCP Inspector CLI', () => {
+  it('over HTTP: lists every tool with no schema portability warning (--strict), and reads a call and a tool error', async () => {
+    const list = await inspector([...overHttp(tok.admin), '--method', 'tools/list', '--strict']);
+    expect({ code: list.code, stderr: list.stderr }).toEqual({ code: 0, stderr: '' });
+    const names = (JSON.parse(list.stdout) as { tools: { name: string }[] }).tools.map((t) => t.name);
+    expect(names.sort()).toEqual(TOOLS.map((t) => t.name).sort());
+
+    const who = await inspector([...overHttp(tok.read), '--method', 'tools/call', '--tool-name', 'whoami']);
+    expect(who.code).toBe(0);
+    expect(JSON.parse(who.stdout).structuredContent).toMatchObject({ site_id: site, scope: 'read' });
+
+    // A tool error: the Inspector prints the result (isError, our code in the text) and exits 5.
+    const missing = await inspector([...overHttp(tok.admin), '--method', 'tools/call', '--tool-name', 'segments_get', '--tool-arg', 'id=seg_doesnotexist']);
+    expect(missing.code).toBe(5);
+    const result = JSON.parse(missing.stdout) as { isError?: boolean; content: { type: string; text: string }[] };
+    expect(result.isError).toBe(true);
+    expect(JSON.parse(result.content[0]!.text)).toMatchObject({ error: { code: 'not_found', message: 'no segment seg_doesnotexist' } });
+    expect(JSON.parse(missing.stderr)).toMatchObject({ error: { code: 'tool_is_error' } });
+
+    // An invalid rule: refused by our validation, naming the node, readable the same way.
+    const invalid = await inspector([...overHttp(tok.admin), '--method', 'tools/call', '--tool-name', 'segments_create', '--tool-arg', 'name=x', 'rule={"trait":"plan","op":"bogus","value":1}']);
+    expect(invalid, JSON.stringify(invalid)).toMatchObject({ code: 5 });
+    const err = JSON.parse((JSON.parse(invalid.stdout) as { content: { text: string }[] }).content[0]!.text) as { error: { code: string; details: { field: string } } };
+    expect(err.error).toMatchObject({ code: 'validation_failed', details: { field: 'rule.op' } });
+  }, 120_000);
+
+  it('over stdio (svc plugin run): lists the same tools and the seller skills as prompts, and calls a tool', async () => {
+    const list = await inspector([...overStdio(tok.admin), '--method', 'tools/list', '--strict']);
+    expect({ code: list.code, stderr: list.stderr }).toEqual({ code: 0, stderr: '' });
+    expect((JSON.parse(list.stdout) as { tools: { name: string }[] }).tools.map((t) => t.name).sort()).toEqual(TOOLS.map((t) => t.name).sort());
+    const prompts = await inspector([...overStdio(tok.admin), '--method', 'prompts/list']);
+    expect(prompts.code).toBe(0);
+    expect((JSON.parse(prompts.stdout) as { prompts: { name: string }[] }).prompts.map((p) => p.name)).toContain('draft-segment-page');
+    const who = await inspector([...overStdio(tok.admin), '--method', 'tools/call', '--tool-name', 'whoami']);
+    expect(who.code).toBe(0);
+    expect(JSON.parse(who.stdout).structuredContent).toMatchObject({ site_id: site, scope: 'admin' });
+  }, 120_000);
 });

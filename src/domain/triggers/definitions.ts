@@ -17,7 +17,7 @@ export const triggerDefinitionSchema = z.object({
   event_type: z.string().min(1).max(64).optional().describe('event: the event type.'),
   min_score: z.number().finite().optional().describe('score: fires when a score at or above this follows one below it (or none).'),
   message_id: z.string().trim().min(1).max(200).describe("The message template id the customer's mailer or chat tool sends."),
-  message_values: z.record(z.string(), z.unknown()).optional().describe('Fixed template values sent with every fire (no personal data).'),
+  message_values: z.record(z.string(), z.unknown()).meta({ additionalProperties: true }).optional().describe('Fixed template values sent with every fire (no personal data).'),
   include_email: z.boolean().optional().describe("Send the profile's email in the message POST (to the site's own endpoint only). Default false."),
   cap_count: z.number().int().min(1).max(1000).optional().describe('Frequency cap: at most this many fires per profile per window (default 1).'),
   cap_window_hours: z.number().positive().max(8760).optional().describe('Frequency cap window in hours (default 24).'),

@@ -20,7 +20,7 @@ export const triggerViewSchema = z.object({
     })
     .describe('What fires it.'),
   message_id: z.string().describe("The message template id the customer's mailer sends."),
-  message_values: z.record(z.string(), z.unknown()).describe('Fixed template values sent with every fire.'),
+  message_values: z.record(z.string(), z.unknown()).meta({ additionalProperties: true }).describe('Fixed template values sent with every fire.'),
   include_email: z.boolean().describe("Whether the message POST carries the profile's email."),
   cap: z.object({ count: z.number().int(), window_hours: z.number() }).describe('At most count fires per profile within window_hours.'),
   quiet_hours: z.object({ start: z.string(), end: z.string() }).nullable().describe("Local quiet hours in the site's time zone; fires due in them are deferred to their end."),

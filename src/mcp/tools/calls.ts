@@ -70,7 +70,7 @@ export const callsImport = defineTool({
   flags: { changesData: true, idempotent: true },
   input: z.object({
     csv: z.string().min(1).max(20_000_000).optional().describe('CSV text of the export.'),
-    rows: z.array(z.unknown()).max(MAX_IMPORT_ROWS).optional().describe('Or the calls as a JSON array of objects.'),
+    rows: z.array(z.unknown().meta({ type: 'object' })).max(MAX_IMPORT_ROWS).optional().describe('Or the calls as a JSON array of objects.'),
   }),
   output: callImportSchema,
   handler: (ctx, input) => importCalls(ctx.store, ctx.grant.siteId, actor(ctx), input),

@@ -17,7 +17,7 @@ export const reportLinkMint = defineTool({
   flags: { changesData: true, issuesCredentials: true },
   input: z.object({
     tool: z.string().min(1).max(100).describe('The read tool whose result the link shows, e.g. accounts_signals.'),
-    arguments: z.record(z.string(), z.unknown()).default({}).describe("The tool's arguments, checked now against its input schema."),
+    arguments: z.record(z.string(), z.unknown()).meta({ additionalProperties: true }).default({}).describe("The tool's arguments, checked now against its input schema."),
     expires_in_minutes: z
       .number()
       .int()

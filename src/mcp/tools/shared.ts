@@ -23,7 +23,8 @@ export async function resolveProfile(ctx: ToolContext, by: (typeof LOOKUP_KINDS)
   return row;
 }
 
-export const ruleInput = z.unknown().describe('A rule of the segment rule language (all/any/not over trait, event, conversions, score and segment conditions), as JSON.');
+/** Declared a JSON object (every node of the rule language is one); checkedRule validates it node by node. */
+export const ruleInput = z.unknown().meta({ type: 'object' }).describe('A rule of the segment rule language (all/any/not over trait, event, conversions, score and segment conditions), as JSON.');
 
 /**
  * Parses a rule, naming the offending node on failure. A rule that tests
