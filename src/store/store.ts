@@ -1,5 +1,5 @@
 import { closeSync, openSync, statSync } from 'node:fs';
-import { databasePath, openDatabase, type Db, type OpenOptions, type SyncMode } from './db.js';
+import { databasePath, openDatabase, type Db, type OpenOptions } from './db.js';
 import { GroupCommitWriter } from './writer.js';
 import { SecretBox } from './secret-box.js';
 import { SqliteSql, type Sql } from './sql.js';
