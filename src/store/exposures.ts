@@ -3,6 +3,17 @@ import type { Sql } from './sql.js';
 const INSERT_EXPOSURE =
   'INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
 
+/**
+ * PostgreSQL: the rows as one array per column. A fixed text, so a named statement parsed and planned once
+ * per connection however many rows it carries; the concurrent decisions' rows that share a statement
+ * (pg/batch.ts, the append shape) are their arrays end to end. A multi-row VALUES text instead is new for
+ * every row count: parsed and planned on every execution (measured: backend CPU per decision 37–50 µs
+ * with this text against 62–75 µs with VALUES, 8 decisions of 5 rows a statement).
+ */
+const INSERT_EXPOSURES_PG =
+  'INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) ' +
+  'SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::int4[], ?::text[], ?::int8[])';
+
 /** Rows per multi-row INSERT on SQLite (10 parameters each, far below SQLite's limit; bounds the statement texts cached). */
 const MAX_ROWS_PER_INSERT = 64;
 const insertTexts: string[] = [];
@@ -216,13 +227,30 @@ export class ExposuresRepo {
   }
 
   /**
-   * Writes one row per zone a request decided. On PostgreSQL one statement text for every row:
-   * the rows of a whole group commit share one multi-row insert (pg/batch.ts); on SQLite the
-   * request's rows are one multi-row INSERT (one call into SQLite instead of one per row).
+   * Writes one row per zone a request decided, in one statement. On PostgreSQL the rows go as
+   * column arrays (INSERT_EXPOSURES_PG), and the rows of concurrent decisions share one such statement
+   * (pg/batch.ts); on SQLite the request's rows are one multi-row INSERT (one call into SQLite instead
+   * of one per row).
    */
   async insert(rows: readonly ExposureInsert[]): Promise<void> {
+    if (rows.length === 0) return;
+    if (this.x.dialect !== 'sqlite') {
+      await this.x.run(INSERT_EXPOSURES_PG, [
+        rows.map((r) => r.siteId),
+        rows.map((r) => r.visitorId),
+        rows.map((r) => r.profileId),
+        rows.map((r) => r.zoneId),
+        rows.map((r) => r.variantId),
+        rows.map((r) => r.experimentId),
+        rows.map((r) => r.armId),
+        rows.map((r) => (r.holdout ? 1 : 0)),
+        rows.map((r) => r.url),
+        rows.map((r) => r.at),
+      ]);
+      return;
+    }
     const sets = rows.map((r) => [r.siteId, r.visitorId, r.profileId, r.zoneId, r.variantId, r.experimentId, r.armId, r.holdout ? 1 : 0, r.url, r.at]);
-    if (this.x.dialect !== 'sqlite' || rows.length === 1) {
+    if (rows.length === 1) {
       await this.x.runEach(INSERT_EXPOSURE, sets);
       return;
     }
