@@ -295,7 +295,14 @@ export class BatchPgSql implements Sql {
     if (!items.every((p) => p.params.every((v) => Array.isArray(v)))) return this.oneByOne(items);
     for (const chunk of chunks(items, MAX_ROWS)) {
       const width = chunk[0]!.params.length;
-      const values = Array.from({ length: width }, (_, i) => chunk.flatMap((p) => p.params[i] as unknown[]));
+      // Loops rather than flatMap: this ran at 5% of svc's busy time in a decide profile with flatMap.
+      const values: unknown[][] = Array.from({ length: width }, () => []);
+      for (const p of chunk) {
+        for (let i = 0; i < width; i++) {
+          const column = values[i]!;
+          for (const v of p.params[i] as unknown[]) column.push(v);
+        }
+      }
       this.stats.statements++;
       await this.plain.run(sql, values);
       for (const p of chunk) p.outcome = { rows: [], changes: (p.params[0] as unknown[] | undefined)?.length ?? 0 };
