@@ -3,6 +3,17 @@ import type { Sql } from './sql.js';
 const INSERT_EXPOSURE =
   'INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
 
+/**
+ * PostgreSQL: the rows as one array per column. A fixed text, so a named statement parsed and planned once
+ * per connection however many rows it carries; the concurrent decisions' rows that share a statement
+ * (pg/batch.ts, the append shape) are their arrays end to end. A multi-row VALUES text instead is new for
+ * every row count: parsed and planned on every execution (measured: backend CPU per decision 37–50 µs
+ * with this text against 62–75 µs with VALUES, 8 decisions of 5 rows a statement).
+ */
+const INSERT_EXPOSURES_PG =
+  'INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) ' +
+  'SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::int4[], ?::text[], ?::int8[])';
+
 /** Rows per multi-row INSERT on SQLite (10 parameters each, far below SQLite's limit; bounds the statement texts cached). */
 const MAX_ROWS_PER_INSERT = 64;
 const insertTexts: string[] = [];
@@ -45,6 +56,104 @@ const FACTS_SQLITE = `SELECT 0 AS k, NULL AS a, NULL AS b, NULL AS c, version AS
 UNION ALL
 ${FACTS_VISITOR}`;
 
+/**
+ * FACTS_VISITOR for many visitors at once (PostgreSQL): the (site, visitor) pairs come as one JSON
+ * array of `{"o": position, "s": site, "v": visitor}`, and every row carries `o`, the 1-based position
+ * of the pair it answers. A fixed text, so it is a named statement prepared once per connection; and
+ * planned once too: the pairs are a json_to_recordset, whose row estimate (100) is the same whatever the
+ * parameter, so PostgreSQL's plan cache settles on the generic plan after its first five executions
+ * (pg_prepared_statements: generic_plans). With the pairs as `unnest` of text arrays instead, each
+ * execution's custom plan knew the array length, looked cheaper than the generic plan and was chosen
+ * every time: about 0.4 ms of planning per execution (measured, custom_plans only).
+ */
+const FACTS_MANY_PG = `SELECT q.o, f.k, f.a, f.b, f.c, f.n FROM json_to_recordset(?::json) AS q(o int, s text, v text) CROSS JOIN LATERAL (
+SELECT 1 AS k, i.profile_id AS a, p.merged_into AS b, p.id AS c, NULL::bigint AS n FROM identities i
+  LEFT JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id
+ WHERE i.site_id = q.s AND i.kind = 'visitor' AND i.value = q.v
+UNION ALL
+SELECT 2, e.experiment_id, e.arm_id, NULL, e.id FROM exposures e WHERE e.site_id = q.s AND e.visitor_id = q.v AND e.experiment_id IS NOT NULL AND e.arm_id IS NOT NULL
+UNION ALL
+SELECT 3, m.segment_id, NULL, NULL, NULL FROM identities i JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id AND p.merged_into IS NULL
+  JOIN segment_members m ON m.profile_id = p.id
+ WHERE i.site_id = q.s AND i.kind = 'visitor' AND i.value = q.v) f`;
+
+/** At most this many visitors in one FACTS_MANY_PG statement. */
+const MAX_FACTS_BATCH = 256;
+
+type FactsRow = { k: number | string; a: string | null; b: string | null; c: string | null; n: number | string | null };
+
+interface FactsAsk {
+  siteId: string;
+  visitorId: string;
+  resolve: (rows: FactsRow[]) => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * Concurrent decisions' reads on PostgreSQL as one statement: the asks made in one turn of the event
+ * loop (the requests parsed together) go out together when the turn ends, one round trip on one pooled
+ * connection instead of one each. A lone ask runs FACTS_VISITOR as it is. When the shared statement
+ * fails, every ask runs again alone, so an error (a value PostgreSQL refuses) reaches only its own caller.
+ */
+class FactsBatcher {
+  private asks: FactsAsk[] = [];
+
+  constructor(private readonly x: Sql) {}
+
+  rows(siteId: string, visitorId: string): Promise<FactsRow[]> {
+    return new Promise((resolve, reject) => {
+      if (this.asks.push({ siteId, visitorId, resolve, reject }) === 1) setImmediate(() => this.flush());
+    });
+  }
+
+  private flush(): void {
+    const asks = this.asks;
+    this.asks = [];
+    for (let i = 0; i < asks.length; i += MAX_FACTS_BATCH) void this.send(asks.slice(i, i + MAX_FACTS_BATCH));
+  }
+
+  private alone(a: FactsAsk): Promise<void> {
+    return this.x.all<FactsRow>(FACTS_VISITOR, [a.siteId, a.visitorId, a.siteId, a.visitorId, a.siteId, a.visitorId]).then(a.resolve, a.reject);
+  }
+
+  private async send(asks: FactsAsk[]): Promise<void> {
+    if (asks.length === 1) return this.alone(asks[0]!);
+    // One position per distinct pair; asks for the same visitor share it.
+    const at = new Map<string, number>();
+    const pairs: { o: number; s: string; v: string }[] = [];
+    const slot = asks.map((a) => {
+      const key = `${a.siteId}\u0000${a.visitorId}`;
+      let i = at.get(key);
+      if (i === undefined) {
+        i = pairs.push({ o: pairs.length + 1, s: a.siteId, v: a.visitorId }) - 1;
+        at.set(key, i);
+      }
+      return i;
+    });
+    if (pairs.length === 1) {
+      const rows = this.x.all<FactsRow>(FACTS_VISITOR, [pairs[0]!.s, pairs[0]!.v, pairs[0]!.s, pairs[0]!.v, pairs[0]!.s, pairs[0]!.v]);
+      await rows.then(
+        (r) => asks.forEach((a) => a.resolve(r.map((row) => ({ ...row })))),
+        (err: unknown) => asks.forEach((a) => a.reject(err)),
+      );
+      return;
+    }
+    let rows: (FactsRow & { o: number | string })[];
+    try {
+      rows = await this.x.all(FACTS_MANY_PG, [JSON.stringify(pairs)]);
+    } catch {
+      await Promise.all(asks.map((a) => this.alone(a)));
+      return;
+    }
+    const per: FactsRow[][] = pairs.map(() => []);
+    for (const r of rows) per[Number(r.o) - 1]!.push(r);
+    asks.forEach((a, i) => a.resolve(per[slot[i]!]!));
+  }
+}
+
+/** One batcher per PostgreSQL executor (the store's pool executor lives as long as the store). */
+const factsBatchers = new WeakMap<Sql, FactsBatcher>();
+
 /** A visitor as one decision sees it (ExposuresRepo.decisionFacts). */
 export interface DecisionFacts {
   /** SQLite: the site's configuration version (0 before the first change); PostgreSQL: null (notifications keep the cache). */
@@ -75,17 +184,20 @@ export class ExposuresRepo {
   }
 
   /**
-   * Everything a decision reads about a visitor in one statement: the site's configuration
+   * Everything a decision reads about a visitor in one statement (on PostgreSQL, one shared by the
+   * decisions asked in the same turn of the event loop, FactsBatcher): the site's configuration
    * version (SQLite), the visitor's profile and segments (VisitorsRepo.profileOf and
    * segmentsOfProfile when the profile is not merged) and its earlier arms (earlierArms).
    */
   async decisionFacts(siteId: string, visitorId: string): Promise<DecisionFacts> {
     const sqlite = this.x.dialect === 'sqlite';
-    const visitor = [siteId, visitorId, siteId, visitorId, siteId, visitorId];
-    const rows = await this.x.all<{ k: number | string; a: string | null; b: string | null; c: string | null; n: number | string | null }>(
-      sqlite ? FACTS_SQLITE : FACTS_VISITOR,
-      sqlite ? [siteId, ...visitor] : visitor,
-    );
+    let rows: FactsRow[];
+    if (sqlite) rows = await this.x.all<FactsRow>(FACTS_SQLITE, [siteId, siteId, visitorId, siteId, visitorId, siteId, visitorId]);
+    else {
+      let batcher = factsBatchers.get(this.x);
+      if (batcher === undefined) factsBatchers.set(this.x, (batcher = new FactsBatcher(this.x)));
+      rows = await batcher.rows(siteId, visitorId);
+    }
     let version: number | null = sqlite ? 0 : null;
     let profileId: string | null | undefined = null;
     const segmentIds: string[] = [];
@@ -115,13 +227,30 @@ export class ExposuresRepo {
   }
 
   /**
-   * Writes one row per zone a request decided. On PostgreSQL one statement text for every row:
-   * the rows of a whole group commit share one multi-row insert (pg/batch.ts); on SQLite the
-   * request's rows are one multi-row INSERT (one call into SQLite instead of one per row).
+   * Writes one row per zone a request decided, in one statement. On PostgreSQL the rows go as
+   * column arrays (INSERT_EXPOSURES_PG), and the rows of concurrent decisions share one such statement
+   * (pg/batch.ts); on SQLite the request's rows are one multi-row INSERT (one call into SQLite instead
+   * of one per row).
    */
   async insert(rows: readonly ExposureInsert[]): Promise<void> {
+    if (rows.length === 0) return;
+    if (this.x.dialect !== 'sqlite') {
+      await this.x.run(INSERT_EXPOSURES_PG, [
+        rows.map((r) => r.siteId),
+        rows.map((r) => r.visitorId),
+        rows.map((r) => r.profileId),
+        rows.map((r) => r.zoneId),
+        rows.map((r) => r.variantId),
+        rows.map((r) => r.experimentId),
+        rows.map((r) => r.armId),
+        rows.map((r) => (r.holdout ? 1 : 0)),
+        rows.map((r) => r.url),
+        rows.map((r) => r.at),
+      ]);
+      return;
+    }
     const sets = rows.map((r) => [r.siteId, r.visitorId, r.profileId, r.zoneId, r.variantId, r.experimentId, r.armId, r.holdout ? 1 : 0, r.url, r.at]);
-    if (this.x.dialect !== 'sqlite' || rows.length === 1) {
+    if (rows.length === 1) {
       await this.x.runEach(INSERT_EXPOSURE, sets);
       return;
     }

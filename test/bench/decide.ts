@@ -14,7 +14,9 @@
  * or storing anything is the baseline. Prints requests/s, zone
  * decisions/s (each request decides the 5 zones of its page and stores 5
  * exposure rows in one write), p50/p99 and the ratios of throughput and p99 to
- * the bare server (targets, issue 22: >= 0.5x and p99 <= 5x), then
+ * the bare server (targets, issue 22: >= 0.5x and p99 <= 5x), the server's CPU
+ * per request and, for svc-pg on a local PostgreSQL, the CPU per request of the
+ * backends serving its connections (found by their client ports), then
  * checks that svc stored exactly 5 exposures per 200 answered. It also times
  * the pure decision function alone on the same snapshot (what a decision
  * costs in CPU, without HTTP or storage).
@@ -31,7 +33,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { closedLoop } from './lib/closed-loop.js';
-import { ChildRegistry, runCommand, spawnServer, stopChild, type SpawnedServer } from './lib/child.js';
+import { ChildRegistry, GroupCpu, hostCpuPercent, hostCpuTicks, runCommand, spawnServer, stopChild, type SpawnedServer } from './lib/child.js';
+import { localPgPort, pgBackendPids } from './lib/sockets.js';
 import { Histogram, type HistogramSummary } from './lib/histogram.js';
 import { BenchSchemas, databaseUrlError, redact } from './lib/pg.js';
 import { REPO_ROOT, removeTree } from './lib/targets.js';
@@ -166,10 +169,19 @@ interface LoadResult {
   errors: number;
   firstProblem: string | null;
   serverCpuPercent: number | null;
+  /** The PostgreSQL backends serving the server's connections (a server on this host), % of one core over the window. */
+  pgCpuPercent: number | null;
+  /** Busy share of all the host's cores over the window. */
+  hostCpuPercent: number | null;
 }
 
 /** Sequential GETs on `connections` keep-alive connections; bounded by warm-up + seconds and by maxRequests. */
-async function load(origin: string, siteId: string, opts: ReturnType<typeof parse>, pid: number | undefined): Promise<LoadResult> {
+async function load(origin: string, siteId: string, opts: ReturnType<typeof parse>, pid: number | undefined, pgUrl?: string): Promise<LoadResult> {
+  const pgPort = pgUrl !== undefined && pid !== undefined ? localPgPort(pgUrl) : null;
+  const pgCpu = pgPort !== null ? new GroupCpu(() => pgBackendPids([pid!], pgPort)) : null;
+  let pgCpuPercent: number | null = null;
+  let hostAt: ReturnType<typeof hostCpuTicks> = null;
+  let hostPercent: number | null = null;
   const pool = new Pool(origin, { connections: opts.connections, pipelining: 1, keepAliveTimeout: 60_000 });
   const paths: string[] = [];
   for (let i = 0; i < 4096; i++) {
@@ -178,7 +190,22 @@ async function load(origin: string, siteId: string, opts: ReturnType<typeof pars
     paths.push(`/api/decide?site_id=${siteId}&visitor_id=bv-${(i * 7919) % opts.visitors}&url=${encodeURIComponent(url)}`);
   }
   const r = await closedLoop(
-    { connections: opts.connections, warmupSeconds: opts.warmup, seconds: opts.seconds, maxRequests: opts.maxRequests, pid },
+    {
+      connections: opts.connections,
+      warmupSeconds: opts.warmup,
+      seconds: opts.seconds,
+      maxRequests: opts.maxRequests,
+      pid,
+      onWindow: (phase) => {
+        if (phase === 'start') {
+          pgCpu?.start();
+          hostAt = hostCpuTicks();
+        } else {
+          pgCpuPercent = pgCpu?.end() ?? null;
+          hostPercent = hostCpuPercent(hostAt, hostCpuTicks());
+        }
+      },
+    },
     async (i) => {
       const p = paths[i % paths.length]!.replace(/visitor_id=bv-\d+/, `visitor_id=bv-${(i * 7919) % opts.visitors}`);
       const res = await pool.request({ method: 'GET', path: p });
@@ -190,7 +217,7 @@ async function load(origin: string, siteId: string, opts: ReturnType<typeof pars
     },
   );
   await pool.close();
-  return { ...r, non2xx: r.wrong };
+  return { ...r, non2xx: r.wrong, pgCpuPercent, hostCpuPercent: hostPercent };
 }
 
 async function main(): Promise<number> {
@@ -268,7 +295,7 @@ async function main(): Promise<number> {
         rows.unshift({ name: 'bare', r: await load(bare.url, siteId, opts, bare.child.pid) });
         await stopChild(bare.child, 5_000);
       }
-      const r = await load(server.url, siteId, opts, server.child.pid);
+      const r = await load(server.url, siteId, opts, server.child.pid, t.pgUrl);
       await stopChild(server.child, 15_000);
       server = null;
       const check = t.pgUrl ? await openPgStore({ url: t.pgUrl, dataDir, migrate: false }) : openStore({ dataDir });
@@ -291,7 +318,8 @@ async function main(): Promise<number> {
 
   const bareRps = rows.find((r) => r.name === 'bare')?.r.rps ?? 0;
   const bareP99 = rows.find((r) => r.name === 'bare')?.r.latency.p99Us ?? 0;
-  const header = ['target', 'req/s', 'zone decisions/s', 'p50 ms', 'p99 ms', 'vs bare', 'p99 vs bare', 'server CPU', 'non-2xx', 'errors', 'exposures stored/expected'];
+  const header = ['target', 'req/s', 'zone decisions/s', 'p50 ms', 'p99 ms', 'vs bare', 'p99 vs bare', 'server CPU', 'µs/req', 'pg CPU', 'pg µs/req', 'host busy', 'non-2xx', 'errors', 'exposures stored/expected'];
+  const perRequest = (percent: number | null, rps: number) => (percent === null || rps <= 0 ? '-' : String(Math.round((percent / 100 / rps) * 1e6)));
   const lines = [header];
   for (const { name, r, stored, expected } of rows) {
     lines.push([
@@ -303,6 +331,10 @@ async function main(): Promise<number> {
       bareRps > 0 ? `${(r.rps / bareRps).toFixed(2)}x` : '-',
       name !== 'bare' && bareP99 > 0 ? `${(r.latency.p99Us / bareP99).toFixed(2)}x` : '-',
       r.serverCpuPercent === null ? '-' : `${Math.round(r.serverCpuPercent)}%`,
+      perRequest(r.serverCpuPercent, r.rps),
+      r.pgCpuPercent === null ? '-' : `${Math.round(r.pgCpuPercent)}%`,
+      perRequest(r.pgCpuPercent, r.rps),
+      r.hostCpuPercent === null ? '-' : `${Math.round(r.hostCpuPercent)}%`,
       String(r.non2xx),
       String(r.errors),
       stored === undefined ? '-' : `${stored}/${expected}`,

@@ -71,6 +71,25 @@ describe('oneStatement write operations', () => {
       expect(groups.reduce((a, g) => a + g.operations, 0)).toBe(20);
       expect(groups.every((g) => g.mode === undefined)).toBe(true);
     }
+    // Every column lands where it belongs (on PostgreSQL the rows travel as one array per column).
+    const back = await store.sql.all<Record<string, unknown>>(
+      'SELECT site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at FROM exposures WHERE site_id = ? AND visitor_id = ? ORDER BY created_at',
+      [siteId, 'os-v7'],
+    );
+    expect(back.map((r) => ({ ...r, holdout: Number(r.holdout), created_at: Number(r.created_at) }))).toEqual(
+      rowsOf('os-v7', 5).map((r) => ({
+        site_id: siteId,
+        visitor_id: 'os-v7',
+        profile_id: null,
+        zone_id: r.zoneId,
+        variant_id: r.variantId,
+        experiment_id: r.experimentId,
+        arm_id: r.armId,
+        holdout: 0,
+        url: '/p',
+        created_at: r.at,
+      })),
+    );
     // The arms read back as a decision reads them.
     expect((await store.exposures.decisionFacts(siteId, 'os-v3')).earlierArms).toEqual(new Map([['exp_1', 'arm_1']]));
   });

@@ -3,7 +3,12 @@ import { openStore, type Store } from '../../src/store/store.js';
 import { openPgStore } from '../../src/store/pg/store.js';
 import { cleanup, tempDir } from '../helpers/svc.js';
 import { databaseUrlFor, PG_BASE_URL } from '../helpers/backend.js';
+import pg from 'pg';
 import { decisionService } from '../../src/domain/web/decisions.js';
+import { ExposuresRepo, type DecisionFacts } from '../../src/store/exposures.js';
+import { PgSql } from '../../src/store/pg/sql.js';
+import { pgClientConfig } from '../../src/store/pg/store.js';
+import type { Sql } from '../../src/store/sql.js';
 import { recordVariantRender, WATCHDOG } from '../../src/domain/web/watchdog.js';
 import { validatePayload } from '../../src/webhooks/catalogue.js';
 
@@ -140,6 +145,39 @@ describe('the facts of one decision, in one statement', () => {
     for (const v of ['f-live', 'f-merged', 'f-gone', 'f-nobody']) {
       expect((await store.exposures.decisionFacts(siteId, v)).earlierArms).toEqual(await store.exposures.earlierArms(siteId, v));
     }
+    // Asked together (concurrent decisions), each visitor gets the same facts as asked alone; on
+    // PostgreSQL the asks of one event-loop turn are one statement, the same visitor twice included.
+    const visitors = ['f-live', 'f-merged', 'f-gone', 'f-nobody', 'f-live'];
+    const alone: DecisionFacts[] = [];
+    for (const v of visitors) alone.push(await store.exposures.decisionFacts(siteId, v));
+    const counted = countStatements(store.sql);
+    const repo = new ExposuresRepo(counted.sql);
+    const together = await Promise.all([...visitors.map((v) => repo.decisionFacts(siteId, v)), repo.decisionFacts('site_other', 'f-live')]);
+    expect(together.slice(0, visitors.length)).toEqual(alone);
+    expect(together[visitors.length]).toEqual({ version: store.dialect === 'sqlite' ? 0 : null, profileId: null, segmentIds: [], earlierArms: new Map() });
+    expect(counted.statements()).toBe(store.dialect === 'sqlite' ? visitors.length + 1 : 1);
+    if (store.dialect === 'pg') {
+      // A value PostgreSQL refuses (NUL in text) fails its own ask only: the shared statement fails, each ask runs alone.
+      const mixed = await Promise.allSettled([repo.decisionFacts(siteId, 'f-live'), repo.decisionFacts(siteId, 'bad\u0000visitor'), repo.decisionFacts(siteId, 'f-merged')]);
+      expect(mixed.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect((mixed[0] as PromiseFulfilledResult<DecisionFacts>).value).toEqual(alone[0]);
+      expect((mixed[2] as PromiseFulfilledResult<DecisionFacts>).value).toEqual(alone[1]);
+      // Planned once per connection: after the plan cache's five custom plans, the generic plan every time.
+      const client = new pg.Client(pgClientConfig({ url: databaseUrlFor(dir) }));
+      await client.connect();
+      try {
+        const own = new ExposuresRepo(new PgSql(client as unknown as pg.PoolClient));
+        for (let i = 0; i < 8; i++) {
+          expect(await Promise.all([own.decisionFacts(siteId, 'f-live'), own.decisionFacts(siteId, `f-other-${i}`)])).toEqual([alone[0], { version: null, profileId: null, segmentIds: [], earlierArms: new Map() }]);
+        }
+        const plans = await client.query<{ generic_plans: string; custom_plans: string }>(
+          "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%json_to_recordset%'",
+        );
+        expect(plans.rows.map((r) => [Number(r.generic_plans), Number(r.custom_plans)])).toEqual([[3, 5]]);
+      } finally {
+        await client.end();
+      }
+    }
     // What a decision uses: the merge followed, the segments of the profile it ends at.
     const svc = decisionService(store);
     for (const v of ['f-live', 'f-merged', 'f-gone', 'f-nobody']) {
@@ -155,6 +193,22 @@ describe('the facts of one decision, in one statement', () => {
     if (store.dialect === 'sqlite') expect((await store.exposures.decisionFacts(siteId, 'f-live')).version).toBeGreaterThan(version!);
   });
 });
+
+/** `inner` with a count of the statements sent through it. */
+function countStatements(inner: Sql): { sql: Sql; statements: () => number } {
+  let n = 0;
+  const sql = new Proxy(inner, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        n++;
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { sql, statements: () => n };
+}
 
 describe('exposure indexes (partial: exposures to a test only)', () => {
   it('serve the reads of a decision and of the results, and hold no row of a zone outside tests', async () => {

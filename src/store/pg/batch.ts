@@ -22,6 +22,9 @@ import { noteColumns, resultColumns } from './columns.js';
  * - `UPDATE … SET … WHERE …` of one text: one `UPDATE … FROM unnest(…)`, in
  *   rounds when two rows share the WHERE parameters (the later one wins, as
  *   one after another would);
+ * - `INSERT INTO t (cols) SELECT * FROM unnest(?::type[], …)` of one text (rows already given as
+ *   arrays, no RETURNING or ON CONFLICT): the sets' arrays concatenated, sent as the same text, so a
+ *   fixed-text named statement parsed and planned once per connection whatever the number of rows;
  * - anything else, or a text whose rewrite PostgreSQL refused once, as sent;
  * - and a wave whose texts are all reads and inserts (plain, or DO NOTHING), as one statement
  *   (`WITH c1 AS (…), c2 AS (…) SELECT …`, see combine).
@@ -138,6 +141,7 @@ export class BatchPgSql implements Sql {
       if (shape === null) return await this.oneByOne(items);
       if (shape.kind === 'select') return await this.select(sql, shape, items);
       if (shape.kind === 'insert') return await this.insert(sql, shape, items);
+      if (shape.kind === 'append') return await this.append(sql, items);
       return await this.update(sql, shape, items);
     } catch (err) {
       if (rewriteRefused(err)) unbatchable.add(sql);
@@ -252,7 +256,7 @@ export class BatchPgSql implements Sql {
     for (const [sql, items] of byText) {
       if (unbatchable.has(sql)) return false;
       const shape = shapeOf(sql);
-      if (shape === null || shape.kind === 'update') return false;
+      if (shape === null || shape.kind === 'update' || shape.kind === 'append') return false;
       const part = shape.kind === 'select' ? selectPart(sql, shape, items, base) : insertPart(sql, shape, items, base);
       if (part === null) return false;
       base += part.values.length;
@@ -284,6 +288,25 @@ export class BatchPgSql implements Sql {
       }
     });
     return true;
+  }
+
+  /** Rows given as arrays (AppendShape): every set's arrays end to end, as one statement of the same text, in chunks of MAX_ROWS sets. */
+  private async append(sql: string, items: Pending[]): Promise<void> {
+    if (!items.every((p) => p.params.every((v) => Array.isArray(v)))) return this.oneByOne(items);
+    for (const chunk of chunks(items, MAX_ROWS)) {
+      const width = chunk[0]!.params.length;
+      // Loops rather than flatMap: this ran at 5% of svc's busy time in a decide profile with flatMap.
+      const values: unknown[][] = Array.from({ length: width }, () => []);
+      for (const p of chunk) {
+        for (let i = 0; i < width; i++) {
+          const column = values[i]!;
+          for (const v of p.params[i] as unknown[]) column.push(v);
+        }
+      }
+      this.stats.statements++;
+      await this.plain.run(sql, values);
+      for (const p of chunk) p.outcome = { rows: [], changes: (p.params[0] as unknown[] | undefined)?.length ?? 0 };
+    }
   }
 
   private async update(sql: string, shape: UpdateShape, items: Pending[]): Promise<void> {
@@ -512,10 +535,18 @@ interface UpdateShape {
   whereFrom: number;
 }
 
-const shapes = new Map<string, SelectShape | InsertShape | UpdateShape | null>();
+/** `INSERT INTO t (cols) SELECT * FROM unnest(?::type[], …)`: every parameter an array of one column's values. */
+interface AppendShape {
+  kind: 'append';
+  params: number;
+}
+
+type Shape = SelectShape | InsertShape | UpdateShape | AppendShape;
+
+const shapes = new Map<string, Shape | null>();
 
 /** How a text can be batched, or null when it is sent as it is. */
-export function shapeOf(sql: string): SelectShape | InsertShape | UpdateShape | null {
+export function shapeOf(sql: string): Shape | null {
   if (shapes.has(sql)) return shapes.get(sql)!;
   const shape = parseShape(sql);
   if (shapes.size > 2000) shapes.clear();
@@ -523,10 +554,16 @@ export function shapeOf(sql: string): SelectShape | InsertShape | UpdateShape | 
   return shape;
 }
 
-function parseShape(sql: string): SelectShape | InsertShape | UpdateShape | null {
+function parseShape(sql: string): Shape | null {
   const marks = markPositions(sql);
   if (marks === null) return null;
   const lower = maskQuoted(sql).toLowerCase();
+  const append = /^\s*insert\s+into\s+[a-z_][a-z0-9_.]*\s*\([^)]*\)\s*select\s+\*\s+from\s+unnest\s*\(([^()]*)\)\s*$/.exec(lower);
+  if (append !== null) {
+    const args = append[1]!.split(',').map((a) => a.trim());
+    if (marks.length === 0 || args.length !== marks.length || !args.every((a) => /^\?::[a-z0-9_]+\[\]$/.test(a))) return null;
+    return { kind: 'append', params: marks.length };
+  }
   if (/^\s*select\b/.test(lower)) {
     // Row locks, set operations at top level and statements that write are left alone.
     if (/\bfor\s+(update|share|no\s+key|key)\b/.test(lower) || /\b(union|intersect|except)\b/.test(lower)) return null;

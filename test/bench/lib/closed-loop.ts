@@ -17,6 +17,8 @@ export interface ClosedLoopOptions {
   maxRequests: number;
   /** A server process whose CPU over the window is reported. */
   pid?: number | undefined;
+  /** Called when the measured window opens and when it closes (other CPU readings over the same window). */
+  onWindow?: ((phase: 'start' | 'end') => void) | undefined;
 }
 
 export interface ClosedLoopResult {
@@ -73,9 +75,11 @@ export async function closedLoop(o: ClosedLoopOptions, send: (i: number) => Prom
   measuring = true;
   measureStart = performance.now();
   const cpuStart = processCpuMs(o.pid);
+  o.onWindow?.('start');
   await Promise.race([new Promise((r) => setTimeout(r, o.seconds * 1000)), finished]);
   const elapsed = (performance.now() - measureStart) / 1000;
   const cpuEnd = processCpuMs(o.pid);
+  o.onWindow?.('end');
   measuring = false;
   stop = true;
   await Promise.race([finished, new Promise((r) => setTimeout(r, 10_000))]);
