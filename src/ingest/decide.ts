@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { AppError } from '../errors/app-error.js';
 import { sendFailure, sendJson } from '../http/respond.js';
-import { validationError } from '../errors/validation.js';
+import { nulError, validationError } from '../errors/validation.js';
 import { takePublicLimit, type RateLimiter } from '../http/rate-limit.js';
 import type { IngestionService } from '../domain/ingestion/service.js';
 import type { DecisionService } from '../domain/web/decisions.js';
@@ -59,6 +59,8 @@ export async function handleDecide(deps: DecideDeps, req: IncomingMessage, res: 
       if (all.length > 1) throw new AppError('validation_failed', `${key}: given ${all.length} times; give it once`, { field: key });
       if (all.length === 1) raw[key] = all[0]!;
     }
+    const nul = nulError(raw);
+    if (nul) throw nul;
     const parsed = decideQuerySchema.safeParse(raw);
     if (!parsed.success) throw validationError(parsed.error);
     const q = parsed.data;

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AppError } from '../errors/app-error.js';
+import { nulError } from '../errors/validation.js';
 import { jsonList } from '../domain/sites/origins.js';
 import type { OriginPolicy } from './origins.js';
 import { sendFailure, sendJson } from '../http/respond.js';
@@ -98,6 +99,8 @@ async function config(deps: TagDeps, req: IncomingMessage, res: ServerResponse):
   if (all.length !== 1 || all[0] === '' || all[0]!.length > 64) {
     throw new AppError('validation_failed', 'site_id: give the public site id once', { field: 'site_id' });
   }
+  const nul = nulError({ site_id: all[0] });
+  if (nul) throw nul;
   const site = await deps.ingestion.site(all[0]!);
   deps.origins.check(site, req, res);
   res.setHeader('Cache-Control', 'public, max-age=60');

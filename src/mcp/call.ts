@@ -1,7 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import type { Logger } from 'pino';
 import { AppError, toAppError } from '../errors/app-error.js';
-import { validationError } from '../errors/validation.js';
+import { nulError, validationError } from '../errors/validation.js';
 import type { AuditOutcome } from '../store/audit.js';
 import { decide } from '../domain/access/policy.js';
 import type { ToolContext, ToolDef } from './tool.js';
@@ -66,9 +66,10 @@ export async function callTool(tool: ToolDef, ctx: ToolContext, args: unknown, l
     errorCode = 'insufficient_scope';
     result = toolError(new AppError('insufficient_scope', decision.message, { missing: decision.missing, reason: decision.reason, tool: tool.name }));
   } else {
-    const parsed = tool.input.safeParse(args ?? {});
-    if (!parsed.success) {
-      const e = validationError(parsed.error);
+    const nul = nulError(args);
+    const parsed = nul ? null : tool.input.safeParse(args ?? {});
+    if (!parsed?.success) {
+      const e = nul ?? validationError(parsed!.error);
       outcome = 'invalid';
       errorCode = e.code;
       result = toolError(e);

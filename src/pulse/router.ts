@@ -4,7 +4,7 @@ import express, { type Request, type Response, type Router } from 'express';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import { AppError } from '../errors/app-error.js';
-import { jsonPath } from '../errors/validation.js';
+import { jsonPath, nulError } from '../errors/validation.js';
 import { verifyJsonBody } from '../http/json-guard.js';
 import { createRateLimiter, describePolicy, type RateLimiter } from '../http/rate-limit.js';
 import { httpError, sendError } from '../http/respond.js';
@@ -24,6 +24,8 @@ export function badRequest(error: z.ZodError, where: string): AppError {
 }
 
 function parse<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
+  const nul = nulError(value, 'bad_request');
+  if (nul) throw nul;
   const r = schema.safeParse(value);
   if (!r.success) throw badRequest(r.error, where);
   return r.data;
@@ -108,6 +110,8 @@ export function createPulseApi(store: Store, deps: Omit<PulseDeps, 'store'>, log
       ...(spec.body ? [jsonBody] : []),
       async (req: Request, res: Response) => {
         const key = res.locals.key as CallerKey;
+        const nul = nulError(req.params, 'bad_request');
+        if (nul) throw nul;
         const query = spec.query ? parse(spec.query, req.query, 'query') : {};
         const body = spec.body ? parse(spec.body, req.body, 'body') : undefined;
         const result = await handler(full, { key, query, body, params: req.params as Record<string, string> });
