@@ -94,6 +94,10 @@ const ADVANCE_CURSOR = "UPDATE outbox_cursor SET last_id = ? WHERE name = 'webho
 // claimed (locked, skipping rows another instance holds) and marked one by one.
 const CLAIM_OUTBOX_PG =
   'SELECT id, site_id, event_type, payload, created_at FROM outbox WHERE dispatched_at IS NULL ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED';
+/** The same rows without their contents, for a fan-out no destination can want (claimOutboxIds). */
+const PENDING_OUTBOX_IDS =
+  "SELECT id FROM outbox WHERE id > (SELECT last_id FROM outbox_cursor WHERE name = 'webhooks') ORDER BY id LIMIT ?";
+const CLAIM_OUTBOX_IDS_PG = 'SELECT id FROM outbox WHERE dispatched_at IS NULL ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED';
 const MARK_DISPATCHED_PG = 'UPDATE outbox SET dispatched_at = ? WHERE id = ANY(?::bigint[])';
 const INSERT_DELIVERY = `INSERT INTO deliveries (id, site_id, destination_id, outbox_id, event_type, payload, state, attempts, next_attempt_at, created_at, updated_at)
   VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`;
@@ -279,13 +283,22 @@ export class WebhooksRepo {
   }
 
   /**
+   * The rows `claimOutbox` would claim, by id only: for a fan-out when no destination is enabled,
+   * which marks them without reading their payloads (the ingestion path's outbox rows are read back
+   * once each otherwise). Same claim and locking; call `markDispatched` with them.
+   */
+  claimOutboxIds(limit: number): Promise<{ id: number }[]> {
+    return this.x.all<{ id: number }>(this.x.dialect === 'pg' ? CLAIM_OUTBOX_IDS_PG : PENDING_OUTBOX_IDS, [limit]);
+  }
+
+  /**
    * Marks claimed outbox rows as fanned out. On SQLite the outbox is
    * append-only (AUTOINCREMENT ids, written by one writer at a time), so a
    * cursor past the last row replaces a per-row update and a partial index on
    * the hot path; on PostgreSQL each row is marked.
    * Writes: call inside a write operation.
    */
-  async markDispatched(rows: readonly OutboxRow[], now: number): Promise<void> {
+  async markDispatched(rows: readonly Pick<OutboxRow, 'id'>[], now: number): Promise<void> {
     if (rows.length === 0) return;
     if (this.x.dialect === 'pg') {
       await this.x.run(MARK_DISPATCHED_PG, [now, rows.map((r) => r.id)]);

@@ -219,9 +219,15 @@ export class WebhookDispatcher {
         this.fanoutAgain = false;
         this.lastEnqueued = this.store.shared.enqueued.outbox;
         const { n, delivered } = await this.store.write(async (tx) => {
+          const dests = await tx.webhooks.enabledDestinations();
+          if (dests.length === 0) {
+            // No destination to deliver to: the rows are marked fanned out without reading their payloads.
+            const ids = await tx.webhooks.claimOutboxIds(FANOUT_BATCH);
+            await tx.webhooks.markDispatched(ids, Date.now());
+            return { n: ids.length, delivered: 0 };
+          }
           const rows = await tx.webhooks.claimOutbox(FANOUT_BATCH);
           if (rows.length === 0) return { n: 0, delivered: 0 };
-          const dests = await tx.webhooks.enabledDestinations();
           const now = Date.now();
           const deliveries: NewDelivery[] = [];
           for (const row of rows) {
