@@ -256,7 +256,7 @@ export class ProfilesRepo {
   /** Moves everything of profile `from` to profile `to` and marks `from` (and its aliases) merged. */
   async mergeInto(from: string, to: string, now: number): Promise<void> {
     // Sessions of `from` move to `to`: whichever of them are cached.
-    this.caches?.sessions.clear();
+    this.caches?.clearSessions();
     await this.x.run('UPDATE sessions SET profile_id = ? WHERE profile_id = ?', [to, from]);
     await this.x.run('UPDATE identities SET profile_id = ? WHERE profile_id = ?', [to, from]);
     // profile_id is not part of the key, so moving hashes cannot conflict.
