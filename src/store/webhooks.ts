@@ -94,10 +94,11 @@ const ADVANCE_CURSOR = "UPDATE outbox_cursor SET last_id = ? WHERE name = 'webho
 // claimed (locked, skipping rows another instance holds) and marked one by one.
 const CLAIM_OUTBOX_PG =
   'SELECT id, site_id, event_type, payload, created_at FROM outbox WHERE dispatched_at IS NULL ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED';
-/** The same rows without their contents, for a fan-out no destination can want (claimOutboxIds). */
-const PENDING_OUTBOX_IDS =
-  "SELECT id FROM outbox WHERE id > (SELECT last_id FROM outbox_cursor WHERE name = 'webhooks') ORDER BY id LIMIT ?";
-const CLAIM_OUTBOX_IDS_PG = 'SELECT id FROM outbox WHERE dispatched_at IS NULL ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED';
+/** How many of the same rows there are and the last one's id, without reading them (skipOutbox). */
+const PENDING_OUTBOX_SPAN = `SELECT count(*) AS n, max(id) AS last FROM (
+  SELECT id FROM outbox WHERE id > (SELECT last_id FROM outbox_cursor WHERE name = 'webhooks') ORDER BY id LIMIT ?)`;
+const SKIP_OUTBOX_PG =
+  'UPDATE outbox SET dispatched_at = ? WHERE id IN (SELECT id FROM outbox WHERE dispatched_at IS NULL ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED)';
 const MARK_DISPATCHED_PG = 'UPDATE outbox SET dispatched_at = ? WHERE id = ANY(?::bigint[])';
 const INSERT_DELIVERY = `INSERT INTO deliveries (id, site_id, destination_id, outbox_id, event_type, payload, state, attempts, next_attempt_at, created_at, updated_at)
   VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`;
@@ -283,12 +284,18 @@ export class WebhooksRepo {
   }
 
   /**
-   * The rows `claimOutbox` would claim, by id only: for a fan-out when no destination is enabled,
-   * which marks them without reading their payloads (the ingestion path's outbox rows are read back
-   * once each otherwise). Same claim and locking; call `markDispatched` with them.
+   * Marks the rows `claimOutbox` would claim as fanned out without reading them, and returns how many
+   * there were: the fan-out when no destination is enabled (otherwise the ingestion path's outbox rows
+   * are each read back once, payload and all, to be dropped). On SQLite the cursor moves past them
+   * (their count and last id come from one aggregate); on PostgreSQL they are claimed and marked in
+   * one statement. Writes: call inside a write operation.
    */
-  claimOutboxIds(limit: number): Promise<{ id: number }[]> {
-    return this.x.all<{ id: number }>(this.x.dialect === 'pg' ? CLAIM_OUTBOX_IDS_PG : PENDING_OUTBOX_IDS, [limit]);
+  async skipOutbox(limit: number, now: number): Promise<number> {
+    if (this.x.dialect === 'pg') return (await this.x.run(SKIP_OUTBOX_PG, [now, limit])).changes;
+    const span = await this.x.get<{ n: number; last: number | null }>(PENDING_OUTBOX_SPAN, [limit]);
+    const n = Number(span?.n ?? 0);
+    if (n > 0) await this.x.run(ADVANCE_CURSOR, [span!.last, span!.last]);
+    return n;
   }
 
   /**
@@ -298,7 +305,7 @@ export class WebhooksRepo {
    * the hot path; on PostgreSQL each row is marked.
    * Writes: call inside a write operation.
    */
-  async markDispatched(rows: readonly Pick<OutboxRow, 'id'>[], now: number): Promise<void> {
+  async markDispatched(rows: readonly OutboxRow[], now: number): Promise<void> {
     if (rows.length === 0) return;
     if (this.x.dialect === 'pg') {
       await this.x.run(MARK_DISPATCHED_PG, [now, rows.map((r) => r.id)]);

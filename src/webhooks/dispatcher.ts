@@ -220,12 +220,8 @@ export class WebhookDispatcher {
         this.lastEnqueued = this.store.shared.enqueued.outbox;
         const { n, delivered } = await this.store.write(async (tx) => {
           const dests = await tx.webhooks.enabledDestinations();
-          if (dests.length === 0) {
-            // No destination to deliver to: the rows are marked fanned out without reading their payloads.
-            const ids = await tx.webhooks.claimOutboxIds(FANOUT_BATCH);
-            await tx.webhooks.markDispatched(ids, Date.now());
-            return { n: ids.length, delivered: 0 };
-          }
+          // No destination to deliver to: the rows are marked fanned out without being read.
+          if (dests.length === 0) return { n: await tx.webhooks.skipOutbox(FANOUT_BATCH, Date.now()), delivered: 0 };
           const rows = await tx.webhooks.claimOutbox(FANOUT_BATCH);
           if (rows.length === 0) return { n: 0, delivered: 0 };
           const now = Date.now();
