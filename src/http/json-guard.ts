@@ -15,9 +15,13 @@ interface Frame {
   array: boolean;
   index: number;
   key: string | undefined;
-  keys: Set<string> | undefined;
+  /** The object's keys so far: a list while short (a scan is cheaper than hashing), a set past SMALL_OBJECT. */
+  keys: string[] | Set<string> | undefined;
   expectKey: boolean;
 }
+
+/** Keys an object's duplicate check keeps in a list before it switches to a set. */
+const SMALL_OBJECT = 16;
 
 const HEX = /^[0-9a-fA-F]{4}$/;
 /** A JSON number token: sign, integer part, fraction, exponent. */
@@ -47,6 +51,9 @@ export function checkJsonText(text: string, maxDepth = MAX_JSON_DEPTH): JsonProb
   };
   let i = 0;
   const n = text.length;
+  // Where the next backslash is (-1: none left). Outside strings there is none (the text parsed), so a
+  // string that closes before it has no escape to check and is skipped in one indexOf.
+  let nextEscape = text.indexOf('\\');
   while (i < n) {
     const c = text.charCodeAt(i);
     if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
@@ -54,7 +61,7 @@ export function checkJsonText(text: string, maxDepth = MAX_JSON_DEPTH): JsonProb
         return { path: path(), code: 'too_deep', message: `nested deeper than ${maxDepth} levels` };
       }
       const array = c === 0x5b;
-      stack.push({ array, index: 0, key: undefined, keys: array ? undefined : new Set(), expectKey: !array });
+      stack.push({ array, index: 0, key: undefined, keys: array ? undefined : [], expectKey: !array });
       i++;
     } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
       stack.pop();
@@ -70,6 +77,9 @@ export function checkJsonText(text: string, maxDepth = MAX_JSON_DEPTH): JsonProb
       const start = i;
       let escaped = false;
       i++;
+      if (nextEscape !== -1 && nextEscape < i) nextEscape = text.indexOf('\\', i);
+      const close = text.indexOf('"', i);
+      if (close !== -1 && (nextEscape === -1 || nextEscape > close)) i = close;
       while (i < n) {
         const d = text.charCodeAt(i);
         if (d === 0x22) break;
@@ -94,17 +104,19 @@ export function checkJsonText(text: string, maxDepth = MAX_JSON_DEPTH): JsonProb
       }
       const top = stack[stack.length - 1];
       if (top && !top.array && top.expectKey) {
-        const raw = text.slice(start, i + 1);
-        const key = escaped ? (JSON.parse(raw) as string) : raw.slice(1, -1);
+        const key = escaped ? (JSON.parse(text.slice(start, i + 1)) as string) : text.slice(start + 1, i);
         top.expectKey = false;
         top.key = key;
         if (key === '__proto__') {
           return { path: path(), code: 'forbidden_key', message: '"__proto__" is not accepted as a key' };
         }
-        if (top.keys!.has(key)) {
+        const keys = top.keys!;
+        if (Array.isArray(keys) ? keys.includes(key) : keys.has(key)) {
           return { path: path(), code: 'duplicate_key', message: `key ${JSON.stringify(key)} appears more than once` };
         }
-        top.keys!.add(key);
+        if (!Array.isArray(keys)) keys.add(key);
+        else if (keys.length < SMALL_OBJECT) keys.push(key);
+        else top.keys = new Set(keys).add(key);
       }
       i++;
     } else if (c === 0x2d /* - */ || (c >= 0x30 && c <= 0x39)) {

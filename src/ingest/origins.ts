@@ -3,7 +3,7 @@ import { getDomain } from 'tldts';
 import type { Store } from '../store/store.js';
 import type { SiteRow } from '../store/sites.js';
 import { AppError } from '../errors/app-error.js';
-import { originAllowed } from '../domain/sites/origins.js';
+import { originAllowed, PerSiteAnswers } from '../domain/sites/origins.js';
 
 /**
  * The HTTP side of the origin rules of domain/sites/origins.ts: CORS answers,
@@ -103,6 +103,15 @@ export function visitorCookie(site: SiteRow, req: IncomingMessage, trustProxy: b
   const host = requestHost(req, trustProxy);
   if (!origin || !host || !site.domain || !SAFE_COOKIE_VALUE.test(visitorId)) return null;
   if (site.honour_privacy_signals && (req.headers['sec-gpc'] === '1' || req.headers.dnt === '1')) return null;
+  const attributes = cookieAttributes.get(site, origin, host, () => visitorCookieAttributes(site.domain!, origin, host));
+  return attributes === null ? null : `svc_vid=${visitorId}${attributes}`;
+}
+
+/** The visitor cookie's attributes per site row, origin and host (two URL parses and two registrable-domain look-ups each). */
+const cookieAttributes = new PerSiteAnswers<string | null>();
+
+/** The attributes of the visitor cookie for a page of `origin` calling svc at `host`, or null when svc sets none there. */
+function visitorCookieAttributes(domain: string, origin: string, host: string): string | null {
   let u: URL;
   try {
     u = new URL(origin);
@@ -111,7 +120,7 @@ export function visitorCookie(site: SiteRow, req: IncomingMessage, trustProxy: b
   }
   if (u.host !== host) return null;
   const registrable = getDomain(u.hostname);
-  if (!registrable || registrable !== getDomain(site.domain)) return null;
+  if (!registrable || registrable !== getDomain(domain)) return null;
   const secure = u.protocol === 'https:' ? '; Secure' : '';
-  return `svc_vid=${visitorId}; Domain=${registrable}; Path=/; Max-Age=${VISITOR_COOKIE_MAX_AGE}; SameSite=Lax${secure}`;
+  return `; Domain=${registrable}; Path=/; Max-Age=${VISITOR_COOKIE_MAX_AGE}; SameSite=Lax${secure}`;
 }

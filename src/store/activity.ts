@@ -1,14 +1,14 @@
-import type { Sql } from './sql.js';
+import type { Params, Sql } from './sql.js';
 
-const INSERT_EVENT =
-  'INSERT INTO events (site_id, session_id, profile_id, visitor_id, type, ts, body, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id';
-const INSERT_SCORE =
-  'INSERT INTO scores (site_id, session_id, profile_id, visitor_id, score, body, received_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id';
+const INSERT_EVENT = 'INSERT INTO events (site_id, session_id, profile_id, visitor_id, type, ts, body, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)';
+const INSERT_SCORE = 'INSERT INTO scores (site_id, session_id, profile_id, visitor_id, score, body, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)';
 const INSERT_CONVERSION =
   'INSERT INTO conversions (id, site_id, session_id, profile_id, revenue, currency, line_items, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)';
 const INSERT_LEAD = `INSERT INTO leads (id, site_id, profile_id, form_id, kind, email, name, phone, appointment_slot, source, workable, status, created_at)
   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
-const INSERT_OUTBOX = 'INSERT INTO outbox (site_id, event_type, payload, created_at) VALUES (?, ?, ?, ?) RETURNING id';
+const INSERT_OUTBOX = 'INSERT INTO outbox (site_id, event_type, payload, created_at) VALUES (?, ?, ?, ?)';
+/** The same inserts on PostgreSQL, where the new id comes back as a row. */
+const RETURNING_ID = new Map([INSERT_EVENT, INSERT_SCORE, INSERT_OUTBOX].map((text) => [text, `${text} RETURNING id`]));
 
 /** Append-only activity rows (events, scores, conversions, leads) and the outbox. */
 export class ActivityRepo {
@@ -21,6 +21,17 @@ export class ActivityRepo {
     private readonly enqueued: { outbox: number },
   ) {}
 
+  /**
+   * Inserts one row of a table keyed by an integer `id` and returns that id. On SQLite the insert
+   * runs without RETURNING and the id is the connection's last insert rowid (no result row is
+   * built: about a microsecond less per row, two rows per event); PostgreSQL returns it.
+   */
+  private async insertId(text: string, params: Params): Promise<number> {
+    if (this.x.dialect === 'sqlite') return (await this.x.run(text, params)).lastInsertId!;
+    const row = await this.x.get<{ id: number }>(RETURNING_ID.get(text)!, params);
+    return Number(row!.id);
+  }
+
   async insertEvent(r: {
     siteId: string;
     sessionId: string;
@@ -31,8 +42,7 @@ export class ActivityRepo {
     body: string;
     now: number;
   }): Promise<number> {
-    const row = await this.x.get<{ id: number }>(INSERT_EVENT, [r.siteId, r.sessionId, r.profileId, r.visitorId, r.type, r.ts, r.body, r.now]);
-    return Number(row!.id);
+    return this.insertId(INSERT_EVENT, [r.siteId, r.sessionId, r.profileId, r.visitorId, r.type, r.ts, r.body, r.now]);
   }
 
   async insertScore(r: {
@@ -44,8 +54,7 @@ export class ActivityRepo {
     body: string;
     now: number;
   }): Promise<number> {
-    const row = await this.x.get<{ id: number }>(INSERT_SCORE, [r.siteId, r.sessionId, r.profileId, r.visitorId, r.score, r.body, r.now]);
-    return Number(row!.id);
+    return this.insertId(INSERT_SCORE, [r.siteId, r.sessionId, r.profileId, r.visitorId, r.score, r.body, r.now]);
   }
 
   async insertConversion(r: {
@@ -94,8 +103,8 @@ export class ActivityRepo {
 
   /** Writes a webhook event to the outbox; call inside the transaction that stores its cause. */
   async enqueue(siteId: string, eventType: string, payload: unknown, now: number): Promise<number> {
-    const row = await this.x.get<{ id: number }>(INSERT_OUTBOX, [siteId, eventType, JSON.stringify(payload), now]);
+    const id = await this.insertId(INSERT_OUTBOX, [siteId, eventType, JSON.stringify(payload), now]);
     this.enqueued.outbox++;
-    return Number(row!.id);
+    return id;
   }
 }

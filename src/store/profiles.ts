@@ -115,6 +115,7 @@ export class ProfilesRepo {
     // Outside the writer's transaction (the caches are off) the row may change here: it must not stay cached.
     if (caches === undefined) this.caches?.dropSession(siteId, sessionId);
     let row = caches?.session(siteId, sessionId);
+    const cached = row !== undefined;
     // On PostgreSQL the visitor's owner, needed when the session is new, is asked with the session: both
     // go in one statement of the group's first wave (pg/batch.ts) instead of two waves one after another.
     let visitorOwner: Promise<{ id: string } | undefined> | undefined;
@@ -126,25 +127,30 @@ export class ProfilesRepo {
       row = await this.x.get<SessionRow>(SESSION, [siteId, sessionId]);
     }
     if (row) {
-      // The row as it is once the writes below are done (what the cache keeps).
-      const next: SessionRow = { ...row };
-      if (now - row.last_seen > TOUCH_INTERVAL_MS) {
+      const was: SessionRow = row;
+      // The row as it is once the writes below are done (what the cache keeps): a copy once one of them
+      // changes it (the cached object stays as it is until then), else the row itself.
+      let next = was;
+      const edit = (): SessionRow => (next === was ? (next = { ...was }) : next);
+      if (now - was.last_seen > TOUCH_INTERVAL_MS) {
         await this.x.run(TOUCH_SESSION, [now, siteId, sessionId]);
-        next.last_seen = now;
+        edit().last_seen = now;
       }
-      if (visitorId !== undefined && row.visitor_id === null) {
+      if (visitorId !== undefined && was.visitor_id === null) {
         await this.x.run(SESSION_VISITOR, [visitorId, siteId, sessionId]);
-        await this.x.run(INSERT_IDENTITY, [siteId, 'visitor', visitorId, row.profile_id, now]);
-        next.visitor_id = visitorId;
+        await this.x.run(INSERT_IDENTITY, [siteId, 'visitor', visitorId, was.profile_id, now]);
+        edit().visitor_id = visitorId;
       }
-      if ((ctx.fbclid && ctx.fbclid !== row.fbclid) || (ctx.gclid && ctx.gclid !== row.gclid)) {
+      if ((ctx.fbclid && ctx.fbclid !== was.fbclid) || (ctx.gclid && ctx.gclid !== was.gclid)) {
         const fb = ctx.fbclid ?? null;
         await this.x.run(SESSION_CLICK_IDS, [fb, fb === null ? null : now, ctx.gclid ?? null, siteId, sessionId]);
-        next.fbclid = fb ?? row.fbclid;
-        next.gclid = ctx.gclid ?? row.gclid;
+        const n = edit();
+        n.fbclid = fb ?? was.fbclid;
+        n.gclid = ctx.gclid ?? was.gclid;
       }
-      caches?.putSession(siteId, sessionId, next);
-      return { profileId: row.profile_id, visitorId: row.visitor_id ?? visitorId ?? null };
+      // A cached row nothing changed is already the cache's entry (re-setting a key keeps its place in the eviction order).
+      if (!cached || next !== was) caches?.putSession(siteId, sessionId, next);
+      return { profileId: was.profile_id, visitorId: was.visitor_id ?? visitorId ?? null };
     }
     let profileId =
       visitorId !== undefined ? (await (visitorOwner ?? this.x.get<{ id: string }>(OWNER, [siteId, 'visitor', visitorId])))?.id : undefined;
@@ -250,7 +256,7 @@ export class ProfilesRepo {
   /** Moves everything of profile `from` to profile `to` and marks `from` (and its aliases) merged. */
   async mergeInto(from: string, to: string, now: number): Promise<void> {
     // Sessions of `from` move to `to`: whichever of them are cached.
-    this.caches?.sessions.clear();
+    this.caches?.clearSessions();
     await this.x.run('UPDATE sessions SET profile_id = ? WHERE profile_id = ?', [to, from]);
     await this.x.run('UPDATE identities SET profile_id = ? WHERE profile_id = ?', [to, from]);
     // profile_id is not part of the key, so moving hashes cannot conflict.

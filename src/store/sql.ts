@@ -9,6 +9,11 @@ export type Params = readonly unknown[];
 export interface RunResult {
   /** Rows inserted, updated or deleted by the statement. */
   changes: number;
+  /**
+   * SQLite only: the rowid of the last row the connection inserted (`last_insert_rowid()`), which
+   * after a plain one-row INSERT is that row's integer key. Absent on PostgreSQL (use RETURNING).
+   */
+  lastInsertId?: number;
 }
 
 /**
@@ -83,7 +88,8 @@ export class SqliteSql implements Sql {
 
   run(sql: string, params: Params = NO_PARAMS): Promise<RunResult> {
     try {
-      return Promise.resolve({ changes: this.prepare(sql).run(...params).changes });
+      const info = this.prepare(sql).run(...params);
+      return Promise.resolve({ changes: info.changes, lastInsertId: Number(info.lastInsertRowid) });
     } catch (err) {
       return Promise.reject(err as Error);
     }

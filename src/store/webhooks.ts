@@ -94,6 +94,10 @@ const ADVANCE_CURSOR = "UPDATE outbox_cursor SET last_id = ? WHERE name = 'webho
 // claimed (locked, skipping rows another instance holds) and marked one by one.
 const CLAIM_OUTBOX_PG =
   'SELECT id, site_id, event_type, payload, created_at FROM outbox WHERE dispatched_at IS NULL ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED';
+/** The cursor and the outbox's last id, for skipOutbox (max(id) reads the table's last page only). */
+const OUTBOX_SPAN = "SELECT (SELECT last_id FROM outbox_cursor WHERE name = 'webhooks') AS cursor, (SELECT max(id) FROM outbox) AS last";
+const SKIP_OUTBOX_PG =
+  'UPDATE outbox SET dispatched_at = ? WHERE id IN (SELECT id FROM outbox WHERE dispatched_at IS NULL ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED)';
 const MARK_DISPATCHED_PG = 'UPDATE outbox SET dispatched_at = ? WHERE id = ANY(?::bigint[])';
 const INSERT_DELIVERY = `INSERT INTO deliveries (id, site_id, destination_id, outbox_id, event_type, payload, state, attempts, next_attempt_at, created_at, updated_at)
   VALUES (?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`;
@@ -276,6 +280,22 @@ export class WebhooksRepo {
    */
   claimOutbox(limit: number): Promise<OutboxRow[]> {
     return this.x.all<OutboxRow>(this.x.dialect === 'pg' ? CLAIM_OUTBOX_PG : PENDING_OUTBOX, [limit]);
+  }
+
+  /**
+   * Marks outbox rows not yet fanned out as dispatched without reading them: the fan-out when no
+   * destination is enabled (otherwise the ingestion path's outbox rows are each read back once,
+   * payload and all, to be dropped). On SQLite the cursor moves to the outbox's last row, all of them
+   * at once, and the result is the span of ids it passed (ids of rows erased meanwhile included); on
+   * PostgreSQL up to `limit` rows are claimed and marked in one statement and counted.
+   * Writes: call inside a write operation.
+   */
+  async skipOutbox(limit: number, now: number): Promise<number> {
+    if (this.x.dialect === 'pg') return (await this.x.run(SKIP_OUTBOX_PG, [now, limit])).changes;
+    const span = await this.x.get<{ cursor: number | null; last: number | null }>(OUTBOX_SPAN);
+    if (span?.cursor == null || span.last == null || span.last <= span.cursor) return 0;
+    await this.x.run(ADVANCE_CURSOR, [span.last, span.last]);
+    return span.last - span.cursor;
   }
 
   /**

@@ -219,9 +219,11 @@ export class WebhookDispatcher {
         this.fanoutAgain = false;
         this.lastEnqueued = this.store.shared.enqueued.outbox;
         const { n, delivered } = await this.store.write(async (tx) => {
+          const dests = await tx.webhooks.enabledDestinations();
+          // No destination to deliver to: the rows are marked fanned out without being read.
+          if (dests.length === 0) return { n: await tx.webhooks.skipOutbox(FANOUT_BATCH, Date.now()), delivered: 0 };
           const rows = await tx.webhooks.claimOutbox(FANOUT_BATCH);
           if (rows.length === 0) return { n: 0, delivered: 0 };
-          const dests = await tx.webhooks.enabledDestinations();
           const now = Date.now();
           const deliveries: NewDelivery[] = [];
           for (const row of rows) {

@@ -16,6 +16,19 @@ describe('checkJsonText', () => {
     expect(checkJsonText('{"type":"a","\\u0074ype":"b"}')).toMatchObject({ path: '$.type', code: 'duplicate_key' });
   });
 
+  it('finds a duplicate among many keys (past the short list) and reads strings holding quotes, braces and commas as strings', () => {
+    const many = Array.from({ length: 40 }, (_, i) => `"k${i}":${i}`).join(',');
+    expect(checkJsonText(`{${many}}`)).toBeNull();
+    expect(checkJsonText(`{${many},"k3":0}`)).toMatchObject({ path: '$.k3', code: 'duplicate_key' });
+    expect(checkJsonText(`{${many},"k39":0}`)).toMatchObject({ path: '$.k39', code: 'duplicate_key' });
+    const tricky = String.raw`{"a":"x\",\"a\":{","b":"}],[{\\","c":"\\\\","d":{"a":1}}`;
+    expect(JSON.parse(tricky)).toEqual({ a: 'x","a":{', b: '}],[{\\', c: '\\\\', d: { a: 1 } });
+    expect(checkJsonText(tricky)).toBeNull();
+    expect(checkJsonText(String.raw`{"u":"https://x.test/?a=1,b={2}","t":"\"","t":1}`)).toMatchObject({ path: '$.t', code: 'duplicate_key' });
+    expect(checkJsonText(String.raw`{"p":{"a":"\\u0000"},"q":"\\\\u0000"}`)).toBeNull();
+    expect(checkJsonText(String.raw`{"p":"plain","q":"after \u0000"}`)).toMatchObject({ path: '$.q', code: 'invalid_string' });
+  });
+
   it('refuses __proto__ keys at any depth', () => {
     expect(checkJsonText('{"a":[{"__proto__":{}}]}')).toMatchObject({ path: '$.a[0].__proto__', code: 'forbidden_key' });
   });

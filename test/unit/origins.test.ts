@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { IncomingMessage } from 'node:http';
-import { canonicalOrigin, originAllowed } from '../../src/domain/sites/origins.js';
+import { canonicalOrigin, MAX_ANSWERS_PER_SITE, originAllowed, PerSiteAnswers } from '../../src/domain/sites/origins.js';
 import { visitorCookie } from '../../src/ingest/origins.js';
 import type { SiteRow } from '../../src/store/sites.js';
 
@@ -56,6 +56,44 @@ describe('the visitor cookie svc sets itself', () => {
     const fwd = req({ origin: 'http://shop.example.co.uk', host: '127.0.0.1:8787', 'x-forwarded-host': 'shop.example.co.uk' });
     expect(visitorCookie(s, fwd, true, 'v_1')).toBe('svc_vid=v_1; Domain=example.co.uk; Path=/; Max-Age=34560000; SameSite=Lax');
     expect(visitorCookie(s, fwd, false, 'v_1')).toBeNull();
+  });
+
+  it('answers again for a site read again (a changed domain or list takes effect), and per origin and host', () => {
+    const before = site({ domain: 'old.example.com', allowed_origins: '[]' });
+    const after = site({ domain: 'shop.example.co.uk', allowed_origins: '["https://partner.example.org"]' });
+    const r = req({ origin: 'https://www.shop.example.co.uk', host: 'www.shop.example.co.uk' });
+    expect(originAllowed(before, 'https://www.shop.example.co.uk', 'svc.example.net')).toBe(false);
+    expect(originAllowed(after, 'https://www.shop.example.co.uk', 'svc.example.net')).toBe(true);
+    expect(originAllowed(before, 'https://partner.example.org', undefined)).toBe(false);
+    expect(originAllowed(after, 'https://partner.example.org', undefined)).toBe(true);
+    // The same origin under svc's own host is allowed whatever the site says.
+    expect(originAllowed(before, 'https://www.shop.example.co.uk', 'www.shop.example.co.uk')).toBe(true);
+    expect(visitorCookie(before, r, false, 'v_1')).toBeNull();
+    expect(visitorCookie(after, r, false, 'v_1')).toBe('svc_vid=v_1; Domain=example.co.uk; Path=/; Max-Age=34560000; SameSite=Lax; Secure');
+    expect(visitorCookie(after, r, false, 'v_2')).toBe('svc_vid=v_2; Domain=example.co.uk; Path=/; Max-Age=34560000; SameSite=Lax; Secure');
+  });
+
+  it('computes an answer once per site row, origin and host, and keeps at most MAX_ANSWERS_PER_SITE per row', () => {
+    const answers = new PerSiteAnswers<string | null>();
+    const s = site();
+    let computed = 0;
+    const ask = (row: SiteRow, origin: string, host: string | undefined) =>
+      answers.get(row, origin, host, () => {
+        computed++;
+        return origin === 'https://none.test' ? null : `${origin}|${host ?? '-'}`;
+      });
+    expect(ask(s, 'https://a.test', 'h')).toBe('https://a.test|h');
+    expect(ask(s, 'https://a.test', 'h')).toBe('https://a.test|h');
+    expect(ask(s, 'https://a.test', undefined)).toBe('https://a.test|-');
+    expect(ask(s, 'https://none.test', 'h')).toBeNull();
+    expect(ask(s, 'https://none.test', 'h')).toBeNull();
+    expect(computed).toBe(3);
+    expect(ask(site(), 'https://a.test', 'h')).toBe('https://a.test|h'); // another row object: asked again
+    expect(computed).toBe(4);
+    for (let i = 0; i < MAX_ANSWERS_PER_SITE; i++) ask(s, `https://o${i}.test`, 'h');
+    computed = 0;
+    expect(ask(s, 'https://a.test', 'h')).toBe('https://a.test|h'); // emptied when full: asked again
+    expect(computed).toBe(1);
   });
 
   it('is not set on a privacy signal when the site honours them', () => {

@@ -89,13 +89,13 @@ describe(`ingestion caches of the writer (${onPg ? 'PostgreSQL: none' : 'SQLite'
     const first = await event(o, 's1');
     expect((await event(o, 's1')).profile_id).toBe(first.profile_id);
     const caches = o.server.shared.writerCaches;
-    expect(caches.sessions.has(`${o.siteId}\u0000s1`)).toBe(!onPg);
+    expect(caches.hasSession(o.siteId, 's1')).toBe(!onPg);
     const drops = caches.drops;
     // Any commit of another connection (here an unrelated site) drops what the writer cached.
     await o.cli.write((tx) => tx.sites.create({ name: 'other' }));
     await event(o, 's2');
     expect(caches.drops).toBe(onPg ? drops : drops + 1);
-    expect(caches.sessions.has(`${o.siteId}\u0000s1`)).toBe(false);
+    expect(caches.hasSession(o.siteId, 's1')).toBe(false);
   });
 
   it('a merge done by another process moves the next event of a cached session to the surviving profile', async () => {

@@ -210,11 +210,12 @@ export class IngestionService {
     const render = req.type === 'variant_render' ? parseVariantRender(req) : null;
     return this.write(req.site_id, ctx, async (tx) => {
       const now = Date.now();
+      const clickIds = clickIdsFromUrl(url);
       const s = await tx.profiles.ensureSession(
         req.site_id,
         req.session_id,
         req.visitor_id,
-        { ...sessionCtx(ctx), url, ...clickIdsFromUrl(url) },
+        { ip: ctx.ip, userAgent: ctx.userAgent, url, fbclid: clickIds.fbclid, gclid: clickIds.gclid },
         now,
       );
       const at = ts ?? now;
@@ -238,7 +239,7 @@ export class IngestionService {
       if (render) await recordVariantRender(tx, req.site_id, render, now);
       if (BEHAVIOURAL_WEBHOOK_TYPES.has(req.type)) {
         const properties: Record<string, unknown> = {};
-        for (const [k, v] of Object.entries(req)) if (!EVENT_KEYS.has(k)) properties[k] = v;
+        for (const k of Object.keys(req)) if (!EVENT_KEYS.has(k)) properties[k] = (req as Record<string, unknown>)[k];
         await tx.activity.enqueue(
           req.site_id,
           req.type,
