@@ -92,6 +92,7 @@ export class SqliteSql implements Sql {
   // The sets run in one synchronous loop (one statement looked up, one promise), not a promise and an
   // await per set: a lot of delivery outcomes is hundreds of rows. The first failing set stops the loop.
   getEach<T>(sql: string, sets: readonly Params[]): Promise<(T | undefined)[]> {
+    if (sets.length === 0) return Promise.resolve([]);
     try {
       const st = this.prepare(sql);
       const out = new Array<T | undefined>(sets.length);
@@ -103,6 +104,7 @@ export class SqliteSql implements Sql {
   }
 
   runEach(sql: string, sets: readonly Params[]): Promise<RunResult[]> {
+    if (sets.length === 0) return Promise.resolve([]);
     try {
       const st = this.prepare(sql);
       const out = new Array<RunResult>(sets.length);
