@@ -95,11 +95,29 @@ export class SqliteSql implements Sql {
     }
   }
 
+  // The sets run in one synchronous loop (one statement looked up, one promise), not a promise and an
+  // await per set: a lot of delivery outcomes is hundreds of rows. The first failing set stops the loop.
   getEach<T>(sql: string, sets: readonly Params[]): Promise<(T | undefined)[]> {
-    return eachInTurn(sets, (params) => this.get<T>(sql, params));
+    if (sets.length === 0) return Promise.resolve([]);
+    try {
+      const st = this.prepare(sql);
+      const out = new Array<T | undefined>(sets.length);
+      for (let i = 0; i < sets.length; i++) out[i] = st.get(...sets[i]!) as T | undefined;
+      return Promise.resolve(out);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
   }
 
   runEach(sql: string, sets: readonly Params[]): Promise<RunResult[]> {
-    return eachInTurn(sets, (params) => this.run(sql, params));
+    if (sets.length === 0) return Promise.resolve([]);
+    try {
+      const st = this.prepare(sql);
+      const out = new Array<RunResult>(sets.length);
+      for (let i = 0; i < sets.length; i++) out[i] = { changes: st.run(...sets[i]!).changes };
+      return Promise.resolve(out);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
   }
 }

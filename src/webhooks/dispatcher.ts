@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import type { Store } from '../store/store.js';
 import type { Repos } from '../store/repos.js';
-import type { DeliveryRow, DestinationRow, DueKey, NewDelivery } from '../store/webhooks.js';
+import type { DestinationRow, DueKey, DueRow, NewDelivery } from '../store/webhooks.js';
 import { createGuardedDispatcher } from '../outbound/guard.js';
 import { ATTEMPT_TIMEOUT_MS, sendSigned, type AttemptResult } from '../outbound/sender.js';
 import { INSTANCE_ID, LaneLease } from '../store/lane-lease.js';
@@ -31,7 +31,7 @@ interface Lane {
   dest: DestinationRow;
   signing: SigningKeys;
   events: ReadonlySet<string> | 'all';
-  queue: DeliveryRow[];
+  queue: DueRow[];
   /** Ids buffered or in flight: not to be loaded again until their outcome is committed. */
   known: Set<string>;
   inFlight: number;
@@ -451,7 +451,7 @@ export class WebhookDispatcher {
    * a fixed number of statements for the lot, set-based on PostgreSQL);
    * resolves once it is committed.
    */
-  private recordSoon(dest: DestinationRow, d: DeliveryRow, result: AttemptResult): Promise<void> {
+  private recordSoon(dest: DestinationRow, d: DueRow, result: AttemptResult): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.outcomes.push({ dest, d, result, resolve, reject });
       // With OUTCOME_WRITES lots under way, the one that settles first sends what has gathered.
@@ -486,7 +486,7 @@ export class WebhookDispatcher {
     );
   }
 
-  private async deliver(lane: Lane, d: DeliveryRow): Promise<void> {
+  private async deliver(lane: Lane, d: DueRow): Promise<void> {
     const result = await sendSigned({
       dispatcher: this.http,
       url: lane.dest.url,
@@ -535,7 +535,7 @@ function restartFromBeginning(lane: Lane): void {
 
 interface PendingOutcome {
   dest: DestinationRow;
-  d: DeliveryRow;
+  d: DueRow;
   result: AttemptResult;
   resolve: () => void;
   reject: (err: unknown) => void;
@@ -552,10 +552,10 @@ interface PendingOutcome {
  */
 export async function recordAttempts(
   tx: Repos,
-  outcomes: readonly { dest: DestinationRow; d: DeliveryRow; result: AttemptResult }[],
+  outcomes: readonly { dest: DestinationRow; d: DueRow; result: AttemptResult }[],
   opts: Pick<DispatcherOptions, 'retry' | 'disableAfter'>,
 ): Promise<void> {
-  let run: { dest: DestinationRow; d: DeliveryRow; result: AttemptResult }[] = [];
+  let run: { dest: DestinationRow; d: DueRow; result: AttemptResult }[] = [];
   const writeRun = async () => {
     if (run.length === 0) return;
     const now = Date.now();
@@ -582,7 +582,7 @@ export async function recordAttempts(
   await writeRun();
 }
 
-function attemptWhere(dest: DestinationRow, d: DeliveryRow, kind: 'attempt' | 'replay') {
+function attemptWhere(dest: DestinationRow, d: DueRow, kind: 'attempt' | 'replay') {
   return { site_id: d.site_id, integration: 'webhook', destination_id: dest.id, delivery_id: d.id, event_type: d.event_type, kind, attempt: d.attempts + 1 };
 }
 
@@ -595,7 +595,7 @@ function attemptWhere(dest: DestinationRow, d: DeliveryRow, kind: 'attempt' | 'r
 export async function recordAttempt(
   tx: Repos,
   dest: DestinationRow,
-  d: DeliveryRow,
+  d: DueRow,
   r: AttemptResult,
   opts: Pick<DispatcherOptions, 'retry' | 'disableAfter'>,
   kind: 'attempt' | 'replay',

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import type { Store } from '../../src/store/store.js';
-import type { DeliveryRow, DestinationRow, DueKey, NewDelivery } from '../../src/store/webhooks.js';
+import type { DestinationRow, DueKey, DueRow, NewDelivery } from '../../src/store/webhooks.js';
 import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
 import { PG_BASE_URL } from '../helpers/backend.js';
 import { cleanup, tempDir } from '../helpers/svc.js';
@@ -66,7 +66,7 @@ async function setup(url: string): Promise<{ store: Store; dest: DestinationRow;
   const dest = await store.write((tx) => tx.webhooks.createDestination({ siteId: site.id, url, secretEnc: null, events: ['all'] }));
   const calls: DueCall[] = [];
   const due = store.webhooks.due.bind(store.webhooks);
-  store.webhooks.due = async (destinationId: string, now: number, limit: number, after?: DueKey): Promise<DeliveryRow[]> => {
+  store.webhooks.due = async (destinationId: string, now: number, limit: number, after?: DueKey): Promise<DueRow[]> => {
     const rows = await due(destinationId, now, limit, after);
     calls.push({ after, limit, rows: rows.map((r) => r.id) });
     return rows;

@@ -92,6 +92,43 @@ describe('sendSigned against a real receiver on loopback', () => {
     expect(r.excerpt).toBe('E'.repeat(1024));
   });
 
+  it('keeps a chunked answer (no declared length) whole when short and its first 1024 bytes when long', async () => {
+    handler = (_req, _body, res) => {
+      res.writeHead(202, { 'content-type': 'text/plain' });
+      res.write('caf\u00e9 ');
+      res.end('ok');
+    };
+    expect(await send('{}')).toMatchObject({ ok: true, status: 202, errorClass: null, message: null, excerpt: 'caf\u00e9 ok' });
+    handler = (_req, _body, res) => {
+      res.writeHead(503, { 'content-type': 'text/plain' });
+      for (let i = 0; i < 40; i++) res.write('0123456789'.repeat(10));
+      res.end();
+    };
+    const long = await send('{}');
+    expect(long).toMatchObject({ ok: false, status: 503, errorClass: 'http_status', message: 'receiver answered 503' });
+    expect(long.excerpt).toBe('0123456789'.repeat(103).slice(0, 1024));
+    // The connection cut after the excerpt does not spoil the next attempt.
+    handler = (_req, _body, res) => res.writeHead(200).end('{"ok":true}');
+    expect(await send('{}')).toMatchObject({ ok: true, status: 200, excerpt: '{"ok":true}' });
+  });
+
+  it('counts the deadline from the start of the attempt, also while it waits for a connection', async () => {
+    const one = createGuardedDispatcher({ allowPrivate: true, connections: 1 });
+    try {
+      handler = () => undefined; // holds every request: the second waits for the first's connection
+      const url = `${base}/in`;
+      const t0 = performance.now();
+      const [a, b] = await Promise.all(
+        ['d1', 'd2'].map((deliveryId) => sendSigned({ dispatcher: one, url, body: '{}', key: 'k', eventType: 'click', deliveryId, timeoutMs: 300 })),
+      );
+      expect(a).toMatchObject({ ok: false, status: null, errorClass: 'timeout' });
+      expect(b).toMatchObject({ ok: false, status: null, errorClass: 'timeout' });
+      expect(performance.now() - t0).toBeLessThan(2_000);
+    } finally {
+      await one.destroy();
+    }
+  });
+
   it('cuts a receiver that sends its headers and then dribbles the body: the deadline covers the body too', async () => {
     handler = (_req, _body, res) => {
       res.writeHead(200, { 'content-type': 'text/plain' });
