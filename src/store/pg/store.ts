@@ -9,6 +9,7 @@ import { PgSql } from './sql.js';
 import { MIGRATE_LOCK, pgClientConfig, PgListener, SEGMENTS_CHANNEL, WEB_CHANNEL, WORK_CHANNEL, type PgSettings } from './connection.js';
 import { PgWriteRunner, writeLanes } from './group-commit.js';
 import { PgPartitions } from './partitions.js';
+import { loadColumnTypes } from './batch.js';
 
 export { MIGRATE_LOCK, pgClientConfig, SEGMENTS_CHANNEL, WEB_CHANNEL, WORK_CHANNEL, type PgSettings, writeLanes };
 
@@ -122,6 +123,7 @@ export async function openPgStore(
   store.poolUsage = () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: pool.options.max });
   try {
     await checkSecretKey(pool, store.secrets.fingerprint());
+    await loadColumnTypes(pool);
   } catch (err) {
     await pool.end().catch(() => undefined);
     throw err;
