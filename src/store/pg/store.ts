@@ -10,6 +10,7 @@ import { MIGRATE_LOCK, pgClientConfig, PgListener, SEGMENTS_CHANNEL, WEB_CHANNEL
 import { PgWriteRunner, writeLanes } from './group-commit.js';
 import { PgPartitions } from './partitions.js';
 import { loadColumnTypes } from './batch.js';
+import { EventIds, RESERVE_EVENT_IDS } from './event-ids.js';
 
 export { MIGRATE_LOCK, pgClientConfig, SEGMENTS_CHANNEL, WEB_CHANNEL, WORK_CHANNEL, type PgSettings, writeLanes };
 
@@ -114,6 +115,7 @@ export async function openPgStore(
   privateDir(s.dataDir);
   let listener: PgListener | null = null;
   const shared = newRepoShared();
+  shared.eventIds = new EventIds(async (n) => (await pool.query<{ id: number }>(RESERVE_EVENT_IDS, [n])).rows.map((r) => Number(r.id)));
   const writer = new PgWriteRunner(pool, shared, writeLanes(s.poolSize ?? 10));
   const store = new Store(new PgSql(pool), shared, writer, s.dataDir, null, async () => {
     await listener?.stop();
