@@ -118,6 +118,34 @@ describe(`set-based group commits (${onPg ? 'PostgreSQL' : 'SQLite'})`, () => {
     }
   });
 
+  it('values with quotes, backslashes, braces, commas, NULL as text and empty strings go through the set-based statements unchanged', async () => {
+    const { store, siteId } = await open();
+    const odd = ['"', '\\', '\\"', '{}', '{"a":"b\\\\c"}', 'a,b', 'NULL', 'null', '', ' lead and trail ', 'line\nbreak\ttab', 'ü €  😀', "it's"];
+    const now = Date.now();
+    const ids = await Promise.all(
+      Array.from({ length: odd.length * 3 }, (_, i) =>
+        store.write(
+          (tx) =>
+            tx.activity.insertEvent({ siteId, sessionId: odd[i % odd.length]!, profileId: `prf_${i}`, visitorId: i % 2 === 0 ? null : odd[(i + 1) % odd.length]!, type: 'odd', ts: i, body: odd[i % odd.length]!, now }),
+          { key: `odd${i}` },
+        ),
+      ),
+    );
+    const rows = await store.sql.all<{ id: number; session_id: string; visitor_id: string | null; body: string; ts: number }>(
+      "SELECT id, session_id, visitor_id, body, ts FROM events WHERE site_id = ? AND type = 'odd' ORDER BY ts",
+      [siteId],
+    );
+    expect(rows.map((r) => [r.id, r.session_id, r.visitor_id, r.body, r.ts])).toEqual(
+      ids.map((id, i) => [id, odd[i % odd.length], i % 2 === 0 ? null : odd[(i + 1) % odd.length], odd[i % odd.length], i]),
+    );
+    // The set-based read of the same values finds each row by them.
+    const found = await store.sql.getEach<{ n: number }>(
+      "SELECT count(*) AS n FROM events WHERE site_id = ? AND type = 'odd' AND session_id = ? AND body = ?",
+      odd.map((v) => [siteId, v, v]),
+    );
+    expect(found.map((r) => Number(r!.n))).toEqual(odd.map(() => 3));
+  });
+
   it('scores and conversions: bounded round trips per group, co-purchase counters summed exactly', async () => {
     const { store, svc, siteId } = await open();
     await groupsOf(store, 40, (i) => event(svc, siteId, `c${i}`));

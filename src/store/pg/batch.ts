@@ -208,7 +208,7 @@ export class BatchPgSql implements Sql {
     if (types === null) return this.oneByOne(items);
     for (const chunk of chunks(sets, Math.max(1, Math.min(MAX_ROWS, Math.floor(MAX_PARAMS / Math.max(1, width)))))) {
       const text = `${unnestSelect(sql, types, 0)} ORDER BY b.svc_i, s.svc_o`;
-      const values = types.map((_, i) => chunk.map((set) => set[0]!.params[i] ?? null));
+      const values = unnestValues(chunk.map((set) => set[0]!.params), types.length);
       const r = await this.query(text, width === 0 ? [] : values, true);
       noteColumns(sql, r.fields);
       settleSets(chunk, r.rows);
@@ -355,7 +355,7 @@ export class BatchPgSql implements Sql {
         const text =
           `UPDATE ${shape.table} SET ${body} FROM unnest(${types.map((t, i) => `$${i + 1}::${t}[]`).join(', ')}) WITH ORDINALITY AS b(${[...cols, 'svc_i'].join(', ')}) ` +
           `WHERE ${where} RETURNING b.svc_i`;
-        const values = types.map((_, i) => chunk.map((p) => p.params[i] ?? null));
+        const values = unnestValues(chunk.map((p) => p.params), types.length);
         const rows = (await this.query(text, values, true)).rows;
         const changes = chunk.map(() => 0);
         for (const r of rows) changes[Number(r.svc_i) - 1]!++;
@@ -427,7 +427,7 @@ function selectPart(sql: string, shape: SelectShape, items: Pending[], base: num
   return {
     items,
     text: unnestSelect(sql, types, base),
-    values: types.map((_, i) => sets.map((set) => set[0]!.params[i] ?? null)),
+    values: unnestValues(sets.map((set) => set[0]!.params), types.length),
     columns: [{ name: 'svc_i', type: INT8 }, { name: 'svc_o', type: INT8 }, ...learned],
     settle: (rows) => {
       rows.sort((a, b) => (a.svc_i as number) - (b.svc_i as number) || (a.svc_o as number) - (b.svc_o as number));
@@ -537,12 +537,31 @@ function unnestInsert(shape: InsertShape, types: string[], base: number): string
   );
 }
 
-/** One array per parameter position, the rows' values in row order. */
-function unnestValues(rows: readonly Params[], width: number): unknown[][] {
-  const out: unknown[][] = [];
-  for (let i = 0; i < width; i++) out.push(rows.map((r) => r[i] ?? null));
+/**
+ * One array per parameter position, the rows' values in row order, each already in PostgreSQL's array
+ * text form (`{"a","b\\"c",NULL,12}`): the values are strings, numbers and booleans only (paramTypes,
+ * insertTypes), written as node-pg would write them, in one pass per array instead of node-pg's
+ * per-element escaping (two regular-expression replaces of every string, ~4% of svc's CPU under
+ * bench:ingest).
+ */
+function unnestValues(rows: readonly Params[], width: number): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < width; i++) {
+    let a = '{';
+    for (let r = 0; r < rows.length; r++) {
+      if (r > 0) a += ',';
+      const v = rows[r]![i];
+      if (v === null || v === undefined) a += 'NULL';
+      else if (typeof v === 'string') a += `"${ESCAPE.test(v) ? v.replace(ESCAPE_ALL, '\\$&') : v}"`;
+      else a += String(v);
+    }
+    out.push(`${a}}`);
+  }
   return out;
 }
+
+const ESCAPE = /["\\]/;
+const ESCAPE_ALL = /["\\]/g;
 
 /**
  * The array type of each parameter of an INSERT's unnest form: the target column's type where the
