@@ -118,9 +118,12 @@ describe(`set-based group commits (${onPg ? 'PostgreSQL' : 'SQLite'})`, () => {
     }
   });
 
-  it('values with quotes, backslashes, braces, commas, NULL as text and empty strings go through the set-based statements unchanged', async () => {
+  it('values with quotes, backslashes, braces, commas, NULL as text, empty strings and a lone surrogate go through the set-based statements unchanged', async () => {
     const { store, siteId } = await open();
-    const odd = ['"', '\\', '\\"', '{}', '{"a":"b\\\\c"}', 'a,b', 'NULL', 'null', '', ' lead and trail ', 'line\nbreak\ttab', 'ü €  😀', "it's"];
+    const odd = ['"', '\\', '\\"', '{}', '{"a":"b\\\\c"}', 'a,b', 'NULL', 'null', '', ' lead and trail ', 'line\nbreak\ttab', 'ü €  😀', "it's", ...(onPg ? ['lone \ud800 surrogate'] : [])];
+    // What the database holds for each: on PostgreSQL a lone surrogate becomes U+FFFD (UTF-8 has no encoding for it), as
+    // node-pg sends it whichever statement carries it (SQLite stores it its own way, not this test's subject).
+    const held = (v: string) => v.replace(/\ud800/g, '\ufffd');
     const now = Date.now();
     const ids = await Promise.all(
       Array.from({ length: odd.length * 3 }, (_, i) =>
@@ -136,7 +139,7 @@ describe(`set-based group commits (${onPg ? 'PostgreSQL' : 'SQLite'})`, () => {
       [siteId],
     );
     expect(rows.map((r) => [r.id, r.session_id, r.visitor_id, r.body, r.ts])).toEqual(
-      ids.map((id, i) => [id, odd[i % odd.length], i % 2 === 0 ? null : odd[(i + 1) % odd.length], odd[i % odd.length], i]),
+      ids.map((id, i) => [id, held(odd[i % odd.length]!), i % 2 === 0 ? null : held(odd[(i + 1) % odd.length]!), held(odd[i % odd.length]!), i]),
     );
     // The set-based read of the same values finds each row by them.
     const found = await store.sql.getEach<{ n: number }>(
