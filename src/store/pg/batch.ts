@@ -15,8 +15,10 @@ import { statementName } from './names.js';
  *   distinct parameter sets run as one statement, the original query joined
  *   LATERAL to `unnest` arrays of the parameters, rows tagged with the ordinal
  *   of the set that asked for them;
- * - `INSERT … VALUES (…)` of one text: one multi-row VALUES statement
- *   (`RETURNING` rows come back in VALUES order); an upsert
+ * - `INSERT … VALUES (…)` of one text: one `INSERT … SELECT … FROM ROWS FROM
+ *   (json_array_elements_text($1::json), …)`, a JSON array per parameter, whose text does not depend
+ *   on the number of rows, so it is a named statement, planned once per connection (multi-row VALUES
+ *   where the parameters cannot be typed; `RETURNING` rows come back in row order); an upsert
  *   (`ON CONFLICT (…) DO UPDATE`) whose rows share a conflict key is split in
  *   rounds, at most one row per key in each, so a key is never touched twice
  *   by one statement ("cannot affect row a second time");
@@ -25,7 +27,10 @@ import { statementName } from './names.js';
  *   one after another would);
  * - anything else, or a text whose rewrite PostgreSQL refused once, as sent;
  * - and a wave whose texts are all reads and inserts (plain, or DO NOTHING), as one statement
- *   (`WITH c1 AS (…), c2 AS (…) SELECT …`, see combine).
+ *   (`WITH c1 AS (…), c2 AS (…) SELECT …`, see combine), named when all its parts' texts are fixed.
+ *
+ * The `unnest` reads and updates are named statements as well (their texts depend on the parameter
+ * types only).
  *
  * Every caller of a wave hears its answer only when the whole wave is back,
  * so the operations' next statements form the next wave together: the round
