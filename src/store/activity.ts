@@ -2,6 +2,8 @@ import type { Params, Sql } from './sql.js';
 
 const INSERT_EVENT = 'INSERT INTO events (site_id, session_id, profile_id, visitor_id, type, ts, body, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)';
 const INSERT_SCORE = 'INSERT INTO scores (site_id, session_id, profile_id, visitor_id, score, body, received_at) VALUES (?, ?, ?, ?, ?, ?, ?)';
+const INSERT_EVENT_WITH_ID =
+  'INSERT INTO events (id, site_id, session_id, profile_id, visitor_id, type, ts, body, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)';
 const INSERT_CONVERSION =
   'INSERT INTO conversions (id, site_id, session_id, profile_id, revenue, currency, line_items, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)';
 const INSERT_LEAD = `INSERT INTO leads (id, site_id, profile_id, form_id, kind, email, name, phone, appointment_slot, source, workable, status, created_at)
@@ -19,6 +21,7 @@ export class ActivityRepo {
   constructor(
     private readonly x: Sql,
     private readonly enqueued: { outbox: number },
+    private readonly eventIds: { take(): Promise<number> } | null = null,
   ) {}
 
   /**
@@ -32,17 +35,38 @@ export class ActivityRepo {
     return Number(row!.id);
   }
 
-  async insertEvent(r: {
-    siteId: string;
-    sessionId: string;
-    profileId: string;
-    visitorId: string | null;
-    type: string;
-    ts: number;
-    body: string;
-    now: number;
-  }): Promise<number> {
-    return this.insertId(INSERT_EVENT, [r.siteId, r.sessionId, r.profileId, r.visitorId, r.type, r.ts, r.body, r.now]);
+  /**
+   * Inserts an event; returns its row id. `notice`, when given, makes the event's outbox row from that
+   * id (enqueue, same transaction). On PostgreSQL the id is reserved ahead (RepoShared.eventIds), so
+   * both inserts are asked together and share a statement wave (one round trip per group commit
+   * fewer); on SQLite the event is inserted first and its id is the connection's last insert rowid.
+   */
+  async insertEvent(
+    r: {
+      siteId: string;
+      sessionId: string;
+      profileId: string;
+      visitorId: string | null;
+      type: string;
+      ts: number;
+      body: string;
+      now: number;
+    },
+    notice?: (rowId: number) => { eventType: string; payload: unknown },
+  ): Promise<number> {
+    if (this.eventIds !== null && this.x.dialect === 'pg') {
+      const id = await this.eventIds.take();
+      const n = notice?.(id);
+      await Promise.all([
+        this.x.run(INSERT_EVENT_WITH_ID, [id, r.siteId, r.sessionId, r.profileId, r.visitorId, r.type, r.ts, r.body, r.now]),
+        n === undefined ? undefined : this.enqueue(r.siteId, n.eventType, n.payload, r.now),
+      ]);
+      return id;
+    }
+    const id = await this.insertId(INSERT_EVENT, [r.siteId, r.sessionId, r.profileId, r.visitorId, r.type, r.ts, r.body, r.now]);
+    const n = notice?.(id);
+    if (n !== undefined) await this.enqueue(r.siteId, n.eventType, n.payload, r.now);
+    return id;
   }
 
   async insertScore(r: {

@@ -55,10 +55,12 @@ export interface RepoShared {
   writerCaches: WriterCaches;
   /** Keys revoked by this process (see KeysRepo, PresentedKeys). */
   keyChanges: KeyChanges;
+  /** PostgreSQL: event row ids reserved ahead (pg/event-ids.ts), so an event and its outbox row share a statement wave; null on SQLite. */
+  eventIds: { take(): Promise<number> } | null;
 }
 
 export function newRepoShared(): RepoShared {
-  return { sites: new Map(), enqueued: { outbox: 0, adJobs: 0, fires: 0, deliveries: 0 }, erasures: { pending: false }, writerCaches: new WriterCaches(), keyChanges: { version: 0 } };
+  return { sites: new Map(), enqueued: { outbox: 0, adJobs: 0, fires: 0, deliveries: 0 }, erasures: { pending: false }, writerCaches: new WriterCaches(), keyChanges: { version: 0 }, eventIds: null };
 }
 
 /**
@@ -114,7 +116,7 @@ export class Repos {
   ) {
     this.sites = new SitesRepo(sql, shared.sites);
     this.profiles = new ProfilesRepo(sql, shared.writerCaches);
-    this.activity = new ActivityRepo(sql, shared.enqueued);
+    this.activity = new ActivityRepo(sql, shared.enqueued, shared.eventIds);
     this.webhooks = new WebhooksRepo(sql, shared.enqueued);
     this.keys = new KeysRepo(sql, shared.keyChanges);
     this.profileRead = new ProfileReadRepo(sql);

@@ -85,15 +85,68 @@ describe(`set-based group commits (${onPg ? 'PostgreSQL' : 'SQLite'})`, () => {
     if (!onPg) return;
     // One statement per wave (its texts combined) or per SQL text and wave: under ten whatever the group's size
     // (one statement per event would be 4 to 6 per event, over a thousand for this group). A new session's event:
-    // BEGIN, session and visitor reads, profile and identity inserts, session insert, event insert and trigger
-    // read, outbox insert, COMMIT.
+    // BEGIN, session and visitor reads, profile and identity inserts, session insert, event and outbox inserts
+    // with the trigger read (the event's id reserved ahead), COMMIT.
     // The big groups ran set-based (not re-run one by one after a failure), and say so to /metrics.
     for (const g of large.filter((x) => x.operations >= 60)) expect(g.mode).toBe('set_based');
-    expect(maxTrips(small, 8)).toBeLessThanOrEqual(7);
-    expect(maxTrips(large, 60)).toBeLessThanOrEqual(7);
+    expect(maxTrips(small, 8)).toBeLessThanOrEqual(6);
+    expect(maxTrips(large, 60)).toBeLessThanOrEqual(6);
     const ops = large.reduce((a, g) => a + g.operations, 0);
     const trips = large.reduce((a, g) => a + g.roundTrips, 0);
     expect(trips / ops).toBeLessThan(1);
+  });
+
+  it('events of two stores on one database at once: every event id unique, and each outbox row names its own event', async () => {
+    const { store, svc, siteId } = await open();
+    // A second store on the same data directory: on PostgreSQL the same schema, reserving its own event ids.
+    const other = await openTestStore(dirs[dirs.length - 1]!, { poolSize: 10 });
+    stores.push(other);
+    const svc2 = new IngestionService(other, new SegmentMembership(other));
+    const answers = await Promise.all(
+      Array.from({ length: 240 }, (_, i) => event(i % 2 === 0 ? svc : svc2, siteId, `m${i % 60}`, 'add_to_cart', { n: i })),
+    );
+    const events = await store.sql.all<{ id: number; body: string }>('SELECT id, body FROM events WHERE site_id = ?', [siteId]);
+    expect(events.length).toBe(240);
+    expect(new Set(events.map((e) => e.id)).size).toBe(240);
+    const nOf = new Map(events.map((e) => [`evt_${e.id}`, (JSON.parse(e.body) as { n: number }).n]));
+    expect(new Set(answers.map((a) => a.event_id))).toEqual(new Set(nOf.keys()));
+    const outbox = await store.sql.all<{ payload: string }>("SELECT payload FROM outbox WHERE site_id = ? AND event_type = 'add_to_cart'", [siteId]);
+    expect(outbox.length).toBe(240);
+    for (const o of outbox) {
+      const p = JSON.parse(o.payload) as { event_id: string; properties: { n: number } };
+      expect(nOf.get(p.event_id)).toBe(p.properties.n);
+    }
+  });
+
+  it('values with quotes, backslashes, braces, commas, NULL as text, empty strings and a lone surrogate go through the set-based statements unchanged', async () => {
+    const { store, siteId } = await open();
+    const odd = ['"', '\\', '\\"', '{}', '{"a":"b\\\\c"}', 'a,b', 'NULL', 'null', '', ' lead and trail ', 'line\nbreak\ttab', 'ü €  😀', "it's", ...(onPg ? ['lone \ud800 surrogate'] : [])];
+    // What the database holds for each: on PostgreSQL a lone surrogate becomes U+FFFD (UTF-8 has no encoding for it), as
+    // node-pg sends it whichever statement carries it (SQLite stores it its own way, not this test's subject).
+    const held = (v: string) => v.replace(/\ud800/g, '\ufffd');
+    const now = Date.now();
+    const ids = await Promise.all(
+      Array.from({ length: odd.length * 3 }, (_, i) =>
+        store.write(
+          (tx) =>
+            tx.activity.insertEvent({ siteId, sessionId: odd[i % odd.length]!, profileId: `prf_${i}`, visitorId: i % 2 === 0 ? null : odd[(i + 1) % odd.length]!, type: 'odd', ts: i, body: odd[i % odd.length]!, now }),
+          { key: `odd${i}` },
+        ),
+      ),
+    );
+    const rows = await store.sql.all<{ id: number; session_id: string; visitor_id: string | null; body: string; ts: number }>(
+      "SELECT id, session_id, visitor_id, body, ts FROM events WHERE site_id = ? AND type = 'odd' ORDER BY ts",
+      [siteId],
+    );
+    expect(rows.map((r) => [r.id, r.session_id, r.visitor_id, r.body, r.ts])).toEqual(
+      ids.map((id, i) => [id, held(odd[i % odd.length]!), i % 2 === 0 ? null : held(odd[(i + 1) % odd.length]!), held(odd[i % odd.length]!), i]),
+    );
+    // The set-based read of the same values finds each row by them.
+    const found = await store.sql.getEach<{ n: number }>(
+      "SELECT count(*) AS n FROM events WHERE site_id = ? AND type = 'odd' AND session_id = ? AND body = ?",
+      odd.map((v) => [siteId, v, v]),
+    );
+    expect(found.map((r) => Number(r!.n))).toEqual(odd.map(() => 3));
   });
 
   it('scores and conversions: bounded round trips per group, co-purchase counters summed exactly', async () => {
@@ -212,7 +265,7 @@ describe(`set-based group commits (${onPg ? 'PostgreSQL' : 'SQLite'})`, () => {
     for (let i = 0; i < 60; i++) expect(out[i]!.profile_id).toBe(out[i % 6]!.profile_id);
   });
 
-  it("a wave's independent statements go as one statement: rows read through it equal the plain reads, and a known session's event costs 5 round trips per group, alone or not", async () => {
+  it("a wave's independent statements go as one statement: rows read through it equal the plain reads, and a known session's event costs 4 round trips per group, alone or not", async () => {
     const { store, svc, siteId } = await open();
     const now = Date.now();
     const trigger = await store.write(async (tx) => {
@@ -266,7 +319,8 @@ describe(`set-based group commits (${onPg ? 'PostgreSQL' : 'SQLite'})`, () => {
     await groupsOf(store, 50, (i) => event(svc, siteId, `w${i}`, 'wave_seen'));
     const fires = await store.sql.all<{ profile_id: string }>('SELECT profile_id FROM trigger_fires WHERE trigger_id = ?', [trigger.id]);
     expect(fires.map((f) => f.profile_id).sort()).toEqual(first.map((r) => r.profile_id).sort());
-    // Known sessions, no trigger listening: BEGIN, the sessions read, the events insert with the triggers read, the outbox insert, COMMIT.
+    // Known sessions, no trigger listening: BEGIN, the sessions read, the events and outbox inserts with the triggers read
+    // (the event's id reserved ahead, so its outbox row need not wait for it), COMMIT.
     const known = await groupsOf(store, 50, (i) => event(svc, siteId, `w${i}`));
     // The same for an event alone in its group.
     const alone = await groupsOf(store, 1, () => event(svc, siteId, 'w0'));
@@ -276,8 +330,8 @@ describe(`set-based group commits (${onPg ? 'PostgreSQL' : 'SQLite'})`, () => {
     expect(rows.length).toBe(101);
     for (const r of rows) expect(stored.has((JSON.parse(r.payload) as { event_id: string }).event_id)).toBe(true);
     if (!onPg) return;
-    expect(maxTrips(known, 10)).toBeLessThanOrEqual(5);
-    expect(maxTrips(alone, 1)).toBeLessThanOrEqual(5);
+    expect(maxTrips(known, 10)).toBeLessThanOrEqual(4);
+    expect(maxTrips(alone, 1)).toBeLessThanOrEqual(4);
   });
 
   it('a combined wave that fails (one insert breaks a constraint) is run again in turn: only the breaking operation fails', async () => {

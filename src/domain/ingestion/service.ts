@@ -219,43 +219,47 @@ export class IngestionService {
         now,
       );
       const at = ts ?? now;
-      // The triggers' look-up needs nothing from the event row: asked together, they share a statement
-      // wave (one round trip fewer per group commit on PostgreSQL).
+      // A behavioural event's outbox row (webhooks) carries the event's id: made by insertEvent from it,
+      // so that the store can write both together. The triggers' look-up needs nothing from the event
+      // row: asked together, they share a statement wave (fewer round trips per group commit on PostgreSQL).
+      const notice = BEHAVIOURAL_WEBHOOK_TYPES.has(req.type)
+        ? (rowId: number) => {
+            const properties: Record<string, unknown> = {};
+            for (const k of Object.keys(req)) if (!EVENT_KEYS.has(k)) properties[k] = (req as Record<string, unknown>)[k];
+            return {
+              eventType: req.type,
+              payload: behaviouralPayload({
+                type: req.type,
+                siteId: req.site_id,
+                eventId: publicEventId(rowId),
+                profileId: s.profileId,
+                sessionId: req.session_id,
+                visitorId: s.visitorId,
+                at,
+                properties,
+              }),
+            };
+          }
+        : undefined;
       const [rowId] = await Promise.all([
-        tx.activity.insertEvent({
-          siteId: req.site_id,
-          sessionId: req.session_id,
-          profileId: s.profileId,
-          visitorId: s.visitorId,
-          type: req.type,
-          ts: at,
-          body: raw,
-          now,
-        }),
+        tx.activity.insertEvent(
+          {
+            siteId: req.site_id,
+            sessionId: req.session_id,
+            profileId: s.profileId,
+            visitorId: s.visitorId,
+            type: req.type,
+            ts: at,
+            body: raw,
+            now,
+          },
+          notice,
+        ),
         triggers.onEvent(tx, req.site_id, s.profileId, req.type, now),
       ]);
       const eventId = publicEventId(rowId);
       if (vitals) await recordWebVitals(tx, req.site_id, s.visitorId, url, vitals, now);
       if (render) await recordVariantRender(tx, req.site_id, render, now);
-      if (BEHAVIOURAL_WEBHOOK_TYPES.has(req.type)) {
-        const properties: Record<string, unknown> = {};
-        for (const k of Object.keys(req)) if (!EVENT_KEYS.has(k)) properties[k] = (req as Record<string, unknown>)[k];
-        await tx.activity.enqueue(
-          req.site_id,
-          req.type,
-          behaviouralPayload({
-            type: req.type,
-            siteId: req.site_id,
-            eventId,
-            profileId: s.profileId,
-            sessionId: req.session_id,
-            visitorId: s.visitorId,
-            at,
-            properties,
-          }),
-          now,
-        );
-      }
       await this.membership.recompute(tx, req.site_id, s.profileId, now);
       return { event_id: eventId, profile_id: s.profileId };
     }, { session: req.session_id });

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { eachInTurn, type Params, type RunResult, type Sql } from '../sql.js';
 import { BatchPgSql } from './batch.js';
 import { noteColumns } from './columns.js';
+import { statementName } from './names.js';
 
 /** int8 (counts, ms timestamps, identity ids) and numeric (sums) as JS numbers, as SQLite returns them. */
 const INT8 = 20;
@@ -52,25 +53,6 @@ export function toPgPlaceholders(sql: string): string {
 }
 
 type Queryable = pg.Pool | pg.PoolClient;
-
-/**
- * Named (server-side prepared) statements: each connection parses and plans a
- * repository statement once instead of on every call. The repositories use a
- * fixed set of SQL texts; texts built at run time (compiled segment rules, seed
- * chunks) beyond the first MAX_NAMED stay unnamed so a connection's statement
- * cache stays bounded.
- */
-const MAX_NAMED = 500;
-const names = new Map<string, string>();
-
-function statementName(sql: string): string | undefined {
-  let name = names.get(sql);
-  if (name === undefined && names.size < MAX_NAMED) {
-    name = `svc_${names.size + 1}`;
-    names.set(sql, name);
-  }
-  return name;
-}
 
 /** PostgreSQL executor over the pool (each call on any free connection) or over one transaction's connection. */
 export class PgSql implements Sql {

@@ -9,6 +9,8 @@ import { PgSql } from './sql.js';
 import { MIGRATE_LOCK, pgClientConfig, PgListener, SEGMENTS_CHANNEL, WEB_CHANNEL, WORK_CHANNEL, type PgSettings } from './connection.js';
 import { PgWriteRunner, writeLanes } from './group-commit.js';
 import { PgPartitions } from './partitions.js';
+import { loadColumnTypes } from './batch.js';
+import { EventIds, RESERVE_EVENT_IDS } from './event-ids.js';
 
 export { MIGRATE_LOCK, pgClientConfig, SEGMENTS_CHANNEL, WEB_CHANNEL, WORK_CHANNEL, type PgSettings, writeLanes };
 
@@ -113,6 +115,7 @@ export async function openPgStore(
   privateDir(s.dataDir);
   let listener: PgListener | null = null;
   const shared = newRepoShared();
+  shared.eventIds = new EventIds(async (n) => (await pool.query<{ id: number }>(RESERVE_EVENT_IDS, [n])).rows.map((r) => Number(r.id)));
   const writer = new PgWriteRunner(pool, shared, writeLanes(s.poolSize ?? 10));
   const store = new Store(new PgSql(pool), shared, writer, s.dataDir, null, async () => {
     await listener?.stop();
@@ -122,6 +125,7 @@ export async function openPgStore(
   store.poolUsage = () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: pool.options.max });
   try {
     await checkSecretKey(pool, store.secrets.fingerprint());
+    await loadColumnTypes(pool);
   } catch (err) {
     await pool.end().catch(() => undefined);
     throw err;
