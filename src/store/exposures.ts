@@ -112,8 +112,13 @@ class FactsBatcher {
     for (let i = 0; i < asks.length; i += MAX_FACTS_BATCH) void this.send(asks.slice(i, i + MAX_FACTS_BATCH));
   }
 
+  /** FACTS_VISITOR for one visitor. */
+  private one(siteId: string, visitorId: string): Promise<FactsRow[]> {
+    return this.x.all<FactsRow>(FACTS_VISITOR, [siteId, visitorId, siteId, visitorId, siteId, visitorId]);
+  }
+
   private alone(a: FactsAsk): Promise<void> {
-    return this.x.all<FactsRow>(FACTS_VISITOR, [a.siteId, a.visitorId, a.siteId, a.visitorId, a.siteId, a.visitorId]).then(a.resolve, a.reject);
+    return this.one(a.siteId, a.visitorId).then(a.resolve, a.reject);
   }
 
   private async send(asks: FactsAsk[]): Promise<void> {
@@ -131,8 +136,7 @@ class FactsBatcher {
       return i;
     });
     if (pairs.length === 1) {
-      const rows = this.x.all<FactsRow>(FACTS_VISITOR, [pairs[0]!.s, pairs[0]!.v, pairs[0]!.s, pairs[0]!.v, pairs[0]!.s, pairs[0]!.v]);
-      await rows.then(
+      await this.one(pairs[0]!.s, pairs[0]!.v).then(
         (r) => asks.forEach((a) => a.resolve(r.map((row) => ({ ...row })))),
         (err: unknown) => asks.forEach((a) => a.reject(err)),
       );
