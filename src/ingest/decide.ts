@@ -6,7 +6,7 @@ import { nulError, validationError } from '../errors/validation.js';
 import { takePublicLimit, type RateLimiter } from '../http/rate-limit.js';
 import type { IngestionService } from '../domain/ingestion/service.js';
 import type { DecisionService } from '../domain/web/decisions.js';
-import { visitorCookie, type OriginPolicy } from './origins.js';
+import { clientAddress, visitorCookie, type OriginPolicy } from './origins.js';
 
 export const DECIDE_PATH = '/api/decide';
 
@@ -97,13 +97,4 @@ function queryOf(target: string): URLSearchParams {
   if (q === -1) return new URLSearchParams();
   const hash = target.indexOf('#', q);
   return new URLSearchParams(hash === -1 ? target.slice(q + 1) : target.slice(q + 1, hash));
-}
-
-function clientAddress(req: IncomingMessage, trustProxy: boolean): string {
-  if (trustProxy) {
-    const fwd = req.headers['x-forwarded-for'];
-    const first = (Array.isArray(fwd) ? fwd[0] : fwd)?.split(',')[0]?.trim();
-    if (first) return first;
-  }
-  return req.socket.remoteAddress ?? 'unknown';
 }

@@ -20,6 +20,16 @@ export function requestHost(req: IncomingMessage, trustProxy: boolean): string |
 const LIST_TTL_MS = 5_000;
 
 /** The check of the public paths, with the site list cached briefly for preflights (which name no site). */
+/** The client address a public limit counts against: the first X-Forwarded-For hop behind a trusted proxy, else the socket's peer. */
+export function clientAddress(req: IncomingMessage, trustProxy: boolean): string {
+  if (trustProxy) {
+    const fwd = req.headers['x-forwarded-for'];
+    const first = (Array.isArray(fwd) ? fwd[0] : fwd)?.split(',')[0]?.trim();
+    if (first) return first;
+  }
+  return req.socket.remoteAddress ?? 'unknown';
+}
+
 export class OriginPolicy {
   private sites: { rows: SiteRow[]; at: number } | null = null;
 

@@ -10,7 +10,7 @@ import { takePublicLimit, type RateLimiter } from '../http/rate-limit.js';
 import type { IngestionService, RequestContext } from '../domain/ingestion/service.js';
 import { BODY_LIMITS, type IngestPath } from './limits.js';
 import { convertSchema, eventSchema, identifySchema, idempotencyKeySchema, leadSchema, scoreSchema } from '../domain/ingestion/schemas.js';
-import { visitorCookie, type OriginPolicy } from './origins.js';
+import { clientAddress, visitorCookie, type OriginPolicy } from './origins.js';
 
 export interface IngestDeps {
   service: IngestionService;
@@ -139,13 +139,4 @@ function idempotencyKey(req: IncomingMessage, fromBody: string | undefined): str
   const r = idempotencyKeySchema.safeParse(Array.isArray(header) ? header.join(',') : header);
   if (!r.success) throw new AppError('validation_failed', 'Idempotency-Key: 1 to 128 printable ASCII characters without spaces', { field: 'Idempotency-Key' });
   return r.data;
-}
-
-function clientAddress(req: IncomingMessage, trustProxy: boolean): string {
-  if (trustProxy) {
-    const fwd = req.headers['x-forwarded-for'];
-    const first = (Array.isArray(fwd) ? fwd[0] : fwd)?.split(',')[0]?.trim();
-    if (first) return first;
-  }
-  return req.socket.remoteAddress ?? 'unknown';
 }

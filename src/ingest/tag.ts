@@ -4,7 +4,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AppError } from '../errors/app-error.js';
 import { nulError } from '../errors/validation.js';
 import { jsonList } from '../domain/sites/origins.js';
-import type { OriginPolicy } from './origins.js';
+import { clientAddress, type OriginPolicy } from './origins.js';
+import { takePublicLimit, type RateLimiter } from '../http/rate-limit.js';
 import { sendFailure, sendJson } from '../http/respond.js';
 import type { IngestionService } from '../domain/ingestion/service.js';
 
@@ -39,6 +40,9 @@ export interface TagDeps {
   asset: TagAsset | null;
   origins: OriginPolicy;
   ingestion: IngestionService;
+  /** GET /api/tag/config per client address (each asks the store for a site); null when rate limiting is off. */
+  configLimiter: RateLimiter | null;
+  trustProxy: boolean;
   onUnexpected: (err: unknown, req: IncomingMessage) => void;
 }
 
@@ -95,6 +99,7 @@ export async function handleTag(deps: TagDeps, pathname: string, req: IncomingMe
 }
 
 async function config(deps: TagDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  await takePublicLimit(deps.configLimiter, 'client_address', clientAddress(req, deps.trustProxy));
   const all = new URL(req.url ?? '/', 'http://svc.invalid').searchParams.getAll('site_id');
   if (all.length !== 1 || all[0] === '' || all[0]!.length > 64) {
     throw new AppError('validation_failed', 'site_id: give the public site id once', { field: 'site_id' });

@@ -158,6 +158,10 @@ export async function startServer(config: Config, logger: Logger, options: Serve
     asset: loadTag(),
     origins,
     ingestion: service,
+    // The tag's settings, read once per page view, share the client-address rate of ingestion (the tag file
+    // itself is answered from memory and is not limited).
+    configLimiter: limited ? createRateLimiter(store, { name: 'tag-config-client', rate: config.ingestIpRate, windowMs: 1000, burst: config.ingestIpBurst }) : null,
+    trustProxy: config.trustProxy,
     onUnexpected: (err, req) =>
       loggerFor(req, logger).error({ err: { message: (err as Error)?.message, code: (err as { code?: string })?.code } }, 'tag request failed'),
   };

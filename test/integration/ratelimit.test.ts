@@ -37,6 +37,27 @@ describe('ingestion rate limits', () => {
     expect(r.headers.get('ratelimit-policy')).toContain('burst=3');
     expect(stats(dataDir, site).events).toBe(3);
   });
+
+  it('limits GET /api/tag/config per client address with its own bucket (a flood of made-up site ids cannot reach the store unbounded)', async () => {
+    // The events above emptied the ingestion bucket of this address: the tag's settings have a bucket of their own.
+    const statuses: number[] = [];
+    let last: Response | undefined;
+    for (let i = 0; i < 8; i++) {
+      last = await fetch(`${svc.url}/api/tag/config?site_id=${i % 2 === 0 ? site : `site_unknown${i}`}`);
+      statuses.push(last.status);
+      if (last.status === 429) break;
+      await last.arrayBuffer();
+    }
+    // Three within the burst (the known site 200, an unknown one 400 unknown_site), then refused; a token that refilled
+    // in between (one a second) lets at most one more through.
+    expect(statuses.slice(0, 3)).toEqual([200, 400, 200]);
+    expect(statuses.at(-1)).toBe(429);
+    expect(statuses.length).toBeLessThanOrEqual(5);
+    const body = (await last!.json()) as { error: { code: string; message: string; details: { scope: string } } };
+    expect(body.error).toMatchObject({ code: 'rate_limited', details: { scope: 'client_address' } });
+    expect(body.error.message).toContain('burst 3');
+    expect(last!.headers.get('ratelimit-limit')).toBe('3');
+  });
 });
 
 describe('per-site ingestion rate limit', () => {
