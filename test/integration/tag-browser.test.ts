@@ -21,6 +21,7 @@ let svc: Svc;
 let dataDir: string;
 let demoSite: string;
 let consentSite: string;
+let nightSite: string;
 let browser: Browser;
 let pages: Server;
 let pagesOrigin: string;
@@ -59,6 +60,9 @@ describe.skipIf(!HAS_CHROMIUM)('the browser tag in Chromium', () => {
     dataDir = tempDir();
     consentSite = createSite(dataDir, 'Consent shop');
     cliJson(['site', 'update', consentSite, '--consent-required', 'yes', '--allowed-origins', pagesOrigin, '--data', dataDir]);
+    // A site on the customer origin with the default time zone (UTC), for the session and queue tests.
+    nightSite = createSite(dataDir, 'Night shop');
+    cliJson(['site', 'update', nightSite, '--allowed-origins', pagesOrigin, '--data', dataDir]);
     svc = await startSvc({ dataDir, command: 'demo' });
     demoSite = /svc demo site (\S+)/.exec(svc.stderr())![1]!;
     // The first decision of a site loads its snapshot; on a loaded machine that may exceed the tag's 1.5 s budget.
@@ -204,6 +208,85 @@ describe.skipIf(!HAS_CHROMIUM)('the browser tag in Chromium', () => {
     expect(await page.textContent('[data-svc-zone="hero"] h2')).toBe('Default hero');
     await ctx.close();
   });
+
+  it("starts a new session at the site's midnight and when the idle session cookie is gone, keeping the visitor", async () => {
+    const ctx = await browser.newContext();
+    const page = await ctx.newPage();
+    // The page's clock one minute before today's midnight UTC (the site's time zone): a past time, which
+    // ingestion accepts, so the events of both days are stored.
+    const midnight = new Date();
+    midnight.setUTCHours(0, 0, 0, 0);
+    const day = (d: Date) => d.toISOString().slice(0, 10).replace(/-/g, '');
+    const before = new Date(midnight.getTime() - 60_000);
+    await page.clock.install({ time: before });
+    await page.goto(`${pagesOrigin}/?site=${nightSite}`);
+    await page.waitForFunction(() => (globalThis as any).svc?.sessionId());
+    const [visitor, s1] = await page.evaluate(() => [(globalThis as any).svc.visitorId(), (globalThis as any).svc.sessionId()] as string[]);
+    expect((await svcCookies(ctx)).find((c) => c.name === 'svc_sid')?.value).toBe(`${s1}.${day(before)}`);
+
+    await page.clock.fastForward(120_000);
+    expect(await page.evaluate(() => (globalThis as any).svc.track('after_midnight'))).toBe(true);
+    const s2 = await page.evaluate(() => (globalThis as any).svc.sessionId() as string);
+    expect(s2).toMatch(/^s_[0-9a-f]{32}$/);
+    expect(s2).not.toBe(s1);
+    expect((await svcCookies(ctx)).find((c) => c.name === 'svc_sid')?.value).toBe(`${s2}.${day(midnight)}`);
+
+    // The session cookie lasts 30 idle minutes (the browser's clock, not the page's): gone, the next event opens
+    // a third session; the visitor cookie stays.
+    await ctx.clearCookies({ name: 'svc_sid' });
+    expect(await page.evaluate(() => (globalThis as any).svc.track('after_idle'))).toBe(true);
+    const s3 = await page.evaluate(() => (globalThis as any).svc.sessionId() as string);
+    expect([s1, s2]).not.toContain(s3);
+    expect(await page.evaluate(() => (globalThis as any).svc.visitorId())).toBe(visitor);
+
+    const mine = () =>
+      query<{ type: string; session_id: string; ts: number }>(dataDir, 'SELECT type, session_id, ts FROM events WHERE site_id = ? AND visitor_id = ? ORDER BY id', nightSite, visitor);
+    await expect.poll(() => mine().map((e) => `${e.type}:${e.session_id}`).sort(), { timeout: 20_000 }).toEqual(
+      [`after_idle:${s3}`, `after_midnight:${s2}`, `pageview:${s1}`].sort(),
+    );
+    // Each stored at the page's time: the pageview on the day before, the rest after midnight.
+    const ts = Object.fromEntries(mine().map((e) => [e.type, Number(e.ts)]));
+    expect(ts.pageview).toBeLessThan(midnight.getTime());
+    expect(ts.after_midnight).toBeGreaterThanOrEqual(midnight.getTime());
+    expect(query<{ n: number }>(dataDir, 'SELECT COUNT(*) AS n FROM sessions WHERE site_id = ? AND id IN (?, ?, ?)', nightSite, s1, s2, s3)[0]!.n).toBe(3);
+    await ctx.close();
+  }, 120_000);
+
+  it('keeps what it could not send while offline and sends each item once when back online, or from the next page', async () => {
+    const ctx = await browser.newContext();
+    const page = await ctx.newPage();
+    await page.goto(`${pagesOrigin}/?site=${nightSite}`);
+    await page.waitForFunction(() => (globalThis as any).svc?.visitorId());
+    const visitor = await page.evaluate(() => (globalThis as any).svc.visitorId() as string);
+    const mine = (type: string) => events(nightSite, type).filter((e) => e.visitor === visitor);
+    await expect.poll(() => mine('pageview').length, { timeout: 20_000 }).toBe(1);
+    const queued = () => page.evaluate(() => JSON.parse((globalThis as any).localStorage.getItem('svc_q') ?? '[]').map((i: any) => i.b.n) as number[]);
+
+    // Offline: three events wait in the queue, kept in localStorage.
+    await ctx.setOffline(true);
+    for (let n = 0; n < 3; n++) expect(await page.evaluate((k) => (globalThis as any).svc.track('offline_click', { n: k }), n)).toBe(true);
+    await expect.poll(queued, { timeout: 10_000 }).toEqual([0, 1, 2]);
+    expect(mine('offline_click')).toEqual([]);
+    // Back online: the browser's online event sends them, in order, each once.
+    await ctx.setOffline(false);
+    await expect.poll(() => mine('offline_click').map((e) => e.body.n), { timeout: 20_000 }).toEqual([0, 1, 2]);
+    await expect.poll(queued, { timeout: 10_000 }).toEqual([]);
+
+    // svc unreachable: what this page could not send waits in localStorage, and the next page sends it.
+    await page.route('**/api/events', (route) => route.abort('connectionrefused'));
+    for (let n = 3; n < 5; n++) expect(await page.evaluate((k) => (globalThis as any).svc.track('offline_click', { n: k }), n)).toBe(true);
+    await expect.poll(queued, { timeout: 10_000 }).toEqual([3, 4]);
+    const keys = await page.evaluate(() => JSON.parse((globalThis as any).localStorage.getItem('svc_q')).map((i: any) => i.b.idempotency_key) as string[]);
+    await page.unroute('**/api/events');
+    await page.goto(`${pagesOrigin}/?site=${nightSite}&page=2`);
+    await expect.poll(() => mine('offline_click').map((e) => e.body.n), { timeout: 20_000 }).toEqual([0, 1, 2, 3, 4]);
+    expect(mine('offline_click').slice(3).map((e) => e.body.idempotency_key)).toEqual(keys);
+    await expect.poll(queued, { timeout: 10_000 }).toEqual([]);
+    // Nothing arrives twice (the beacon at page hide and the next page's flush do not both send an item).
+    await new Promise((r) => setTimeout(r, 500));
+    expect(mine('offline_click')).toHaveLength(5);
+    await ctx.close();
+  }, 120_000);
 
   it('leaves the page as it is when svc is down', async () => {
     const ctx = await browser.newContext();
