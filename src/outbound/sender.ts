@@ -16,7 +16,7 @@ export interface AttemptResult {
   excerpt: string | null;
 }
 
-export const USER_AGENT = `svc-webhooks/${VERSION} (+https://github.com/svc)`;
+export const USER_AGENT = `svc-webhooks/${VERSION} (+https://www.npmjs.com/package/@svc-hq/svc)`;
 
 /**
  * One signed delivery attempt: POST of the exact body bytes with the headers

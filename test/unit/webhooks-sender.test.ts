@@ -57,7 +57,7 @@ describe('sendSigned against a real receiver on loopback', () => {
       'x-svc-event': 'conversion',
       'x-svc-delivery': 'dlv_unit_1',
       'x-svc-signature': createHmac('sha256', 'whsec_unit').update(Buffer.from(body, 'utf8')).digest('hex'),
-      'user-agent': `svc-webhooks/${VERSION} (+https://github.com/svc)`,
+      'user-agent': `svc-webhooks/${VERSION} (+https://www.npmjs.com/package/@svc-hq/svc)`,
     });
     expect(USER_AGENT).toContain(VERSION);
   });
@@ -76,7 +76,7 @@ describe('sendSigned against a real receiver on loopback', () => {
       'host', base.slice('http://'.length),
       'connection', 'keep-alive',
       'content-type', 'application/json',
-      'user-agent', `svc-webhooks/${VERSION} (+https://github.com/svc)`,
+      'user-agent', `svc-webhooks/${VERSION} (+https://www.npmjs.com/package/@svc-hq/svc)`,
       'x-svc-signature', createHmac('sha256', 'whsec_unit').update(body).digest('hex'),
       'x-svc-event', 'conversion',
       'x-svc-delivery', 'dlv_unit_1',

@@ -8,7 +8,7 @@ const gunzipAsync = promisify(gunzip);
 
 /** The robots.txt token svc obeys, and the User-Agent header it sends. */
 export const CRAWLER_TOKEN = 'svc-crawler';
-export const CRAWLER_USER_AGENT = `${CRAWLER_TOKEN}/${VERSION} (+https://github.com/svc)`;
+export const CRAWLER_USER_AGENT = `${CRAWLER_TOKEN}/${VERSION} (+https://www.npmjs.com/package/@svc-hq/svc)`;
 
 /** Redirects followed per request; each hop is checked by the destination guard again. */
 export const MAX_REDIRECTS = 5;

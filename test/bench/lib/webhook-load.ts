@@ -131,7 +131,7 @@ export async function runJob(job: PostJob | IngestJob): Promise<JobResult> {
     // The headers svc's sender sets, with values of the same sizes.
     const baseHeaders = {
       'content-type': 'application/json',
-      'user-agent': 'svc-webhooks/0.1.0 (+https://github.com/svc)',
+      'user-agent': 'svc-webhooks/0.1.0 (+https://www.npmjs.com/package/@svc-hq/svc)',
       'x-svc-signature': 'a'.repeat(64),
       'x-svc-event': 'pageview',
     };
