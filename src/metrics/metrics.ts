@@ -65,6 +65,8 @@ export class Metrics {
   private readonly groupModes: Counter<'backend' | 'mode'>;
   private readonly deliveries: Counter<'destination' | 'outcome'>;
   private readonly deliveryDuration: Histogram<'destination'>;
+  private readonly triggerMessages: Counter<'outcome'>;
+  private readonly triggerMessageDuration: Histogram;
   private readonly adJobs: Counter<'platform' | 'connection' | 'outcome'>;
   private readonly mcpCalls: Counter<'tool' | 'outcome'>;
   private readonly mcpDuration: Histogram<'tool'>;
@@ -137,6 +139,18 @@ export class Metrics {
       name: 'svc_webhook_delivery_duration_seconds',
       help: 'Duration of webhook delivery attempts per destination id.',
       labelNames: ['destination'],
+      buckets: SECONDS,
+      registers,
+    });
+    this.triggerMessages = new Counter({
+      name: 'svc_trigger_messages_total',
+      help: 'Triggered-message attempts to the site\'s live endpoint by outcome (delivered, or the error class; gone when the trigger was deleted).',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.triggerMessageDuration = new Histogram({
+      name: 'svc_trigger_message_duration_seconds',
+      help: 'Duration of triggered-message attempts that reached the network.',
       buckets: SECONDS,
       registers,
     });
@@ -273,6 +287,12 @@ export class Metrics {
     const destination = this.destinations.value(destinationId);
     this.deliveries.inc({ destination, outcome });
     this.deliveryDuration.observe({ destination }, latencyMs / 1000);
+  }
+
+  /** One recorded triggered-message attempt; `latencyMs` null when it never reached the network. */
+  triggerMessage(outcome: string, latencyMs: number | null): void {
+    this.triggerMessages.inc({ outcome });
+    if (latencyMs !== null) this.triggerMessageDuration.observe(latencyMs / 1000);
   }
 
   /** One recorded ad-platform job attempt. */

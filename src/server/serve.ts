@@ -333,6 +333,7 @@ export async function startServer(config: Config, logger: Logger, options: Serve
     leaseMs: config.laneLeaseMs,
     concurrency: config.webhookConcurrency,
     logger,
+    ...(metrics ? { onAttempt: (outcome: string, latencyMs: number | null) => metrics.triggerMessage(outcome, latencyMs) } : {}),
   });
   triggerFires.start();
   const experiments = new ExperimentsWorker(store, { intervalMs: config.experimentsIntervalMs, leaseMs: config.laneLeaseMs, logger });

@@ -18,6 +18,8 @@ export interface TriggerWorkerOptions {
   /** Fires in flight at once. */
   concurrency: number;
   logger: Logger;
+  /** Each attempt's outcome once committed (metrics): delivered, the error class, or gone (trigger deleted); latency null when nothing was sent. */
+  onAttempt?: (outcome: string, latencyMs: number | null) => void;
   /** For tests: a dispatcher to use instead of the guarded one. */
   httpDispatcher?: Dispatcher;
 }
@@ -133,6 +135,8 @@ export class TriggerFireWorker {
       const error = `${result.errorClass ?? 'gone'}: ${result.message ?? ''}`.slice(0, 500);
       await tx.triggers.markFailedAttempt(f.id, { final: next === null, nextAttemptAt: next ?? now, status: result.status, error });
     });
+    const sent = Boolean(t && endpoint?.url);
+    this.opts.onAttempt?.(result.ok ? 'delivered' : (result.errorClass ?? 'gone'), sent ? result.latencyMs : null);
     if (result.ok) this.counters.delivered++;
     else {
       this.counters.failedAttempts++;

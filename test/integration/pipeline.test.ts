@@ -5,6 +5,7 @@ import { startReceiver, type Received } from '../helpers/receiver.js';
 import { execute, query } from '../helpers/db.js';
 import { call, callOk, errorOf, McpClients, mintToken } from '../helpers/mcp-client.js';
 import { validatePayload } from '../../src/webhooks/catalogue.js';
+import { Scrape } from '../helpers/metrics.js';
 
 const PRIVATE = ['--allow-private-destinations'];
 const FAST = { SVC_WEBHOOK_RETRY_SCHEDULE: '100ms,100ms,100ms', SVC_WEBHOOK_POLL_MS: '50', SVC_LOG_LEVEL: 'debug' };
@@ -18,6 +19,7 @@ const NAME = 'Pat Pipeline';
 const TRANSCRIPT_MARK = 'TRANSCRIPT-MARK-7f3a9c';
 
 let svc: Svc;
+let metricsUrl: string;
 let dataDir: string;
 let site: string;
 const tok = { admin: '', write: '', read: '' };
@@ -40,7 +42,9 @@ beforeAll(async () => {
   tok.admin = mintToken(dataDir, site, ['--scope', 'admin', '--allow-credential-issuance']);
   tok.write = mintToken(dataDir, site, ['--scope', 'write']);
   tok.read = mintToken(dataDir, site, ['--scope', 'read']);
-  svc = await startSvc({ dataDir, args: PRIVATE, env: FAST });
+  svc = await startSvc({ dataDir, args: [...PRIVATE, '--metrics-port', '0'], env: FAST });
+  for (let i = 0; i < 400 && !/svc metrics on http/.test(svc.stderr()); i++) await new Promise((r) => setTimeout(r, 50));
+  metricsUrl = /svc metrics on (http:\/\/\S+)/.exec(svc.stderr())![1]!;
 });
 
 afterAll(async () => {
@@ -303,6 +307,13 @@ describe('triggered messages', () => {
       { ok: 1, status: 200, kind: 'attempt', destination_id: 'trigger:live' },
     ]);
     expect(query(dataDir, "SELECT id FROM health_log WHERE integration = 'trigger' AND kind = 'test' AND delivery_id = ?", test.fire.id)).toHaveLength(1);
+    // Every live attempt the endpoint saw is counted once its outcome is committed: the 503 as http_status, the rest delivered.
+    const live = msgRx.received.length;
+    await expect.poll(async () => (await Scrape.of(metricsUrl)).value('svc_trigger_messages_total'), { timeout: 20_000 }).toBe(live);
+    const s = await Scrape.of(metricsUrl);
+    expect(s.value('svc_trigger_messages_total', { outcome: 'http_status' })).toBe(1);
+    expect(s.value('svc_trigger_messages_total', { outcome: 'delivered' })).toBe(live - 1);
+    expect(s.histogram('svc_trigger_message_duration_seconds').count).toBe(live);
   });
 
   it('no event carries a personal value or the transcript, and the transcript never reaches the log', async () => {
