@@ -160,9 +160,15 @@ export class WebhookDispatcher {
   /** `timed`: the poll timer's cycle, not a wake-up for new work (see pumpAll). */
   private async cycle(timed = false): Promise<void> {
     if (!this.running) return;
-    await this.fanOut();
-    await this.refreshLanes();
-    await this.pumpAll(!timed); // retries come due and other processes write: look again on every cycle
+    try {
+      await this.fanOut();
+      await this.refreshLanes();
+      await this.pumpAll(!timed); // retries come due and other processes write: look again on every cycle
+    } catch (err) {
+      // The database is unreachable (or went away under a stopping server): the next poll tries again. Without
+      // this, the rejection went unhandled (the process exited with a stack trace) and no poll was set again.
+      if (this.running) this.opts.logger.warn({ err: (err as Error).message }, 'webhook dispatch cycle failed; retrying at the next poll');
+    }
     await this.schedule();
   }
 

@@ -217,4 +217,46 @@ describe(`webhook lane drain (${PG_BASE_URL !== undefined ? 'PostgreSQL' : 'SQLi
     expect(next.rows).toContain(late![0]);
     expect(calls.slice(woken).filter((c) => c.after !== undefined).length).toBeGreaterThan(5);
   });
+
+  it('a failed read of the destinations (the database away) is logged and polled again: nothing crashes, the backlog goes out once it answers', async () => {
+    const rx = await receiver(0);
+    const { store, dest } = await setup(rx.url);
+    const ids = await backlog(store, dest, 6, Date.now() - 1_000);
+    // The first three reads of the destinations fail, as they do while the database is unreachable.
+    let failures = 3;
+    const enabled = store.webhooks.enabledDestinations.bind(store.webhooks);
+    store.webhooks.enabledDestinations = async () => {
+      if (failures > 0) {
+        failures--;
+        throw new Error('connection terminated unexpectedly');
+      }
+      return enabled();
+    };
+    const unhandled: unknown[] = [];
+    const onUnhandled = (err: unknown) => unhandled.push(err);
+    process.on('unhandledRejection', onUnhandled);
+    const lines: string[] = [];
+    const d = new WebhookDispatcher(store, {
+      allowPrivate: true,
+      retry: { delaysMs: [60_000], jitter: 0 },
+      disableAfter: { failures: 1_000, windowMs: 0 },
+      concurrency: CONCURRENCY,
+      pollMs: 50,
+      leaseMs: 30_000,
+      logger: pino({ level: 'warn' }, { write: (l: string) => void lines.push(l) }),
+    });
+    dispatchers.push(d);
+    try {
+      d.start();
+      await until('the backlog delivered', () => rx.ids.length >= ids.length);
+      expect([...rx.ids].sort()).toEqual([...ids].sort());
+      expect(failures).toBe(0);
+      expect(unhandled).toEqual([]);
+      expect(lines.some((l) => l.includes('connection terminated unexpectedly'))).toBe(true);
+      // Each outcome is committed after its exchange: none stays pending.
+      await until('the outcomes committed', async () => (await pendingOf(store, dest.id)) === 0);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
 });
