@@ -86,16 +86,16 @@ async function backlog(store: Store, dest: DestinationRow, n: number, at: number
   return store.write((tx) => tx.webhooks.insertDeliveries(list));
 }
 
-function dispatcher(store: Store): WebhookDispatcher {
+function dispatcher(store: Store, opts: { pollMs?: number; logger?: pino.Logger } = {}): WebhookDispatcher {
   const d = new WebhookDispatcher(store, {
     allowPrivate: true,
     retry: { delaysMs: [60_000], jitter: 0 },
     disableAfter: { failures: 1_000, windowMs: 0 },
     concurrency: CONCURRENCY,
-    // Out of reach: only the drain itself (and an idle lane's look at its next due delivery) reads the queue.
-    pollMs: 600_000,
+    // Out of reach by default: only the drain itself (and an idle lane's look at its next due delivery) reads the queue.
+    pollMs: opts.pollMs ?? 600_000,
     leaseMs: 30_000,
-    logger: pino({ level: 'silent' }),
+    logger: opts.logger ?? pino({ level: 'silent' }),
   });
   dispatchers.push(d);
   return d;
@@ -236,16 +236,7 @@ describe(`webhook lane drain (${PG_BASE_URL !== undefined ? 'PostgreSQL' : 'SQLi
     const onUnhandled = (err: unknown) => unhandled.push(err);
     process.on('unhandledRejection', onUnhandled);
     const lines: string[] = [];
-    const d = new WebhookDispatcher(store, {
-      allowPrivate: true,
-      retry: { delaysMs: [60_000], jitter: 0 },
-      disableAfter: { failures: 1_000, windowMs: 0 },
-      concurrency: CONCURRENCY,
-      pollMs: 50,
-      leaseMs: 30_000,
-      logger: pino({ level: 'warn' }, { write: (l: string) => void lines.push(l) }),
-    });
-    dispatchers.push(d);
+    const d = dispatcher(store, { pollMs: 50, logger: pino({ level: 'warn' }, { write: (l: string) => void lines.push(l) }) });
     try {
       d.start();
       await until('the backlog delivered', () => rx.ids.length >= ids.length);
