@@ -227,14 +227,14 @@ describe('isolation, timeouts, redirects and the destination guard', () => {
     addDestination(dataDir, site, `${slow.url}/slow`, 'pageview', 'slow-secret');
     addDestination(dataDir, site, `${fast.url}/fast`, 'pageview', 'fast-secret');
     const svc = await startSvc({ dataDir, args: PRIVATE, env: { ...FAST, SVC_WEBHOOK_RETRY_SCHEDULE: '1h', SVC_WEBHOOK_CONCURRENCY: '4' } });
-    const t0 = Date.now();
     for (let i = 0; i < 40; i++) await post(`${svc.url}/api/events`, { site_id: site, session_id: `i${i}`, type: 'pageview' });
     await fast.waitFor(40);
     // all 40 reached the fast receiver while the slow one still holds its first requests unanswered
     expect(slow.received.length).toBeLessThanOrEqual(4);
     // The failed attempts are counted in the store while they come, then read once as the CLI shows them.
     const failedAttempts = () => Number(query<{ n: number }>(dataDir, 'SELECT count(*) AS n FROM health_log WHERE ok = 0')[0]!.n);
-    await until('four failed attempts', () => (failedAttempts() >= 4 ? true : undefined), Math.max(0, 15_000 - (Date.now() - t0))).catch(() => undefined);
+    // The first four attempts end at their 5 s cut; a loaded host may take a while to post and deliver the 40 before that.
+    await until('four failed attempts', () => (failedAttempts() >= 4 ? true : undefined), 30_000);
     const log = cliJson<{ error_class: string; latency_ms: number; destination_id: string }[]>(['webhooks', 'deliveries', '--failed', '--data', dataDir]);
     expect(log.length).toBeGreaterThanOrEqual(4);
     for (const l of log.slice(0, 4)) {
@@ -303,7 +303,7 @@ describe('isolation, timeouts, redirects and the destination guard', () => {
     await svc.stop();
     await rx.close();
     cleanup(dataDir);
-  });
+  }, 120_000); // fifteen CLI processes at once, then eight more one by one: slow on a loaded host
 
   it('SVC_ALLOW_PRIVATE_DESTINATIONS=1 lifts the refusal like the flag, and serve warns about it at start', async () => {
     const dataDir = tempDir();
