@@ -45,3 +45,17 @@ export function createLogger(level: string, format: LogFormat = 'auto'): Logger 
   }
   return pino(options, destination);
 }
+
+/**
+ * Node's process warnings (a dependency's deprecation notice, say) as log lines of their own: by default
+ * Node prints them as free text on stderr, in the middle of the JSON lines a collector parses.
+ * Returns the handler, so that a test can remove it.
+ */
+export function logProcessWarnings(logger: Logger): (w: Error) => void {
+  const handler = (w: Error) => {
+    logger.warn({ warning: { name: w.name, code: (w as NodeJS.ErrnoException).code, message: w.message } }, 'Node.js process warning');
+  };
+  process.removeAllListeners('warning');
+  process.on('warning', handler);
+  return handler;
+}

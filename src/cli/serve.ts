@@ -54,8 +54,9 @@ export function registerServe(program: Command): void {
  */
 export async function serveUntilSignal(config: Config, options: ServerOptions = {}, announce?: (running: RunningServer) => void): Promise<void> {
   // Loaded on demand: the other commands start faster without the HTTP stack.
-  const [{ startServer }, { createLogger }] = await Promise.all([import('../server/serve.js'), import('../log.js')]);
+  const [{ startServer }, { createLogger, logProcessWarnings }] = await Promise.all([import('../server/serve.js'), import('../log.js')]);
   const logger = createLogger(config.logLevel, config.logFormat);
+  logProcessWarnings(logger);
   const running = await startServer(config, logger, options);
   // The name this process holds work-lane leases under (lane_leases.holder), on stderr before the ready
   // line, so that stdout stays the one ready line scripts wait for.
