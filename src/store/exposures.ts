@@ -57,6 +57,25 @@ UNION ALL
 ${FACTS_VISITOR}`;
 
 /**
+ * What one visitor's identity says (kinds 1 and 3 of FACTS_VISITOR), PostgreSQL: the identity and its
+ * profile looked up once, the segments joined to that lookup (LATERAL), where FACTS_VISITOR's two
+ * branches each look them up (SQLite has no LATERAL). `q.s`, `q.v`: the site and the visitor.
+ */
+const IDENTITY_FACTS_PG = `SELECT x.k, x.a, x.b, x.c, NULL::bigint AS n FROM identities i
+  LEFT JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id
+  CROSS JOIN LATERAL (
+    SELECT 1 AS k, i.profile_id AS a, p.merged_into AS b, p.id AS c
+    UNION ALL
+    SELECT 3, m.segment_id, NULL, NULL FROM segment_members m WHERE p.id IS NOT NULL AND p.merged_into IS NULL AND m.profile_id = p.id) x
+ WHERE i.site_id = q.s AND i.kind = 'visitor' AND i.value = q.v
+UNION ALL
+SELECT 2, e.experiment_id, e.arm_id, NULL, e.id FROM exposures e WHERE e.site_id = q.s AND e.visitor_id = q.v AND e.experiment_id IS NOT NULL AND e.arm_id IS NOT NULL`;
+
+/** FACTS_VISITOR on PostgreSQL (IDENTITY_FACTS_PG): the same rows, for one visitor. */
+const FACTS_VISITOR_PG = `SELECT f.k, f.a, f.b, f.c, f.n FROM (SELECT ?::text AS s, ?::text AS v) AS q CROSS JOIN LATERAL (
+${IDENTITY_FACTS_PG}) f`;
+
+/**
  * FACTS_VISITOR for many visitors at once (PostgreSQL): the (site, visitor) pairs come as one JSON
  * array of `{"o": position, "s": site, "v": visitor}`, and every row carries `o`, the 1-based position
  * of the pair it answers. A fixed text, so it is a named statement prepared once per connection; and
@@ -67,15 +86,7 @@ ${FACTS_VISITOR}`;
  * every time: about 0.4 ms of planning per execution (measured, custom_plans only).
  */
 const FACTS_MANY_PG = `SELECT q.o, f.k, f.a, f.b, f.c, f.n FROM json_to_recordset(?::json) AS q(o int, s text, v text) CROSS JOIN LATERAL (
-SELECT 1 AS k, i.profile_id AS a, p.merged_into AS b, p.id AS c, NULL::bigint AS n FROM identities i
-  LEFT JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id
- WHERE i.site_id = q.s AND i.kind = 'visitor' AND i.value = q.v
-UNION ALL
-SELECT 2, e.experiment_id, e.arm_id, NULL, e.id FROM exposures e WHERE e.site_id = q.s AND e.visitor_id = q.v AND e.experiment_id IS NOT NULL AND e.arm_id IS NOT NULL
-UNION ALL
-SELECT 3, m.segment_id, NULL, NULL, NULL FROM identities i JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id AND p.merged_into IS NULL
-  JOIN segment_members m ON m.profile_id = p.id
- WHERE i.site_id = q.s AND i.kind = 'visitor' AND i.value = q.v) f`;
+${IDENTITY_FACTS_PG}) f`;
 
 /** At most this many visitors in one FACTS_MANY_PG statement. */
 const MAX_FACTS_BATCH = 256;
@@ -92,7 +103,7 @@ interface FactsAsk {
 /**
  * Concurrent decisions' reads on PostgreSQL as one statement: the asks made in one turn of the event
  * loop (the requests parsed together) go out together when the turn ends, one round trip on one pooled
- * connection instead of one each. A lone ask runs FACTS_VISITOR as it is. When the shared statement
+ * connection instead of one each. A lone ask runs FACTS_VISITOR_PG. When the shared statement
  * fails, every ask runs again alone, so an error (a value PostgreSQL refuses) reaches only its own caller.
  */
 class FactsBatcher {
@@ -112,9 +123,9 @@ class FactsBatcher {
     for (let i = 0; i < asks.length; i += MAX_FACTS_BATCH) void this.send(asks.slice(i, i + MAX_FACTS_BATCH));
   }
 
-  /** FACTS_VISITOR for one visitor. */
+  /** FACTS_VISITOR_PG for one visitor. */
   private one(siteId: string, visitorId: string): Promise<FactsRow[]> {
-    return this.x.all<FactsRow>(FACTS_VISITOR, [siteId, visitorId, siteId, visitorId, siteId, visitorId]);
+    return this.x.all<FactsRow>(FACTS_VISITOR_PG, [siteId, visitorId]);
   }
 
   private alone(a: FactsAsk): Promise<void> {
