@@ -9,7 +9,8 @@ import { validationError } from '../errors/validation.js';
 import { takePublicLimit, type RateLimiter } from '../http/rate-limit.js';
 import type { IngestionService, RequestContext } from '../domain/ingestion/service.js';
 import { BODY_LIMITS, type IngestPath } from './limits.js';
-import { convertSchema, eventSchema, identifySchema, idempotencyKeySchema, leadSchema, scoreSchema } from '../domain/ingestion/schemas.js';
+import type { SiteRow } from '../store/sites.js';
+import { commonEvent, convertSchema, eventSchema, identifySchema, idempotencyKeySchema, leadSchema, scoreSchema } from '../domain/ingestion/schemas.js';
 import { clientAddress, visitorCookie, type OriginPolicy } from './origins.js';
 
 export interface IngestDeps {
@@ -27,15 +28,17 @@ export interface IngestDeps {
 
 interface Route {
   schema: z.ZodType<{ site_id: string; idempotency_key?: string | undefined }>;
+  /** The common body checked without the schema (see commonEvent): the body itself when valid beyond doubt, else null (the schema decides). */
+  fast?: (body: Record<string, unknown>) => { site_id: string; idempotency_key?: string | undefined } | null;
   status: number;
-  run: (deps: IngestDeps, input: never, raw: string, ctx: RequestContext) => Promise<unknown>;
+  run: (deps: IngestDeps, input: never, raw: string, ctx: RequestContext, site: SiteRow) => Promise<unknown>;
 }
 
 const ROUTES: Record<IngestPath, Route> = {
   '/api/identify': { schema: identifySchema, status: 200, run: (d, i, _r, c) => d.service.identify(i, c) },
   '/api/convert': { schema: convertSchema, status: 201, run: (d, i, _r, c) => d.service.convert(i, c) },
   '/api/lead/capture': { schema: leadSchema, status: 201, run: (d, i, _r, c) => d.service.captureLead(i, c) },
-  '/api/events': { schema: eventSchema, status: 201, run: (d, i, r, c) => d.service.recordEvent(i, r, c) },
+  '/api/events': { schema: eventSchema, fast: commonEvent, status: 201, run: (d, i, r, c, s) => d.service.recordEvent(i, r, c, s) },
   '/api/score': { schema: scoreSchema, status: 201, run: (d, i, r, c) => d.service.recordScore(i, r, c) },
 };
 
@@ -64,11 +67,13 @@ export async function handleIngest(deps: IngestDeps, path: IngestPath, req: Inco
       throw new AppError('method_not_allowed', `${req.method} is not allowed on ${path}; use POST`, {}, { Allow: 'POST, OPTIONS' });
     }
     const ip = clientAddress(req, deps.trustProxy);
-    try {
-      await takePublicLimit(deps.ipLimiter, 'client_address', ip);
-    } catch (err) {
-      req.resume(); // the body is not read: drain it so the connection stays usable
-      throw err;
+    if (deps.ipLimiter) {
+      try {
+        await takePublicLimit(deps.ipLimiter, 'client_address', ip);
+      } catch (err) {
+        req.resume(); // the body is not read: drain it so the connection stays usable
+        throw err;
+      }
     }
     const body = await readBody(req, limit);
     if (!body.ok) {
@@ -109,19 +114,22 @@ export async function handleIngest(deps: IngestDeps, path: IngestPath, req: Inco
     const problem = checkJsonText(raw);
     if (problem) throw jsonProblemError(problem);
     const route = ROUTES[path];
-    const result = route.schema.safeParse(parsed);
-    if (!result.success) throw validationError(result.error);
-    const input = result.data;
+    let input = route.fast?.(parsed as Record<string, unknown>) ?? null;
+    if (input === null) {
+      const result = route.schema.safeParse(parsed);
+      if (!result.success) throw validationError(result.error);
+      input = result.data;
+    }
     const site = await deps.service.site(input.site_id);
     deps.origins.check(site, req, res);
     const key = idempotencyKey(req, input.idempotency_key);
-    await takePublicLimit(deps.siteLimiter, 'site', input.site_id);
+    if (deps.siteLimiter) await takePublicLimit(deps.siteLimiter, 'site', input.site_id);
     const ctx: RequestContext = {
       ip,
       userAgent: req.headers['user-agent'],
       idempotency: key === undefined ? undefined : { key, path, status: route.status },
     };
-    const out = await route.run(deps, input as never, raw, ctx);
+    const out = await route.run(deps, input as never, raw, ctx, site);
     // Under the site's own origin (reverse-proxied), svc keeps the visitor cookie itself (see visitorCookie).
     const visitorId = (input as { visitor_id?: unknown }).visitor_id;
     const cookie = typeof visitorId === 'string' ? visitorCookie(site, req, deps.trustProxy, visitorId) : null;

@@ -136,15 +136,18 @@ export class Store extends Repos {
    */
   write<T>(fn: WriteOp<T>, opts?: WriteOptions): Promise<T> {
     if (this.writesInFlight++ === 0) this.progressAt = Date.now();
-    return this.writer
-      .run(fn, opts)
-      .finally(() => {
+    // One reaction for either outcome (not finally + then: a promise and a turn fewer per write).
+    return this.writer.run(fn, opts).then(
+      (r) => {
         this.writesInFlight--;
-      })
-      .then((r) => {
         if (this.shared.erasures.pending) this.clearErased();
         return r;
-      });
+      },
+      (err: unknown) => {
+        this.writesInFlight--;
+        throw err;
+      },
+    );
   }
 
   private vacuuming: Promise<void> | null = null;

@@ -166,12 +166,13 @@ export class ProfileCompanies {
    * persons changed. Runs inside the caller's write operation.
    */
   async refresh(tx: Repos, siteId: string, profileId: string, now: number, identity: boolean): Promise<string[]> {
+    // The common case first (an event of a site without IP ranges): nothing to look at, nothing allocated.
+    const index = await this.rangeIndex(tx, siteId);
+    if (!identity && index === null) return [];
     const domains = new Set<string>();
     if (identity) {
       for (const r of await tx.companies.dropCompanies(siteId, profileId, false)) if (r.email_domain !== null) domains.add(r.email_domain);
     }
-    const index = await this.rangeIndex(tx, siteId);
-    if (!identity && index === null) return [];
     const cur = await tx.companies.companyOf(profileId);
     const curEmail = cur?.email_domain ?? null;
     const curIp = cur?.ip_domain ?? null;

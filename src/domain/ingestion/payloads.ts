@@ -82,6 +82,20 @@ export const BEHAVIOURAL_WEBHOOK_TYPES: ReadonlySet<string> = new Set([
   'abandon_cart',
 ]);
 
+/**
+ * The ISO 8601 form of a time in ms, remembering the last one: the events of one group commit mostly
+ * share their millisecond (received together), so one Date is formatted per millisecond, not per event.
+ */
+let lastAt = Number.NaN;
+let lastIso = '';
+export function isoTime(at: number): string {
+  if (at !== lastAt) {
+    lastIso = new Date(at).toISOString();
+    lastAt = at;
+  }
+  return lastIso;
+}
+
 export function behaviouralPayload(p: {
   type: string;
   siteId: string;
@@ -99,7 +113,7 @@ export function behaviouralPayload(p: {
     profile_id: p.profileId,
     session_id: p.sessionId,
     visitor_id: p.visitorId ?? '',
-    timestamp: new Date(p.at).toISOString(),
+    timestamp: isoTime(p.at),
     properties: p.properties,
   };
 }

@@ -140,6 +140,24 @@ export const eventSchema = z
   .meta({ id: 'Event' });
 export type EventRequest = z.infer<typeof eventSchema>;
 
+const PRINTABLE_ASCII = /^[\x21-\x7e]+$/;
+const isId = (v: unknown, max: number): v is string => typeof v === 'string' && v.length >= 1 && v.length <= max;
+
+/**
+ * The common event, checked without zod: the body object itself when its known keys are exactly
+ * what eventSchema accepts without a word (site_id, session_id, type, and visitor_id when present,
+ * within their bounds) and it has no timestamp or idempotency_key; else null, and eventSchema
+ * decides (and words the refusal). What it accepts, eventSchema accepts with the same keys and
+ * values (test/unit/event-fast-path.test.ts): a looseObject passes every other key through as is.
+ */
+export function commonEvent(body: Record<string, unknown>): EventRequest | null {
+  if (body.timestamp !== undefined || body.idempotency_key !== undefined) return null;
+  if (!isId(body.site_id, 64) || !isId(body.session_id, 128) || !isId(body.type, 100) || !PRINTABLE_ASCII.test(body.type)) return null;
+  const visitor = body.visitor_id;
+  if (visitor !== undefined && !isId(visitor, 128)) return null;
+  return body as EventRequest;
+}
+
 /** Known keys of a score; every other top-level key is a custom signal field kept verbatim. */
 export const scoreSchema = z
   .looseObject({

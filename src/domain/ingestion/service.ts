@@ -200,10 +200,11 @@ export class IngestionService {
 
   /**
    * Stores an event. `raw` is the request body exactly as received: custom
-   * properties are kept verbatim, byte for byte.
+   * properties are kept verbatim, byte for byte. `site`: the event's site when
+   * the caller has just looked it up (the router), else it is looked up here.
    */
-  async recordEvent(req: EventRequest, raw: string, ctx: RequestContext): Promise<{ event_id: string; profile_id: string }> {
-    await this.site(req.site_id);
+  async recordEvent(req: EventRequest, raw: string, ctx: RequestContext, site?: SiteRow): Promise<{ event_id: string; profile_id: string }> {
+    if (site?.id !== req.site_id) await this.site(req.site_id);
     const ts = req.timestamp !== undefined ? Date.parse(req.timestamp) : undefined;
     const url = (req as Record<string, unknown>).url;
     const vitals = webVitalsOf(req);

@@ -101,7 +101,7 @@ export function bareStoreTarget(name = 'bare-store'): Target {
       const s = await spawnServer(registry, {
         name,
         command: process.execPath,
-        args: ['--import', REGISTER_HREF, BARE_STORE_SERVER, '--port', '0', '--data', dataDir],
+        args: [...(process.env.SVC_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), '--import', REGISTER_HREF, BARE_STORE_SERVER, '--port', '0', '--data', dataDir],
         cwd: REPO_ROOT,
         ready: /^bare-store listening on (http:\/\/127\.0\.0\.1:\d+)$/,
       });

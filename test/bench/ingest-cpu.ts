@@ -1,0 +1,133 @@
+/**
+ * CPU per event of svc's ingestion without HTTP (never part of the suite): the
+ * steps handleIngest runs after the body is read (UTF-8 check, JSON.parse, the
+ * JSON text check, the schema, the site, recordEvent through the group-commit
+ * writer with its off-thread WAL fsync), on a fresh SQLite data directory, in
+ * waves of --concurrency events awaited together (a wave is one group commit,
+ * as under load). process.cpuUsage() over the measured waves / events = µs of
+ * CPU per event, main thread and libuv pool together.
+ *
+ *   node --import ./test/bench/register.mjs test/bench/ingest-cpu.ts [--events N] [--sessions N] [--concurrency N] [--rounds N]
+ *
+ * --sessions below --events: the measured events are of sessions seen before
+ * (the common case: a returning session); --new-sessions: every measured event
+ * is of a session never seen (a session and a profile are created).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { isUtf8 } from 'node:buffer';
+import { openStore } from '../../src/store/store.js';
+import { SqliteSql } from '../../src/store/sql.js';
+import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
+import { pino } from 'pino';
+import { SegmentMembership } from '../../src/domain/segments/membership.js';
+import { IngestionService } from '../../src/domain/ingestion/service.js';
+import * as schemas from '../../src/domain/ingestion/schemas.js';
+import { checkJsonText } from '../../src/http/json-guard.js';
+import { buildEventBodies } from './lib/event.js';
+import { intFlag } from './lib/args.js';
+
+const { values } = parseArgs({
+  options: {
+    events: { type: 'string' },
+    sessions: { type: 'string' },
+    concurrency: { type: 'string' },
+    rounds: { type: 'string' },
+    'new-sessions': { type: 'boolean', default: false },
+    statements: { type: 'boolean', default: false },
+    dispatcher: { type: 'boolean', default: false },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+});
+if (values.help) {
+  process.stdout.write('usage: ingest-cpu.ts [--events N (20000)] [--sessions N (2000)] [--concurrency N (64)] [--rounds N (3)] [--new-sessions] [--statements] [--dispatcher]\n');
+  process.exit(0);
+}
+const events = intFlag('events', values.events, 20_000, 1, 1_000_000);
+const sessions = intFlag('sessions', values.sessions, 2_000, 1, 1_000_000);
+const concurrency = intFlag('concurrency', values.concurrency, 64, 1, 10_000);
+const rounds = intFlag('rounds', values.rounds, 3, 1, 50);
+const fresh = values['new-sessions'];
+
+// --statements: counts the statements per event by SQL text (SqliteSql's calls), printed after the rounds.
+const counted = new Map<string, number>();
+if (values.statements) {
+  const proto = SqliteSql.prototype as unknown as Record<string, (this: unknown, sql: string, ...rest: unknown[]) => unknown>;
+  for (const m of ['get', 'all', 'run', 'getEach', 'runEach']) {
+    const orig = proto[m]!;
+    proto[m] = function (this: unknown, sql: string, ...rest: unknown[]) {
+      counted.set(sql, (counted.get(sql) ?? 0) + 1);
+      return orig.call(this, sql, ...rest);
+    };
+  }
+}
+const dir = mkdtempSync(path.join(os.tmpdir(), 'svc-ingest-cpu-'));
+const store = openStore({ dataDir: dir, synchronous: 'full', offThreadFsync: true });
+try {
+  const site = await store.write((tx) => tx.sites.create({ name: 'cpu' }));
+  const service = new IngestionService(store, new SegmentMembership(store));
+  // --dispatcher: the webhook dispatcher runs as under svc serve (woken after each commit that wrote outbox rows).
+  const dispatcher = values.dispatcher
+    ? new WebhookDispatcher(store, {
+        retry: { delaysMs: [1000], jitter: 0.2 },
+        disableAfter: { failures: 100, windowMs: 3_600_000 },
+        allowPrivate: false,
+        concurrency: 4,
+        pollMs: 500,
+        leaseMs: 30_000,
+        logger: pino({ level: 'silent' }),
+      })
+    : null;
+  dispatcher?.start();
+  const pool = fresh ? events * (rounds + 1) : sessions;
+  // SVC_BENCH_EVENT_TYPE (same length as pageview, e.g. pagevie_): a custom type, which writes no outbox row.
+  const type = process.env.SVC_BENCH_EVENT_TYPE;
+  const bodies = buildEventBodies(site.id, pool).bodies.map((b) => (type ? Buffer.from(b.toString().replace('"pageview"', JSON.stringify(type))) : b));
+  const fast = (schemas as { commonEvent?: (b: Record<string, unknown>) => schemas.EventRequest | null }).commonEvent;
+  let next = 0;
+  const one = async (buf: Buffer) => {
+    if (!isUtf8(buf)) throw new Error('not utf8');
+    const raw = buf.toString('utf8');
+    const parsed: unknown = JSON.parse(raw);
+    if (checkJsonText(raw)) throw new Error('json problem');
+    // As the router does: the check without zod where the build has it (commonEvent), else the schema.
+    let input = fast?.(parsed as Record<string, unknown>) ?? null;
+    if (input === null) {
+      const r = schemas.eventSchema.safeParse(parsed);
+      if (!r.success) throw new Error('invalid');
+      input = r.data;
+    }
+    const site = await service.site(input.site_id);
+    await service.recordEvent(input, raw, { ip: '127.0.0.1', userAgent: 'bench' }, site);
+  };
+  const run = async (n: number) => {
+    for (let done = 0; done < n; ) {
+      const wave: Promise<void>[] = [];
+      for (let i = 0; i < concurrency && done < n; i++, done++) wave.push(one(bodies[next++ % bodies.length]!));
+      await Promise.all(wave);
+    }
+  };
+  // Warm-up: every session of the pool seen once (unless each event is to be a new session) and the code hot.
+  await run(fresh ? events : Math.max(sessions, 5_000));
+  counted.clear();
+  for (let r = 0; r < rounds; r++) {
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    await run(events);
+    const c = process.cpuUsage(c0);
+    const ms = performance.now() - t0;
+    process.stdout.write(
+      `round ${r + 1}: ${events} events (${fresh ? 'new sessions' : `${sessions} returning sessions`}), concurrency ${concurrency}: ` +
+        `${((c.user + c.system) / events).toFixed(1)} µs CPU/event (user ${(c.user / events).toFixed(1)}, system ${(c.system / events).toFixed(1)}), ${ms.toFixed(0)} ms wall\n`,
+    );
+  }
+  await dispatcher?.stop(1000);
+  for (const [sql, n] of [...counted].sort((a, b) => b[1] - a[1])) {
+    process.stdout.write(`${(n / (events * rounds)).toFixed(3)} per event: ${sql.replace(/\s+/g, ' ').slice(0, 140)}\n`);
+  }
+} finally {
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+}
