@@ -13,6 +13,7 @@ import { authenticateKey, requireScope, type CallerKey } from './auth.js';
 import { PresentedKeys } from '../domain/access/api-keys.js';
 import { ROUTES, type RouteSpec } from './routes.js';
 import { HANDLERS, type PulseDeps } from './handlers.js';
+import { asOneRead } from '../domain/profiles/service.js';
 import { buildOpenApi } from './openapi.js';
 
 /** Converts a zod failure into the profile API's 400 bad_request naming the field. */
@@ -132,12 +133,15 @@ export function createPulseApi(store: Store, deps: Omit<PulseDeps, 'store'>, log
   const NO_PARAMS: Record<string, string> = {};
 
   // What express does for this route: the chain above, res.json's bytes and headers, the app's error formatter.
+  // The key, the profile and its facts are read together (on SQLite in one read transaction: the locks taken once).
   async function serveProfile(req: IncomingMessage, res: ServerResponse, search: string): Promise<void> {
-    const key = await admit(keys, profileSpec, profileLimiter, req, (h) => {
-      for (const k in h) res.setHeader(k, String(h[k]));
+    const text = await asOneRead(store, async () => {
+      const key = await admit(keys, profileSpec, profileLimiter, req, (h) => {
+        for (const k in h) res.setHeader(k, String(h[k]));
+      });
+      const query = parse(profileQuery, querystring.parse(search), 'query') as Record<string, unknown>;
+      return JSON.stringify(await getProfile(full, { key, query, body: undefined, params: NO_PARAMS }));
     });
-    const query = parse(profileQuery, querystring.parse(search), 'query') as Record<string, unknown>;
-    const text = JSON.stringify(await getProfile(full, { key, query, body: undefined, params: NO_PARAMS }));
     res.statusCode = 200;
     res.setHeader('Content-Type', 'application/json; charset=utf-8');
     res.setHeader('Content-Length', Buffer.byteLength(text, 'utf8'));

@@ -24,6 +24,8 @@ export interface WriteRunner {
   readonly pending: number;
   /** Told once per committed group (operations, round trips, duration). */
   readonly groupCommits: GroupCommitListeners;
+  /** `fn`'s reads in one read transaction (SQLite: GroupCommitWriter.readTogether); absent where each read is a round trip anyway. */
+  readTogether?<T>(fn: () => Promise<T>): Promise<T>;
 }
 
 /** Connections of a PostgreSQL pool, for /metrics. */
@@ -190,6 +192,17 @@ export class Store extends Repos {
 
   onCommit(fn: () => void): void {
     this.writer.onCommit(fn);
+  }
+
+  /**
+   * Runs `fn`, an operation that only reads, with its reads grouped: on SQLite
+   * in one read transaction (one snapshot, the locks taken once instead of
+   * once a statement; see GroupCommitWriter.readTogether); on PostgreSQL it
+   * simply runs. `fn` may still write through `write` (a write ends the
+   * grouping; its later reads run one by one).
+   */
+  readTogether<T>(fn: () => Promise<T>): Promise<T> {
+    return this.writer.readTogether ? this.writer.readTogether(fn) : fn();
   }
 
   /** Calls `listener` once per committed group of the writer (both stores); returns the unsubscribe. */

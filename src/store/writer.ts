@@ -78,6 +78,44 @@ export class GroupCommitWriter {
     this.rollbackTo = db.prepare('ROLLBACK TO op');
     this.dataVersion = db.prepare('PRAGMA data_version').pluck();
     this.caches = repos.shared.writerCaches;
+    this.beginRead = db.prepare('BEGIN');
+  }
+
+  private readonly beginRead;
+  /** The read transaction readTogether holds open, or null; a group ends it before it begins (beginGroup). */
+  private readSpan: object | null = null;
+
+  /**
+   * Runs `fn`, whose statements only read, in one read transaction: every
+   * statement of it then shares one snapshot and one take of the database's
+   * locks (on its own, each statement takes and drops them: two fcntl calls
+   * and the WAL read mark, about 6 us each, more than a cached index look-up).
+   * Inside a group transaction (a read made while a group runs) `fn` simply
+   * runs in it. A group that begins while the span is open (`fn` awaited a
+   * write, or anything else that outlasts the turn) ends the span first; what
+   * `fn` reads after that runs in autocommit as before, so no read ever waits
+   * and no write is ever delayed by it.
+   */
+  readTogether<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.closed || !this.db.open || this.db.inTransaction) return fn();
+    const span = {};
+    this.beginRead.run();
+    this.readSpan = span;
+    let result: Promise<T>;
+    try {
+      result = fn();
+    } catch (err) {
+      this.endRead(span);
+      throw err;
+    }
+    return result.finally(() => this.endRead(span));
+  }
+
+  /** Ends the read span `span` if it is still the open one (a group may have ended it). */
+  private endRead(span: object): void {
+    if (this.readSpan !== span) return;
+    this.readSpan = null;
+    this.commit.run();
   }
 
   /** `PRAGMA data_version`: moves exactly when another connection commits to the database. */
@@ -92,6 +130,10 @@ export class GroupCommitWriter {
    * are still those of the database; otherwise they are dropped.
    */
   private beginGroup(): void {
+    if (this.readSpan !== null) {
+      this.readSpan = null;
+      this.commit.run();
+    }
     this.begin.run();
     const version = this.dataVersion.get();
     if (version !== this.seenVersion) {

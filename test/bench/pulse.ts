@@ -65,6 +65,9 @@ const HELP = `usage: npm run bench:pulse -- [options]
   --site ID          site to use in --data (default: the site with the most profiles)
   --seconds N        measured window of each closed-loop measurement (default 5, max 120)
   --warmup N         warm-up before each window, seconds (default 1, max 30)
+  --server-warmup N  unmeasured GET /profile load over every identifier type after each svc starts, before the
+                     first window, seconds (default 8, max 120): its start-up (compiling the request path, the
+                     first passes of its workers) is then not charged to the first identifier type
   --connections N    keep-alive connections of the GET /profile loops (default 4, max 256)
   --repeat N         fetches of each single page (first/deep page, first query page) (default 200, max 10000)
   --depth N          page (of 100) to follow the member cursors to (default 3000, max 100000)
@@ -89,6 +92,7 @@ function parse(argv: string[]) {
       site: { type: 'string' },
       seconds: { type: 'string' },
       warmup: { type: 'string' },
+      'server-warmup': { type: 'string' },
       connections: { type: 'string' },
       repeat: { type: 'string' },
       depth: { type: 'string' },
@@ -108,6 +112,7 @@ function parse(argv: string[]) {
     site: values.site,
     seconds: intFlag('seconds', values.seconds, 5, 1, 120),
     warmup: intFlag('warmup', values.warmup, 1, 0, 30),
+    serverWarmup: intFlag('server-warmup', values['server-warmup'], 8, 0, 120),
     connections: intFlag('connections', values.connections, 4, 1, 256),
     repeat: intFlag('repeat', values.repeat, 200, 1, 10_000),
     depth: intFlag('depth', values.depth, 3000, 1, 100_000),
@@ -379,6 +384,21 @@ async function profileLoops(
 ): Promise<{ measured: Measured[]; problems: string[] }> {
   const measured: Measured[] = [];
   const problems: string[] = [];
+  // The server just started: load it, unmeasured, with every identifier type in turn first.
+  const kinds = LOOKUPS.filter((k) => samples[k].length > 0);
+  if (opts.serverWarmup > 0 && kinds.length > 0) {
+    await closedLoop(
+      client,
+      'server warm-up',
+      { connections: opts.connections, warmupSeconds: 0, seconds: opts.serverWarmup, maxRequests: 2_000_000 },
+      (i) => {
+        const kind = kinds[i % kinds.length]!;
+        const list = samples[kind];
+        return { method: 'GET', path: `${API}/profile?${kind}=${encodeURIComponent(list[Math.floor(i / kinds.length) % list.length]!.values[kind]!)}` };
+      },
+      () => null,
+    );
+  }
   for (const kind of LOOKUPS) {
     const list = samples[kind];
     if (list.length === 0) {

@@ -23,6 +23,17 @@ export async function findProfile(store: Store, siteId: string, by: LookupKind, 
   return store.profileRead.find(siteId, by, by === 'email' ? normalizeEmail(value) : value);
 }
 
+/**
+ * One profile read as one operation of the store: what `read` reads (the
+ * caller's key, then the profile and its facts) is grouped by the store (on
+ * SQLite one read transaction, the database's locks taken once rather than
+ * once a statement). `read` only reads; a write it awaits (a key's last use)
+ * ends the grouping and is stored as any other.
+ */
+export function asOneRead<T>(store: Store, read: () => Promise<T>): Promise<T> {
+  return store.readTogether(read);
+}
+
 /** The snapshot of a profile; plaintext email, phone, name and trait values only with `pii`. */
 export async function profileSnapshot(store: Store, profile: FoundProfile, pii: boolean): Promise<ProfileSnapshot> {
   return buildSnapshot(await store.profileRead.facts(profile), pii);
