@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import pg from 'pg';
 import { Repos, type RepoShared, type WriteOp, type WriteOptions } from '../repos.js';
 import type { Sql } from '../sql.js';
 import type { WriteRunner } from '../store.js';
@@ -19,19 +19,48 @@ const MAX_ATTEMPTS = 4;
 const ROLLED_BACK_AT_COMMIT = '25P02';
 
 /**
+ * The simple query that ends a group transaction: `COMMIT`, or `COMMIT; NOTIFY svc_work` when the group
+ * wakes other instances (one round trip instead of a NOTIFY of its own afterwards, on another pooled
+ * connection: the NOTIFY runs after the COMMIT, in a transaction of its own, as before). `tag`: the first
+ * statement's command tag, so that a COMMIT that went through is told apart from a NOTIFY that then failed.
+ */
+class CommitQuery extends pg.Query {
+  tag: string | undefined;
+
+  handleCommandComplete(msg: { text?: string; command?: string }, connection: unknown): void {
+    this.tag ??= (msg.text ?? msg.command ?? '').split(' ', 1)[0];
+    (pg.Query.prototype as unknown as { handleCommandComplete: (m: unknown, c: unknown) => void }).handleCommandComplete.call(this, msg, connection);
+  }
+}
+
+/**
  * COMMIT of a transaction in which a statement failed ends it with a rollback,
  * and PostgreSQL reports that as success (command tag ROLLBACK, no error). An
  * operation that caught a failed statement's error and returned would otherwise
  * be acknowledged, and its whole group with it, with nothing stored.
+ * `notify`: NOTIFY the work channel after the COMMIT, in the same round trip; resolves whether it went out
+ * (false when the COMMIT went through and the NOTIFY after it failed: the group is stored all the same).
  */
-async function commit(client: pg.PoolClient): Promise<void> {
-  const r = await client.query('COMMIT');
-  if (r.command !== 'COMMIT') {
+async function commit(client: pg.PoolClient, notify = false): Promise<boolean> {
+  const q = new CommitQuery(notify ? `COMMIT; NOTIFY ${WORK_CHANNEL}` : 'COMMIT');
+  const failure = await new Promise<unknown>((resolve) => {
+    Object.assign(q, { callback: (err: unknown) => resolve(err ?? undefined) });
+    client.query(q);
+  });
+  if (failure !== undefined && failure !== null) {
+    if (q.tag === 'COMMIT') return false;
+    throw failure;
+  }
+  if (q.tag !== 'COMMIT') {
     throw Object.assign(new Error('the transaction was rolled back at COMMIT: a statement in it failed and its error was caught'), {
       code: ROLLED_BACK_AT_COMMIT,
     });
   }
+  return notify;
 }
+
+/** At most one NOTIFY of the work channel per this many milliseconds (see PgWriteRunner.carryNotify). */
+const NOTIFY_GAP_MS = 2;
 
 interface QueuedOp {
   fn: WriteOp<unknown>;
@@ -83,6 +112,8 @@ export class PgWriteRunner implements WriteRunner {
   private closed = false;
   private readonly listeners: (() => void)[] = [];
   private notifyTimer: NodeJS.Timeout | null = null;
+  /** performance.now() of the last NOTIFY sent (see carryNotify). */
+  private lastNotifyAt = -Infinity;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -269,6 +300,7 @@ export class PgWriteRunner implements WriteRunner {
     const trips = tripCounter(conn.client);
     const values: unknown[] = new Array(group.length);
     let failed = false;
+    let notified = false;
     // BEGIN is not awaited: the operations' first statements queue behind it on the connection, and the
     // round trip overlaps with the operations' work up to their first statement.
     const begun = begin(conn.client);
@@ -303,7 +335,7 @@ export class PgWriteRunner implements WriteRunner {
       if (failed) {
         if (!conn.broken()) await conn.client.query('ROLLBACK');
       } else {
-        await commit(conn.client);
+        notified = await commit(conn.client, this.carryNotify(before));
       }
     } catch (err) {
       if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
@@ -314,7 +346,7 @@ export class PgWriteRunner implements WriteRunner {
     }
     conn.release();
     if (failed) return false;
-    this.committed(group.length, before, trips.count + 2, trips.started, 'set_based');
+    this.committed(group.length, before, trips.count + 2, trips.started, 'set_based', notified);
     for (let i = 0; i < group.length; i++) group[i]!.resolve(values[i]);
     return true;
   }
@@ -336,6 +368,7 @@ export class PgWriteRunner implements WriteRunner {
     const before = this.enqueuedCount();
     const values: unknown[] = new Array(group.length);
     let failedAt = -1;
+    let notified = false;
     const trips = tripCounter(conn.client);
     const begun = begin(conn.client);
     try {
@@ -352,7 +385,7 @@ export class PgWriteRunner implements WriteRunner {
       if (failedAt >= 0) {
         if (!conn.broken()) await conn.client.query('ROLLBACK');
       } else {
-        await commit(conn.client);
+        notified = await commit(conn.client, this.carryNotify(before));
       }
     } catch (err) {
       if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
@@ -375,7 +408,7 @@ export class PgWriteRunner implements WriteRunner {
       this.queue.unshift(...group.slice(failedAt + 1));
       return;
     }
-    this.committed(group.length, before, trips.count + 2, trips.started, mode);
+    this.committed(group.length, before, trips.count + 2, trips.started, mode, notified);
     for (let i = 0; i < group.length; i++) group[i]!.resolve(values[i]);
   }
 
@@ -386,12 +419,13 @@ export class PgWriteRunner implements WriteRunner {
       const before = this.enqueuedCount();
       const trips = tripCounter(conn.client);
       let value: T;
+      let notified: boolean;
       const begun = begin(conn.client);
       try {
         const plain = new PgSql(trips.client);
         value = await fn(new Repos(batched ? new BatchPgSql(trips.client, plain) : plain, this.shared));
         await begun;
-        await commit(conn.client);
+        notified = await commit(conn.client, this.carryNotify(before));
       } catch (err) {
         if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
         conn.release();
@@ -399,7 +433,7 @@ export class PgWriteRunner implements WriteRunner {
         throw err;
       }
       conn.release();
-      this.committed(1, before, trips.count + 2, trips.started, mode);
+      this.committed(1, before, trips.count + 2, trips.started, mode, notified);
       return value;
     }
   }
@@ -410,27 +444,56 @@ export class PgWriteRunner implements WriteRunner {
   }
 
   /**
-   * A group committed: counters, /metrics, commit listeners, and a wake-up for other instances when it
-   * enqueued work. `roundTrips`: for a transaction, its statements plus BEGIN and COMMIT.
+   * Whether the COMMIT about to be sent carries the NOTIFY for other instances (see commit): when the group
+   * enqueued work and no NOTIFY went out in the last NOTIFY_GAP_MS. It then also stands for a NOTIFY
+   * waiting on the timer (notifyOthers): that group committed before this one.
    */
-  private committed(ops: number, enqueuedBefore: number, roundTrips: number, started: number, mode: NonNullable<GroupCommitInfo['mode']>): void {
+  private carryNotify(enqueuedBefore: number): boolean {
+    if (this.enqueuedCount() === enqueuedBefore) return false;
+    const now = performance.now();
+    if (now - this.lastNotifyAt < NOTIFY_GAP_MS) return false;
+    this.lastNotifyAt = now;
+    if (this.notifyTimer !== null) {
+      clearTimeout(this.notifyTimer);
+      this.notifyTimer = null;
+    }
+    return true;
+  }
+
+  /**
+   * A group committed: counters, /metrics, commit listeners, and a wake-up for other instances when it
+   * enqueued work (unless its COMMIT carried the NOTIFY: `notified`). `roundTrips`: for a transaction, its
+   * statements plus BEGIN and COMMIT.
+   */
+  private committed(
+    ops: number,
+    enqueuedBefore: number,
+    roundTrips: number,
+    started: number,
+    mode: NonNullable<GroupCommitInfo['mode']>,
+    notified = false,
+  ): void {
     this.counters.batches++;
     this.counters.ops += ops;
     this.groupCommits.emit({ backend: 'pg', operations: ops, roundTrips, durationMs: performance.now() - started, mode });
     for (const l of this.listeners) l();
-    if (this.enqueuedCount() !== enqueuedBefore) this.notifyOthers();
+    if (!notified && this.enqueuedCount() !== enqueuedBefore) this.notifyOthers();
   }
 
-  /** One NOTIFY per few milliseconds at most, outside the data transactions (a NOTIFY in each would serialize commits). */
+  /**
+   * One NOTIFY per few milliseconds at most, outside the data transactions (a NOTIFY in each would serialize
+   * commits): the next group's COMMIT carries it when one commits in time (carryNotify), else this timer's.
+   */
   private notifyOthers(): void {
     if (this.notifyTimer !== null) return;
-    this.notifyTimer = setTimeout(() => void this.notifyNow(), 2);
+    this.notifyTimer = setTimeout(() => void this.notifyNow(), NOTIFY_GAP_MS);
     this.notifyTimer.unref();
   }
 
   private notifyNow(): Promise<void> {
     if (this.notifyTimer !== null) clearTimeout(this.notifyTimer);
     this.notifyTimer = null;
+    this.lastNotifyAt = performance.now();
     return this.pool.query(`NOTIFY ${WORK_CHANNEL}`).then(
       () => undefined,
       () => undefined,
