@@ -60,22 +60,27 @@ const FANOUT_BATCH = 1000;
 /**
  * Exchanges that have ended and await the commit of their outcome, per slot
  * of a lane's concurrency: past that the lane starts nothing new, so a slow
- * database holds it back. Outcomes are committed in lots (see OUTCOME_MAX),
- * each taking a few round trips on PostgreSQL, so at a few thousand deliveries
- * a second a lane has a few hundred outcomes awaiting their commit.
+ * database holds it back. Outcomes are committed in lots (see OUTCOME_BATCH),
+ * so at a few thousand deliveries a second a lane has a few hundred outcomes
+ * awaiting their commit; the cap is twice the largest lot a lane waits for.
  */
-const RECORDING_PER_SLOT = 16;
+const RECORDING_PER_SLOT = 32;
 /**
- * Outcomes of deliveries are handed to the writer together, at most this long
- * after the first one arrives (or as soon as OUTCOME_BATCH have): one larger
- * transaction instead of many small ones, each of which rewrites the health
- * log's and the deliveries' index pages. While a lot is being written, the
- * outcomes that end meanwhile wait for it and go as the next lot (at most
- * OUTCOME_MAX): the lots grow with the load instead of their number, and each
- * costs a fixed few statements (round trips on PostgreSQL) whatever its size.
+ * Outcomes of deliveries are handed to the writer together, once OUTCOME_BATCH
+ * have gathered or the first of them has waited OUTCOME_LINGER_MS: one larger
+ * transaction instead of many small ones. Each lot rewrites the pages it
+ * touches (the deliveries' rows and due index, the health log's table and
+ * indexes) whatever its size, so on SQLite the bytes written per delivery
+ * fall as lots grow (a drain at a few thousand a second: lots of ~14 wrote
+ * 7 KB of WAL and checkpoint per delivery, lots of ~100 about 4 KB), and on
+ * PostgreSQL each lot costs a fixed few round trips. The wait applies after a
+ * lot settles too: what gathered meanwhile goes at once only when it is a
+ * full lot or has waited long enough. At most OUTCOME_MAX go in one lot. Only
+ * the commit of an outcome waits: the exchange's slot is free at once, and a
+ * lane's own cap (RECORDING_PER_SLOT) is twice the lot it waits for.
  */
-const OUTCOME_LINGER_MS = 2;
-const OUTCOME_BATCH = 64;
+const OUTCOME_LINGER_MS = 20;
+const OUTCOME_BATCH = 256;
 const OUTCOME_MAX = 1000;
 /** Lots of outcomes being written at once (one gathers while the other commits). */
 const OUTCOME_WRITES = 2;
@@ -100,7 +105,11 @@ export class WebhookDispatcher {
   private lanesLoadedAt = 0;
   private idle: (() => void) | null = null;
   private outcomes: PendingOutcome[] = [];
+  /** performance.now() when the first of `outcomes` arrived. */
+  private outcomesSince = 0;
   private outcomeTimer: NodeJS.Timeout | null = null;
+  /** A full lot: OUTCOME_BATCH, or less when one lane's cap would stop it short of that (a low concurrency). */
+  private readonly outcomeBatch: number;
   /** Lots of outcomes handed to the writer and not yet settled. */
   private outcomeWrites = 0;
   /** prefetched: refills begun while the lane still had deliveries buffered (the next page loaded ahead). */
@@ -114,6 +123,7 @@ export class WebhookDispatcher {
     private readonly store: Store,
     private readonly opts: DispatcherOptions,
   ) {
+    this.outcomeBatch = Math.max(1, Math.min(OUTCOME_BATCH, (opts.concurrency * RECORDING_PER_SLOT) / 2));
     this.http = opts.httpDispatcher ?? createGuardedDispatcher({ allowPrivate: opts.allowPrivate, connections: opts.concurrency * 4 });
   }
 
@@ -459,12 +469,19 @@ export class WebhookDispatcher {
    */
   private recordSoon(dest: DestinationRow, d: DueRow, result: AttemptResult): Promise<void> {
     return new Promise<void>((resolve, reject) => {
+      if (this.outcomes.length === 0) this.outcomesSince = performance.now();
       this.outcomes.push({ dest, d, result, resolve, reject });
-      // With OUTCOME_WRITES lots under way, the one that settles first sends what has gathered.
-      if (this.outcomeWrites >= OUTCOME_WRITES) return;
-      if (this.outcomes.length >= OUTCOME_BATCH) this.flushOutcomes();
-      else this.outcomeTimer ??= setTimeout(() => this.flushOutcomes(), OUTCOME_LINGER_MS);
+      this.lotDue();
     });
+  }
+
+  /** Hands the gathered outcomes to the writer when they make a full lot or the first has waited long enough; else waits for that. */
+  private lotDue(): void {
+    // With OUTCOME_WRITES lots under way, the one that settles first looks again.
+    if (this.outcomes.length === 0 || this.outcomeWrites >= OUTCOME_WRITES) return;
+    const waited = performance.now() - this.outcomesSince;
+    if (this.outcomes.length >= this.outcomeBatch || waited >= OUTCOME_LINGER_MS) this.flushOutcomes();
+    else this.outcomeTimer ??= setTimeout(() => this.flushOutcomes(), Math.ceil(OUTCOME_LINGER_MS - waited));
   }
 
   private flushOutcomes(): void {
@@ -475,8 +492,7 @@ export class WebhookDispatcher {
     this.outcomeWrites++;
     const settled = () => {
       this.outcomeWrites--;
-      // Outcomes that ended while this lot was written have waited long enough: they go at once.
-      this.flushOutcomes();
+      this.lotDue();
     };
     this.store.write((tx) => recordAttempts(tx, queued, this.opts)).then(
       () => {
