@@ -2,9 +2,9 @@ import { rmSync } from 'node:fs';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { openConfiguredStore } from '../../src/store/open.js';
-import { WORK_CHANNEL } from '../../src/store/pg/store.js';
+import { workChannel } from '../../src/store/pg/store.js';
 import type { Store } from '../../src/store/store.js';
-import { PG_BASE_URL, databaseUrlFor } from '../helpers/backend.js';
+import { PG_BASE_URL, databaseUrlFor, schemaFor } from '../helpers/backend.js';
 import { tempDir } from '../helpers/svc.js';
 import { openTestStore } from '../helpers/store.js';
 
@@ -23,8 +23,9 @@ describe.skipIf(PG_BASE_URL === undefined)('PostgreSQL work notifications', () =
       const store = await openTestStore(dir, { poolSize: 1 });
       const pid = Number((await store.sql.get<{ pid: number }>('SELECT pg_backend_pid() AS pid'))!.pid);
       // Other test files notify on the same channel: only this store's backend counts.
-      const heard = new Promise<void>((resolve) => listener.on('notification', (n) => n.processId === pid && n.channel === WORK_CHANNEL && resolve()));
-      await listener.query(`LISTEN ${WORK_CHANNEL}`);
+      const channel = workChannel(schemaFor(dir));
+      const heard = new Promise<void>((resolve) => listener.on('notification', (n) => n.processId === pid && n.channel === channel && resolve()));
+      await listener.query(`LISTEN ${channel}`);
       const site = await store.write((tx) => tx.sites.create({ name: 'n' }));
       await store.write((tx) => tx.activity.enqueue(site.id, 'pageview', { n: 1 }, Date.now()));
       await store.close();
@@ -60,7 +61,7 @@ describe.skipIf(PG_BASE_URL === undefined)('PostgreSQL work notifications', () =
       try {
         const deadline = Date.now() + 10_000;
         while ((heard.a === 0 || heard.b === 0) && Date.now() < deadline) {
-          await outside.query(`NOTIFY ${WORK_CHANNEL}`);
+          await outside.query(`NOTIFY ${workChannel(schemaFor(dir))}`);
           await new Promise((r) => setTimeout(r, 50));
         }
       } finally {
@@ -68,8 +69,7 @@ describe.skipIf(PG_BASE_URL === undefined)('PostgreSQL work notifications', () =
       }
       expect(heard.a).toBeGreaterThan(0);
       expect(heard.b).toBeGreaterThan(0);
-      // Other test files notify on the same channel at the same time: both stores hear those alike, so only
-      // the difference counts. a's own commits (one NOTIFY each, 40 ms apart) wake b, never a.
+      // a's own commits (one NOTIFY each, 40 ms apart) wake b, never a.
       heard.a = 0;
       heard.b = 0;
       const site = await a.write((tx) => tx.sites.create({ name: 'n' }));
@@ -78,12 +78,58 @@ describe.skipIf(PG_BASE_URL === undefined)('PostgreSQL work notifications', () =
         await new Promise((r) => setTimeout(r, 40));
       }
       await new Promise((r) => setTimeout(r, 300));
-      const { a: heardA, b: heardB } = heard;
       expect(localCommits).toBe(6);
-      expect(heardB - heardA).toBeGreaterThanOrEqual(4);
+      expect(heard.a).toBe(0);
+      expect(heard.b).toBeGreaterThanOrEqual(4);
     } finally {
       for (const s of stores) await s.close();
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("stores in other schemas of the database (side-by-side installs, a test run's schemas) do not wake each other", async () => {
+    const dirs = [tempDir('svc-notify-one-'), tempDir('svc-notify-two-')];
+    const stores: Store[] = [];
+    try {
+      for (const dir of dirs) {
+        stores.push(
+          await openConfiguredStore(
+            { dataDir: dir, synchronous: 'normal', databaseUrl: databaseUrlFor(dir), databasePoolSize: 3, databaseStatementTimeoutMs: 30_000 },
+            { server: true },
+          ),
+        );
+      }
+      const [one, two] = stores as [Store, Store];
+      expect(workChannel(schemaFor(dirs[0]!))).not.toBe(workChannel(schemaFor(dirs[1]!)));
+      expect(workChannel(schemaFor(dirs[0]!))).toMatch(/^svc_work_[0-9a-f]{12}$/);
+      expect(workChannel(null)).toBe('svc_work');
+      const heard = { one: 0, two: 0 };
+      one.onRemoteWork(() => heard.one++);
+      two.onRemoteWork(() => heard.two++);
+      // two's listener is up once a NOTIFY on its own channel reaches it.
+      const outside = new pg.Client({ connectionString: PG_BASE_URL });
+      await outside.connect();
+      try {
+        const deadline = Date.now() + 10_000;
+        while (heard.two === 0 && Date.now() < deadline) {
+          await outside.query(`NOTIFY ${workChannel(schemaFor(dirs[1]!))}`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      } finally {
+        await outside.end();
+      }
+      expect(heard.two).toBeGreaterThan(0);
+      heard.two = 0;
+      const site = await one.write((tx) => tx.sites.create({ name: 'n' }));
+      for (let i = 0; i < 5; i++) {
+        await one.write((tx) => tx.activity.enqueue(site.id, 'pageview', { n: i }, Date.now()));
+        await new Promise((r) => setTimeout(r, 40));
+      }
+      await new Promise((r) => setTimeout(r, 300));
+      expect(heard.two).toBe(0);
+    } finally {
+      for (const s of stores) await s.close();
+      for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
     }
   });
 });

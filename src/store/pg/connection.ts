@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { PG_TYPES } from './sql.js';
 
@@ -16,6 +17,15 @@ export interface PgSettings {
 
 /** Wakes every instance's workers: NOTIFY on this channel after commits that wrote outbox rows or jobs. */
 export const WORK_CHANNEL = 'svc_work';
+
+/**
+ * The work channel of the store in `schema`: `svc_work` for the database's default search path, else one of
+ * its own (svc_work_ and 12 hex digits of the schema name's SHA-256; a channel name is an identifier, at most
+ * 63 bytes), so that installs side by side in one database (or a test run's schemas) do not wake each other.
+ */
+export function workChannel(schema: string | null): string {
+  return schema === null ? WORK_CHANNEL : `svc_work_${createHash('sha256').update(schema).digest('hex').slice(0, 12)}`;
+}
 /** Segment definitions changed (SegmentsRepo notifies in the changing transaction): drop cached segments. */
 export const SEGMENTS_CHANNEL = 'svc_segments';
 /** A site's web-experience configuration changed (triggers of PostgreSQL migration 8 notify): drop cached decision snapshots. */
@@ -70,6 +80,8 @@ export class PgListener {
 
   constructor(
     private readonly config: pg.ClientConfig,
+    /** This store's work channel (workChannel). */
+    private readonly work: string,
     /**
      * `channel` null: notifications may have been missed (the connection was down); `fromPid`: the
      * backend process that sent the notification.
@@ -89,7 +101,7 @@ export class PgListener {
     c.on('notification', (n) => this.onNotify(n.channel, n.processId));
     try {
       await c.connect();
-      await c.query(`LISTEN ${WORK_CHANNEL}; LISTEN ${SEGMENTS_CHANNEL}; LISTEN ${WEB_CHANNEL}`);
+      await c.query(`LISTEN ${this.work}; LISTEN ${SEGMENTS_CHANNEL}; LISTEN ${WEB_CHANNEL}`);
       this.client = c;
       if (this.stopped) await c.end().catch(() => undefined);
     } catch {

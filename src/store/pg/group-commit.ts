@@ -6,7 +6,6 @@ import { PgSql } from './sql.js';
 import { BatchPgSql } from './batch.js';
 import { GroupCommitListeners } from '../group-commits.js';
 import type { GroupCommitInfo } from '../observe.js';
-import { WORK_CHANNEL } from './connection.js';
 
 /** SQLSTATEs after which a write operation is run again from the start, in a new transaction. */
 const RETRYABLE = new Set([
@@ -41,8 +40,8 @@ class CommitQuery extends pg.Query {
  * `notify`: NOTIFY the work channel after the COMMIT, in the same round trip; resolves whether it went out
  * (false when the COMMIT went through and the NOTIFY after it failed: the group is stored all the same).
  */
-async function commit(client: pg.PoolClient, notify = false): Promise<boolean> {
-  const q = new CommitQuery(notify ? `COMMIT; NOTIFY ${WORK_CHANNEL}` : 'COMMIT');
+async function commit(client: pg.PoolClient, notify: string | null = null): Promise<boolean> {
+  const q = new CommitQuery(notify !== null ? `COMMIT; NOTIFY ${notify}` : 'COMMIT');
   const failure = await new Promise<unknown>((resolve) => {
     Object.assign(q, { callback: (err: unknown) => resolve(err ?? undefined) });
     client.query(q);
@@ -56,7 +55,7 @@ async function commit(client: pg.PoolClient, notify = false): Promise<boolean> {
       code: ROLLED_BACK_AT_COMMIT,
     });
   }
-  return notify;
+  return notify !== null;
 }
 
 /** At most one NOTIFY of the work channel per this many milliseconds (see PgWriteRunner.carryNotify). */
@@ -119,6 +118,8 @@ export class PgWriteRunner implements WriteRunner {
     private readonly pool: pg.Pool,
     private readonly shared: RepoShared,
     private readonly lanes: number,
+    /** The work channel other instances of this store listen on (workChannel). */
+    private readonly workChannel: string,
   ) {}
 
   get pending(): number {
@@ -332,7 +333,7 @@ export class PgWriteRunner implements WriteRunner {
       if (failed) {
         if (!conn.broken()) await conn.client.query('ROLLBACK');
       } else {
-        notified = await commit(conn.client, this.carryNotify(before));
+        notified = await commit(conn.client, this.carryNotify(before) ? this.workChannel : null);
       }
     } catch (err) {
       if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
@@ -381,7 +382,7 @@ export class PgWriteRunner implements WriteRunner {
       if (failedAt >= 0) {
         if (!conn.broken()) await conn.client.query('ROLLBACK');
       } else {
-        notified = await commit(conn.client, this.carryNotify(before));
+        notified = await commit(conn.client, this.carryNotify(before) ? this.workChannel : null);
       }
     } catch (err) {
       if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
@@ -420,7 +421,7 @@ export class PgWriteRunner implements WriteRunner {
         const plain = new PgSql(trips.client);
         value = await fn(new Repos(batched ? new BatchPgSql(trips.client, plain) : plain, this.shared));
         await trips.begun();
-        notified = await commit(conn.client, this.carryNotify(before));
+        notified = await commit(conn.client, this.carryNotify(before) ? this.workChannel : null);
       } catch (err) {
         if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
         conn.release();
@@ -489,7 +490,7 @@ export class PgWriteRunner implements WriteRunner {
     if (this.notifyTimer !== null) clearTimeout(this.notifyTimer);
     this.notifyTimer = null;
     this.lastNotifyAt = performance.now();
-    return this.pool.query(`NOTIFY ${WORK_CHANNEL}`).then(
+    return this.pool.query(`NOTIFY ${this.workChannel}`).then(
       () => undefined,
       () => undefined,
     );

@@ -6,13 +6,13 @@ import { PG_MIGRATIONS } from './migrations.js';
 import type { Migration } from '../migrations.js';
 import { compatibleFromAfter, schemaProblem, type AppliedMigration } from '../schema-compat.js';
 import { PgSql } from './sql.js';
-import { MIGRATE_LOCK, pgClientConfig, PgListener, SEGMENTS_CHANNEL, WEB_CHANNEL, WORK_CHANNEL, type PgSettings } from './connection.js';
+import { MIGRATE_LOCK, pgClientConfig, PgListener, SEGMENTS_CHANNEL, WEB_CHANNEL, WORK_CHANNEL, workChannel, type PgSettings } from './connection.js';
 import { PgWriteRunner, writeLanes } from './group-commit.js';
 import { PgPartitions } from './partitions.js';
 import { loadColumnTypes } from './batch.js';
 import { EventIds, RESERVE_EVENT_IDS } from './event-ids.js';
 
-export { MIGRATE_LOCK, pgClientConfig, SEGMENTS_CHANNEL, WEB_CHANNEL, WORK_CHANNEL, type PgSettings, writeLanes };
+export { MIGRATE_LOCK, pgClientConfig, SEGMENTS_CHANNEL, WEB_CHANNEL, WORK_CHANNEL, workChannel, type PgSettings, writeLanes };
 
 /**
  * Applies the PostgreSQL migrations not yet applied, under an advisory lock; returns the versions it ran.
@@ -119,7 +119,8 @@ export async function openPgStore(
   let listener: PgListener | null = null;
   const shared = newRepoShared();
   shared.eventIds = new EventIds(async (n) => (await pool.query<{ id: number }>(RESERVE_EVENT_IDS, [n])).rows.map((r) => Number(r.id)));
-  const writer = new PgWriteRunner(pool, shared, writeLanes(s.poolSize ?? 10));
+  const work = workChannel(schema);
+  const writer = new PgWriteRunner(pool, shared, writeLanes(s.poolSize ?? 10), work);
   const store = new Store(new PgSql(pool), shared, writer, s.dataDir, null, async () => {
     await listener?.stop();
     await pool.end().catch(() => undefined);
@@ -135,9 +136,9 @@ export async function openPgStore(
   }
   listener =
     s.listen === true
-      ? new PgListener(config, (channel, fromPid) => {
+      ? new PgListener(config, work, (channel, fromPid) => {
           if (channel === null) store.remoteChange('all');
-          else if (channel === WORK_CHANNEL) {
+          else if (channel === work) {
             if (fromPid === undefined || !ownBackends.has(fromPid)) store.remoteChange('work');
           }
           else if (channel === SEGMENTS_CHANNEL) store.remoteChange('segments');
