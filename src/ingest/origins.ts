@@ -19,7 +19,6 @@ export function requestHost(req: IncomingMessage, trustProxy: boolean): string |
 
 const LIST_TTL_MS = 5_000;
 
-/** The check of the public paths, with the site list cached briefly for preflights (which name no site). */
 /** The client address a public limit counts against: the first X-Forwarded-For hop behind a trusted proxy, else the socket's peer. */
 export function clientAddress(req: IncomingMessage, trustProxy: boolean): string {
   if (trustProxy) {
@@ -30,6 +29,7 @@ export function clientAddress(req: IncomingMessage, trustProxy: boolean): string
   return req.socket.remoteAddress ?? 'unknown';
 }
 
+/** The check of the public paths, with the site list cached briefly for preflights (which name no site). */
 export class OriginPolicy {
   private sites: { rows: SiteRow[]; at: number } | null = null;
 
