@@ -55,7 +55,7 @@ export const configSchema = z.object({
     .describe('off disables every rate limit, for benchmarks only (SVC_RATE_LIMIT).'),
   ingestSiteRate: positiveInt.default(1000).describe('Ingestion requests per second per site (SVC_INGEST_SITE_RATE).'),
   ingestSiteBurst: positiveInt.default(5000).describe('Ingestion burst per site (SVC_INGEST_SITE_BURST).'),
-  ingestIpRate: positiveInt.default(200).describe('Ingestion requests per second per client address (SVC_INGEST_IP_RATE).'),
+  ingestIpRate: positiveInt.default(200).describe('Ingestion requests per second per client address (also `/api/decide` and `/api/tag/config`, each its own bucket) (SVC_INGEST_IP_RATE).'),
   ingestIpBurst: positiveInt.default(1000).describe('Ingestion burst per client address (SVC_INGEST_IP_BURST).'),
   trustProxy: bool
     .default(false)
