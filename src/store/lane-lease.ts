@@ -100,6 +100,8 @@ export class LaneLease {
   private until = 0;
   private busy: Promise<boolean> | null = null;
   private retryAt = 0;
+  /** The last take or renewal could not reach the database (as opposed to another instance holding the lane). */
+  failed = false;
 
   constructor(
     private readonly store: Store,
@@ -145,6 +147,7 @@ export class LaneLease {
     const start = Date.now();
     try {
       const left = await this.store.write((tx) => tx.leases.acquire(this.lane, INSTANCE_ID, this.timing.ttlMs));
+      this.failed = false;
       if (left === null) {
         this.until = 0;
         this.retryAt = Date.now() + RETRY_TAKEN_MS;
@@ -154,6 +157,7 @@ export class LaneLease {
       }
     } catch {
       // The database is unreachable: keep what is left of the lease, and stop once it runs low.
+      this.failed = true;
     }
     return this.usable();
   }

@@ -80,6 +80,8 @@ const RECORDING_PER_SLOT = 32;
  * lane's own cap (RECORDING_PER_SLOT) is twice the lot it waits for.
  */
 const OUTCOME_LINGER_MS = 20;
+/** After a failed read or write (the database away or busy), the next cycle comes this soon, however long the poll interval. */
+const RETRY_SOON_MS = 1_000;
 const OUTCOME_BATCH = 256;
 const OUTCOME_MAX = 1000;
 /** Lots of outcomes being written at once (one gathers while the other commits). */
@@ -100,6 +102,8 @@ export class WebhookDispatcher {
   private running = false;
   private fanningOut = false;
   private fanoutAgain = false;
+  /** A read or write of this cycle failed (the database away or busy): the next cycle comes within RETRY_SOON_MS, whatever the poll interval. */
+  private retrySoon = false;
   private lastEnqueued = -1;
   private timer: NodeJS.Timeout | null = null;
   private lanesLoadedAt = 0;
@@ -155,6 +159,15 @@ export class WebhookDispatcher {
     if (!this.opts.httpDispatcher) await this.http.close().catch(() => undefined);
   }
 
+  /** A lane's lease could not be taken or renewed (the database away): the next cycle within RETRY_SOON_MS. */
+  private cycleSoon(): void {
+    this.retrySoon = true;
+    if (!this.running) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.cycle(true), RETRY_SOON_MS);
+    this.timer.unref();
+  }
+
   /** Looks for new outbox rows and due deliveries soon. */
   wake(): void {
     if (!this.running) return;
@@ -175,9 +188,10 @@ export class WebhookDispatcher {
       await this.refreshLanes();
       await this.pumpAll(!timed); // retries come due and other processes write: look again on every cycle
     } catch (err) {
-      // The database is unreachable (or went away under a stopping server): the next poll tries again. Without
+      // The database is unreachable (or went away under a stopping server): the next cycle tries again soon. Without
       // this, the rejection went unhandled (the process exited with a stack trace) and no poll was set again.
-      if (this.running) this.opts.logger.warn({ err: (err as Error).message }, 'webhook dispatch cycle failed; retrying at the next poll');
+      this.retrySoon = true;
+      if (this.running) this.opts.logger.warn({ err: (err as Error).message }, 'webhook dispatch cycle failed; retrying');
     }
     await this.schedule();
   }
@@ -203,6 +217,10 @@ export class WebhookDispatcher {
     if (!this.running) return;
     if (this.timer) clearTimeout(this.timer);
     let wait = this.opts.pollMs;
+    if (this.retrySoon) {
+      this.retrySoon = false;
+      wait = Math.min(wait, RETRY_SOON_MS);
+    }
     try {
       // Only an idle lane of an enabled destination needs the timer: a lane with deliveries
       // in flight is pumped again as each one is recorded, and a disabled destination's
@@ -264,6 +282,7 @@ export class WebhookDispatcher {
         if (n < FANOUT_BATCH && !this.fanoutAgain) break;
       }
     } catch (err) {
+      this.retrySoon = true;
       this.opts.logger.error({ err: (err as Error).message }, 'webhook fan-out failed; retrying');
     } finally {
       this.fanningOut = false;
@@ -367,7 +386,9 @@ export class WebhookDispatcher {
       const leased = mayTake ? lane.lease.ensure() : false;
       if (leased !== true) {
         if (!(await leased)) {
-          // Another instance drains this destination: what was buffered here is theirs to send.
+          // Another instance drains this destination: what was buffered here is theirs to send. Or the
+          // database could not be reached: the next cycle (soon) tries the lease again.
+          if (lane.lease.failed) this.cycleSoon();
           dropQueue(lane);
           return;
         }
