@@ -273,14 +273,18 @@ describe.skipIf(PG_BASE_URL === undefined)('wake-ups across instances (LISTEN/NO
     try {
       // Through a alone: a fans the event out, takes the destination's lane and sends.
       expect((await post(`${a.url}/api/events`, { site_id: site, session_id: 'n', type: 'pageview', url: 'https://shop.example/0' })).status).toBe(201);
-      await rx.waitFor(1, 20_000);
+      // On a timeout the instances' logs say why (a failed cycle, a lease not taken).
+      const withLogs = (err: Error): never => {
+        throw new Error(`${err.message}\n--- instance a:\n${a.stderr()}\n--- instance b:\n${b?.stderr() ?? '(not started)'}`);
+      };
+      await rx.waitFor(1, 20_000).catch(withLogs);
       expect(query<{ holder: string }>(dataDir, "SELECT holder FROM lane_leases WHERE lane LIKE 'webhook:%'")[0]?.holder).toBe(a.instance);
       b = await startSvc({ dataDir, env, args: ['--allow-private-destinations'] });
       // Through b: b stores and fans out; a holds the lane and hears of the work only by NOTIFY.
       for (let i = 1; i <= 5; i++) {
         expect((await post(`${b.url}/api/events`, { site_id: site, session_id: 'n', type: 'pageview', url: `https://shop.example/${i}` })).status).toBe(201);
       }
-      await rx.waitFor(6, 20_000);
+      await rx.waitFor(6, 20_000).catch(withLogs);
       expect(query<{ holder: string }>(dataDir, "SELECT holder FROM lane_leases WHERE lane LIKE 'webhook:%'")[0]?.holder).toBe(a.instance);
       // The receiver has answered the sixth exchange; its outcome commits with the next lot a moment later.
       const delivered = () => Number(query<{ n: number }>(dataDir, "SELECT count(*) AS n FROM deliveries WHERE state = 'delivered'")[0]!.n);
