@@ -13,6 +13,16 @@ import { openTestStore } from '../helpers/store.js';
  * other instances' workers with one NOTIFY after the commit, even when it
  * closes its store right away (a CLI command).
  */
+/** A site, then five commits that each enqueue an outbox row (one NOTIFY each, 40 ms apart), and time for them to arrive. */
+async function fiveCommitsOfWork(store: Store): Promise<void> {
+  const site = await store.write((tx) => tx.sites.create({ name: 'n' }));
+  for (let i = 0; i < 5; i++) {
+    await store.write((tx) => tx.activity.enqueue(site.id, 'pageview', { n: i }, Date.now()));
+    await new Promise((r) => setTimeout(r, 40));
+  }
+  await new Promise((r) => setTimeout(r, 300));
+}
+
 describe.skipIf(PG_BASE_URL === undefined)('PostgreSQL work notifications', () => {
   it('a store closed right after writing outbox rows still sends its NOTIFY', async () => {
     const dir = tempDir('svc-notify-');
@@ -72,12 +82,7 @@ describe.skipIf(PG_BASE_URL === undefined)('PostgreSQL work notifications', () =
       // a's own commits (one NOTIFY each, 40 ms apart) wake b, never a.
       heard.a = 0;
       heard.b = 0;
-      const site = await a.write((tx) => tx.sites.create({ name: 'n' }));
-      for (let i = 0; i < 5; i++) {
-        await a.write((tx) => tx.activity.enqueue(site.id, 'pageview', { n: i }, Date.now()));
-        await new Promise((r) => setTimeout(r, 40));
-      }
-      await new Promise((r) => setTimeout(r, 300));
+      await fiveCommitsOfWork(a);
       expect(localCommits).toBe(6);
       expect(heard.a).toBe(0);
       expect(heard.b).toBeGreaterThanOrEqual(4);
@@ -120,12 +125,7 @@ describe.skipIf(PG_BASE_URL === undefined)('PostgreSQL work notifications', () =
       }
       expect(heard.two).toBeGreaterThan(0);
       heard.two = 0;
-      const site = await one.write((tx) => tx.sites.create({ name: 'n' }));
-      for (let i = 0; i < 5; i++) {
-        await one.write((tx) => tx.activity.enqueue(site.id, 'pageview', { n: i }, Date.now()));
-        await new Promise((r) => setTimeout(r, 40));
-      }
-      await new Promise((r) => setTimeout(r, 300));
+      await fiveCommitsOfWork(one);
       expect(heard.two).toBe(0);
     } finally {
       for (const s of stores) await s.close();
