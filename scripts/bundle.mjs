@@ -2,7 +2,11 @@
 // Why: a cold `svc serve` spent about half of its start-up CPU opening, resolving and compiling some 1,000
 // module files (node_modules and ours); from one bundle with a chunk per lazily loaded command it starts in
 // about half the CPU. dist/index.js (the library entry) stays tsc's output with its dependencies external.
+import { rmSync } from 'node:fs';
 import { build } from 'esbuild';
+
+// Chunk names carry a hash of their content: chunks of an earlier build would stay behind.
+rmSync('dist/bundle', { recursive: true, force: true });
 
 await build({
   entryPoints: {
@@ -21,5 +25,8 @@ await build({
   external: ['better-sqlite3', 'pg-native', 'pino-pretty', 'react-devtools-core', 'fsevents'],
   // CommonJS dependencies call require(); in an ES module it has to be made.
   banner: { js: "import { createRequire as __svcCreateRequire } from 'node:module'; const require = __svcCreateRequire(import.meta.url);" },
+  // Less to parse at start (about a tenth of its CPU); names are kept, so stack traces still read.
+  minifyWhitespace: true,
+  minifySyntax: true,
   logLevel: 'warning',
 });
