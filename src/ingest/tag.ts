@@ -23,7 +23,7 @@ export interface TagAsset {
   versionedPath: string;
 }
 
-/** Reads the built tag; null when the build has not made it (npm run build). */
+/** Reads the built tag (dist/tag/tag.js from dist/ingest/ and from the CLI bundle's dist/bundle/); null when the build has not made it (npm run build). */
 export function loadTag(file: URL = new URL('../tag/tag.js', import.meta.url)): TagAsset | null {
   let body: Buffer;
   try {

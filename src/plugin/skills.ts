@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { skillEntry } from '@modelcontextprotocol/server/ext/skills';
 
-/** The package root (the folder of package.json): `src/plugin` and `dist/plugin` are both two levels below it. */
+/** The package root (the folder of package.json): `src/plugin`, `dist/plugin` and the CLI bundle's `dist/bundle` are all two levels below it. */
 export const PACKAGE_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** The skills folder of the package: served by `svc plugin run` and packed by `svc plugin build`. */

@@ -81,14 +81,14 @@ async function binaryMirror(dir: string) {
 describe.runIf(process.env.SVC_TEST_BACKEND !== 'pg')('the npm package', () => {
   beforeAll(async () => {
     // The suite builds dist/ before it runs (npm test); pack exactly that, without re-running prepare.
-    expect(existsSync(path.join(ROOT, 'dist/cli/main.js')), 'run npm run build first').toBe(true);
+    expect(existsSync(path.join(ROOT, 'dist/bundle/main.js')), 'run npm run build first').toBe(true);
     work = tempDir('svc-package-');
     const packed = run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], ROOT);
     expect(packed.code, packed.stderr).toBe(0);
     const [info] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
     tarball = path.join(work, info!.filename);
     const files = info!.files.map((f) => f.path);
-    expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json', 'bin/svc.js', 'dist/index.js', 'dist/index.d.ts', 'plugin/.mcp.json', 'skills/hot-accounts/SKILL.md']));
+    expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'package.json', 'bin/svc.js', 'dist/bundle/main.js', 'dist/bundle/checkpoint-worker.js', 'dist/index.js', 'dist/index.d.ts', 'plugin/.mcp.json', 'skills/hot-accounts/SKILL.md']));
     expect(files.filter((f) => /^(src|test|node_modules)\//.test(f) || f.startsWith('.'))).toEqual([]);
 
     app = path.join(work, 'app');
