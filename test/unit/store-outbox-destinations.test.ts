@@ -169,11 +169,15 @@ describe(`behavioural outbox rows follow the site's destinations (${onPg ? 'Post
       }
     };
     const writers = [writer(a.svc, 0), writer(b.svc, 1), writer(a.svc, 2), writer(b.svc, 3)];
-    await new Promise((r) => setTimeout(r, 300));
+    // Until some events are acknowledged (however slow the host), then the creation, then until enough events asked after it are.
+    const until = async (done: () => boolean) => {
+      while (!done()) await new Promise((r) => setTimeout(r, 20));
+    };
+    await until(() => log.length >= 64);
     const createdAsked = performance.now();
     await destination(b.store, site.id, ['pageview']);
     const createdAt = performance.now();
-    await new Promise((r) => setTimeout(r, 300));
+    await until(() => log.filter((e) => e.asked > createdAt).length >= 64);
     stop = true;
     await Promise.all(writers);
     const got = (await rows(a.store, site.id)).map((r) => r.n);
