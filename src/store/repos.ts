@@ -117,7 +117,7 @@ export class Repos {
     this.sites = new SitesRepo(sql, shared.sites);
     this.profiles = new ProfilesRepo(sql, shared.writerCaches);
     this.activity = new ActivityRepo(sql, shared.enqueued, shared.eventIds);
-    this.webhooks = new WebhooksRepo(sql, shared.enqueued);
+    this.webhooks = new WebhooksRepo(sql, shared.enqueued, shared.writerCaches);
     this.keys = new KeysRepo(sql, shared.keyChanges);
     this.profileRead = new ProfileReadRepo(sql);
     this.segments = new SegmentsRepo(sql);

@@ -1,6 +1,7 @@
 import type { Sql } from './sql.js';
 import { newId, newIds } from './ids.js';
 import { whereOf, type Filter } from './where.js';
+import type { WriterCaches } from './writer-caches.js';
 
 export interface DestinationRow {
   id: string;
@@ -118,6 +119,12 @@ const DESTINATION_OK = 'UPDATE destinations SET consecutive_failures = 0, first_
 const DESTINATION_FAIL =
   'UPDATE destinations SET consecutive_failures = consecutive_failures + 1, first_failure_at = coalesce(first_failure_at, ?) WHERE id = ? RETURNING consecutive_failures, first_failure_at, enabled';
 const DISABLE = 'UPDATE destinations SET enabled = 0, disabled_reason = ?, updated_at = ? WHERE id = ? AND enabled = 1';
+/** The event types a site's enabled destinations subscribe to, each destination's JSON list (SQLite: WebhooksRepo.receives). */
+const SUBSCRIBED_EVENTS = 'SELECT events FROM destinations WHERE site_id = ? AND enabled = 1';
+/** PostgreSQL: the same question asked under the shared destinations lock, with a snapshot taken after it (migration 18). */
+const RECEIVES_PG = 'SELECT svc_destination_receives(?, ?) AS yes';
+/** PostgreSQL: the exclusive side of that lock, taken by every change that can make a destination receive an event type. */
+const DESTINATIONS_CHANGING_PG = 'SELECT svc_destinations_changing() AS done';
 const INSERT_HEALTH = `INSERT INTO health_log (site_id, integration, destination_id, delivery_id, event_type, kind, attempt, ok, status, latency_ms, error_class, message, response_excerpt, created_at)
   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
 const REQUEUE = "UPDATE deliveries SET state = 'pending', next_attempt_at = ?, updated_at = ? WHERE id = ? AND state = 'failed'";
@@ -148,10 +155,53 @@ export interface OutboxRow {
 
 /** Destinations, deliveries and the integration health log. */
 export class WebhooksRepo {
+  /**
+   * @param caches the event types each site's enabled destinations subscribe to (SQLite writer only); every change of
+   *   a destination drops them.
+   */
   constructor(
     private readonly x: Sql,
     private readonly enqueued: { deliveries: number },
+    private readonly caches?: WriterCaches,
   ) {}
+
+  /**
+   * Whether an enabled destination of the site subscribes to `eventType` (its events name it, or `all`): a
+   * behavioural event writes its outbox row only then. Call inside the write operation that would write the row,
+   * before writing it. Exact for every destination change committed before that operation's commit:
+   * - SQLite: one writer commits at a time, so a read inside the operation sees every change committed before it;
+   *   with the writer's caches on, the site's subscribed types are read once and kept (an event costs no statement),
+   *   dropped by every change of a destination in this process (`changed`) and by another connection's commit.
+   * - PostgreSQL: svc_destination_receives takes a lock shared with every asking transaction and exclusive to a
+   *   change that can make a destination receive (`changed(true)`), held to each one's commit, and reads after it:
+   *   a change that commits before the asking transaction does is seen.
+   */
+  async receives(siteId: string, eventType: string): Promise<boolean> {
+    if (this.x.dialect === 'pg') return (await this.x.get<{ yes: boolean }>(RECEIVES_PG, [siteId, eventType]))?.yes === true;
+    const caches = this.caches;
+    let types = caches?.enabled ? caches.destinationTypes.get(siteId) : undefined;
+    if (types === undefined) {
+      const rows = await this.x.all<{ events: string }>(SUBSCRIBED_EVENTS, [siteId]);
+      const set = new Set<string>();
+      for (const r of rows) for (const t of JSON.parse(r.events) as string[]) set.add(t);
+      types = set;
+      if (caches?.enabled) {
+        if (caches.destinationTypes.size >= 10_000) caches.destinationTypes.clear();
+        caches.destinationTypes.set(siteId, types);
+      }
+    }
+    return types.has('all') || types.has(eventType);
+  }
+
+  /**
+   * A destination is about to change (in this write operation): the cached subscriptions go (SQLite); with
+   * `receiving` (a destination created, enabled or subscribed anew) on PostgreSQL, the exclusive side of the
+   * lock `receives` shares is taken first, so the change and every transaction that asked are ordered by commit.
+   */
+  private async changed(receiving: boolean): Promise<void> {
+    this.caches?.destinationTypes.clear();
+    if (receiving && this.x.dialect === 'pg') await this.x.get(DESTINATIONS_CHANGING_PG);
+  }
 
   /** Writes: call inside a write operation. */
   async createDestination(d: {
@@ -164,6 +214,7 @@ export class WebhooksRepo {
     signingMode?: DestinationRow['signing_mode'] | undefined;
   }): Promise<DestinationRow> {
     const id = newId('dst');
+    await this.changed(true);
     const createdAt = Date.now();
     await this.x.run(INSERT_DESTINATION, [
       id,
@@ -211,6 +262,7 @@ export class WebhooksRepo {
       secretRotatedAt?: number;
     },
   ): Promise<DestinationRow | undefined> {
+    if (patch.enabled !== undefined || patch.events !== undefined) await this.changed(patch.enabled === true || patch.events !== undefined);
     const sets: string[] = [];
     const params: unknown[] = [];
     if (patch.url !== undefined) {
@@ -270,6 +322,7 @@ export class WebhooksRepo {
    */
   async removeDestination(id: string): Promise<boolean> {
     const now = Date.now();
+    await this.changed(false);
     const info = await this.x.run('DELETE FROM destinations WHERE id = ?', [id]);
     await this.x.run(
       "UPDATE deliveries SET state = 'failed', last_error = 'destination removed', updated_at = ? WHERE destination_id = ? AND state = 'pending'",
@@ -399,6 +452,7 @@ export class WebhooksRepo {
   }
 
   async disableDestination(id: string, reason: string, now: number): Promise<boolean> {
+    await this.changed(false);
     return (await this.x.run(DISABLE, [reason, now, id])).changes > 0;
   }
 

@@ -19,7 +19,7 @@ export const MAX_CACHED_SESSIONS = 100_000;
  *   an entry never outlives the write that made it;
  * - this process's own writes of the cached rows keep them current (the
  *   session methods of ProfilesRepo) or drop them (a merge, an erasure, any
- *   change of a trigger).
+ *   change of a trigger or of a webhook destination).
  */
 export class WriterCaches {
   enabled = false;
@@ -33,6 +33,11 @@ export class WriterCaches {
   private sessionCount = 0;
   /** site_id → the event types enabled event triggers of the site listen for. */
   readonly eventTriggerTypes = new Map<string, ReadonlySet<string>>();
+  /**
+   * site_id → the event types its enabled webhook destinations subscribe to (`all` kept as such): whether a
+   * behavioural event writes an outbox row (WebhooksRepo.receives). Every change of a destination drops it.
+   */
+  readonly destinationTypes = new Map<string, ReadonlySet<string>>();
   /** Times the caches were dropped (for tests and benchmarks). */
   drops = 0;
   /**
@@ -45,6 +50,7 @@ export class WriterCaches {
     this.drops++;
     this.clearSessions();
     this.eventTriggerTypes.clear();
+    this.destinationTypes.clear();
   }
 
   /** Drops every cached session (a merge moves sessions of any site). */

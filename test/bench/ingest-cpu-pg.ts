@@ -37,11 +37,12 @@ const { values } = parseArgs({
     sessions: { type: 'string' },
     repeat: { type: 'string' },
     statements: { type: 'boolean', default: false },
+    destination: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (values.help || values['database-url'] === undefined) {
-  process.stdout.write('usage: ingest-cpu-pg.ts --database-url URL [--group 64] [--rounds 40] [--sessions 2000] [--statements] [--repeat 200]\n');
+  process.stdout.write('usage: ingest-cpu-pg.ts --database-url URL [--group 64] [--rounds 40] [--sessions 2000] [--statements] [--repeat 200] [--destination]\n');
   process.exit(values.help ? 0 : 2);
 }
 const baseUrl = values['database-url'];
@@ -80,6 +81,11 @@ const store = await openConfiguredStore({
   databaseStatementTimeoutMs: 60_000,
 });
 const site = await store.write((tx) => tx.sites.create({ name: 'cpu' }));
+// --destination: an enabled webhook destination of every event type, so each pageview writes its outbox row (without one,
+// since issue 22, none).
+if (values.destination) {
+  await store.write((tx) => tx.webhooks.createDestination({ siteId: site.id, url: 'https://hooks.example.com/bench', secretEnc: null, events: ['all'] }));
+}
 const svc = new IngestionService(store, new SegmentMembership(store));
 const ctx = (): RequestContext => ({ ip: '203.0.113.9', userAgent: 'Mozilla/5.0 (X11; Linux x86_64) bench' });
 

@@ -38,11 +38,12 @@ const { values } = parseArgs({
     'new-sessions': { type: 'boolean', default: false },
     statements: { type: 'boolean', default: false },
     dispatcher: { type: 'boolean', default: false },
+    destination: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (values.help) {
-  process.stdout.write('usage: ingest-cpu.ts [--events N (20000)] [--sessions N (2000)] [--concurrency N (64)] [--rounds N (3)] [--new-sessions] [--statements] [--dispatcher]\n');
+  process.stdout.write('usage: ingest-cpu.ts [--events N (20000)] [--sessions N (2000)] [--concurrency N (64)] [--rounds N (3)] [--new-sessions] [--statements] [--dispatcher] [--destination]\n');
   process.exit(0);
 }
 const events = intFlag('events', values.events, 20_000, 1, 1_000_000);
@@ -67,6 +68,11 @@ const dir = mkdtempSync(path.join(os.tmpdir(), 'svc-ingest-cpu-'));
 const store = openStore({ dataDir: dir, synchronous: 'full', offThreadFsync: true });
 try {
   const site = await store.write((tx) => tx.sites.create({ name: 'cpu' }));
+  // --destination: the site has an enabled webhook destination of every event type, so each pageview writes its outbox
+  // row (without one, since issue 22, none); with --dispatcher its deliveries fail at once (a private address).
+  if (values.destination) {
+    await store.write((tx) => tx.webhooks.createDestination({ siteId: site.id, url: 'http://127.0.0.1:9/bench', secretEnc: null, events: ['all'] }));
+  }
   const service = new IngestionService(store, new SegmentMembership(store));
   // --dispatcher: the webhook dispatcher runs as under svc serve (woken after each commit that wrote outbox rows).
   const dispatcher = values.dispatcher

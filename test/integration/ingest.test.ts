@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'node:http';
 import { connect } from 'node:net';
-import { cleanup, createSite, post, startSvc, stats, tempDir, type Stats, type Svc } from '../helpers/svc.js';
+import { cleanup, cli, createSite, post, startSvc, stats, tempDir, type Stats, type Svc } from '../helpers/svc.js';
 import { query, storeStats } from '../helpers/db.js';
 
 let svc: Svc;
@@ -301,17 +301,54 @@ describe('POST /api/events and /api/score', () => {
     expect(srow).toEqual({ body: score, score: 0.75 });
   });
 
-  it('writes pageview, click, add_to_cart and abandon_cart to the outbox, and custom types not', async () => {
-    for (const type of ['pageview', 'click', 'add_to_cart', 'abandon_cart', 'custom_thing']) {
-      const r = await post(`${svc.url}/api/events`, { site_id: site, session_id: 'ob-1', type, timestamp: '2026-11-20T10:00:00+02:00', label: 'x' });
-      expect(r.status).toBe(201);
-    }
-    for (const type of ['pageview', 'click', 'add_to_cart', 'abandon_cart']) {
-      const p = outbox(type).filter((e) => e.session_id === 'ob-1');
-      expect(p).toHaveLength(1);
-      expect(p[0]).toMatchObject({ event: type, timestamp: '2026-11-20T08:00:00.000Z', properties: { label: 'x' } });
-    }
-    expect(outbox('custom_thing')).toHaveLength(0);
+  it('writes pageview, click, add_to_cart and abandon_cart to the outbox while a destination subscribes, and custom types not', async () => {
+    const types = ['pageview', 'click', 'add_to_cart', 'abandon_cart'];
+    const obSite = createSite(dataDir, 'Outbox');
+    const send = async (session: string) => {
+      for (const type of [...types, 'custom_thing']) {
+        const r = await post(`${svc.url}/api/events`, { site_id: obSite, session_id: session, type, timestamp: '2026-11-20T10:00:00+02:00', label: 'x' });
+        expect(r.status).toBe(201);
+      }
+    };
+    const rows = (session: string) =>
+      query<{ event_type: string; payload: string }>(dataDir, 'SELECT event_type, payload FROM outbox WHERE site_id = ? ORDER BY id', obSite)
+        .map((r) => ({ type: r.event_type, p: JSON.parse(r.payload) as Record<string, any> }))
+        .filter((r) => r.p.session_id === session);
+    const webhooks = (...args: string[]) => {
+      const r = cli(['webhooks', ...args, '--data', dataDir, '--json']);
+      expect(r.code, r.stderr).toBe(0);
+      return JSON.parse(r.stdout) as { id: string };
+    };
+    // No destination: no outbox row at all (the events themselves are stored).
+    await send('ob-none');
+    expect(rows('ob-none')).toEqual([]);
+    expect(Number(query<{ n: number }>(dataDir, "SELECT count(*) AS n FROM events WHERE site_id = ? AND session_id = 'ob-none'", obSite)[0]!.n)).toBe(5);
+    // A destination of another site changes nothing for this one.
+    webhooks('add', '--site', otherSite, '--url', 'http://127.0.0.1:9/other', '--events', 'all', '--allow-private-destinations');
+    await send('ob-other');
+    expect(rows('ob-other')).toEqual([]);
+    // A destination subscribed to click only: the click alone.
+    const clicks = webhooks('add', '--site', obSite, '--url', 'http://127.0.0.1:9/clicks', '--events', 'click', '--allow-private-destinations');
+    await send('ob-click');
+    expect(rows('ob-click').map((r) => r.type)).toEqual(['click']);
+    // Subscribed to all four: one row each, events before it keep none.
+    webhooks('update', clicks.id, '--events', types.join(','));
+    await send('ob-1');
+    const got = rows('ob-1');
+    expect(got.map((r) => r.type)).toEqual(types);
+    for (const r of got) expect(r.p).toMatchObject({ event: r.type, timestamp: '2026-11-20T08:00:00.000Z', properties: { label: 'x' } });
+    expect(rows('ob-none')).toEqual([]);
+    expect(query(dataDir, "SELECT id FROM outbox WHERE event_type = 'custom_thing'")).toHaveLength(0);
+    // Disabled: none again; enabled again: rows again.
+    webhooks('update', clicks.id, '--disable');
+    await send('ob-off');
+    expect(rows('ob-off')).toEqual([]);
+    webhooks('update', clicks.id, '--enable');
+    await send('ob-on');
+    expect(rows('ob-on').map((r) => r.type)).toEqual(types);
+    webhooks('remove', clicks.id);
+    await send('ob-gone');
+    expect(rows('ob-gone')).toEqual([]);
   });
 
   async function rawPost(path: string, chunks: Buffer[], headers: Record<string, string | number>) {

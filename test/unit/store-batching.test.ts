@@ -26,6 +26,8 @@ async function open(): Promise<{ store: Store; svc: IngestionService; siteId: st
   const store = await openTestStore(dir, { poolSize: 10 });
   stores.push(store);
   const site = await store.write((tx) => tx.sites.create({ name: 'batch' }));
+  // A destination of every event type: behavioural events write their outbox rows (none without one), which these tests count.
+  await store.write((tx) => tx.webhooks.createDestination({ siteId: site.id, url: 'https://hooks.example.com/in', secretEnc: null, events: ['all'] }));
   return { store, svc: new IngestionService(store, new SegmentMembership(store)), siteId: site.id };
 }
 

@@ -185,10 +185,10 @@ describe(`ingestion caches of the writer (${onPg ? 'PostgreSQL: none' : 'SQLite'
   });
 
   // SQLite only: statements are counted on the store's one connection (on PostgreSQL, store-batching.test.ts counts round trips per group).
-  it.skipIf(onPg)('a returning session\'s pageview costs two statements: the event and its outbox row', async () => {
+  it.skipIf(onPg)('a returning session\'s pageview costs one statement without a destination (the event), two with one (and its outbox row)', async () => {
     const o = await open();
     const sessions = Array.from({ length: 20 }, (_, i) => `h${i}`);
-    await Promise.all(sessions.map((s) => event(o, s))); // sessions created (and cached)
+    await Promise.all(sessions.map((s) => event(o, s))); // sessions created (and cached), the site's subscriptions (none) cached
     const texts: string[] = [];
     const sql = o.server.sql as unknown as Record<'get' | 'all' | 'run', (text: string, params?: unknown[]) => Promise<unknown>>;
     for (const m of ['get', 'all', 'run'] as const) {
@@ -200,7 +200,27 @@ describe(`ingestion caches of the writer (${onPg ? 'PostgreSQL: none' : 'SQLite'
     }
     await Promise.all(sessions.map((s) => event(o, s)));
     expect(texts.filter((t) => t === 'INSERT INTO events')).toHaveLength(20);
+    expect(texts).toHaveLength(20);
+    texts.length = 0;
+    await o.server.write((tx) => tx.webhooks.createDestination({ siteId: o.siteId, url: 'https://hooks.example.com/in', secretEnc: null, events: ['pageview'] }));
+    await Promise.all(sessions.map((s) => event(o, s))); // the subscriptions read again once
+    texts.length = 0;
+    await Promise.all(sessions.map((s) => event(o, s)));
+    expect(texts.filter((t) => t === 'INSERT INTO events')).toHaveLength(20);
     expect(texts.filter((t) => t === 'INSERT INTO outbox')).toHaveLength(20);
     expect(texts).toHaveLength(40);
+  });
+
+  it.skipIf(onPg)('a destination another connection (the CLI) creates or disables is seen by the next event: the cached subscriptions are dropped', async () => {
+    const o = await open();
+    const outboxRows = () => count(o.server, 'SELECT count(*) AS n FROM outbox WHERE site_id = ?', [o.siteId]);
+    await event(o, 'd1'); // the site's subscriptions (none) cached
+    expect(await outboxRows()).toBe(0);
+    const d = await o.cli.write((tx) => tx.webhooks.createDestination({ siteId: o.siteId, url: 'https://hooks.example.com/in', secretEnc: null, events: ['all'] }));
+    await event(o, 'd1');
+    expect(await outboxRows()).toBe(1);
+    await o.cli.write((tx) => tx.webhooks.updateDestination(d.id, { enabled: false }));
+    await event(o, 'd1');
+    expect(await outboxRows()).toBe(1);
   });
 });

@@ -74,7 +74,7 @@ export function leadCapturedPayload(p: {
   };
 }
 
-/** Event types that /api/events forwards to the outbox as webhook events of the same name. */
+/** Event types that /api/events forwards to the outbox as webhook events of the same name, while an enabled destination of the site subscribes (WebhooksRepo.receives). */
 export const BEHAVIOURAL_WEBHOOK_TYPES: ReadonlySet<string> = new Set([
   'pageview',
   'click',

@@ -212,18 +212,24 @@ export class IngestionService {
     return this.write(req.site_id, ctx, async (tx) => {
       const now = Date.now();
       const clickIds = clickIdsFromUrl(url);
-      const s = await tx.profiles.ensureSession(
-        req.site_id,
-        req.session_id,
-        req.visitor_id,
-        { ip: ctx.ip, userAgent: ctx.userAgent, url, fbclid: clickIds.fbclid, gclid: clickIds.gclid },
-        now,
-      );
+      // A behavioural event has an outbox row (webhooks) only when an enabled destination of its site subscribes to
+      // its type: a destination sees the events committed after it was created or enabled, not those before. Asked
+      // with the session's look-up, so that on PostgreSQL both share a statement wave (no round trip of its own).
+      const [s, wanted] = await Promise.all([
+        tx.profiles.ensureSession(
+          req.site_id,
+          req.session_id,
+          req.visitor_id,
+          { ip: ctx.ip, userAgent: ctx.userAgent, url, fbclid: clickIds.fbclid, gclid: clickIds.gclid },
+          now,
+        ),
+        BEHAVIOURAL_WEBHOOK_TYPES.has(req.type) ? tx.webhooks.receives(req.site_id, req.type) : false,
+      ]);
       const at = ts ?? now;
-      // A behavioural event's outbox row (webhooks) carries the event's id: made by insertEvent from it,
-      // so that the store can write both together. The triggers' look-up needs nothing from the event
-      // row: asked together, they share a statement wave (fewer round trips per group commit on PostgreSQL).
-      const notice = BEHAVIOURAL_WEBHOOK_TYPES.has(req.type)
+      // The outbox row carries the event's id: made by insertEvent from it, so that the store can write both
+      // together. The triggers' look-up needs nothing from the event row: asked together, they share a statement
+      // wave (fewer round trips per group commit on PostgreSQL).
+      const notice = wanted
         ? (rowId: number) => {
             const properties: Record<string, unknown> = {};
             for (const k of Object.keys(req)) if (!EVENT_KEYS.has(k)) properties[k] = (req as Record<string, unknown>)[k];

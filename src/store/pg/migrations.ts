@@ -1216,4 +1216,33 @@ DROP INDEX events_profile;
 CREATE INDEX events_profile ON events (profile_id, ts) INCLUDE (type);
 `,
   },
+  {
+    version: 18,
+    expand: true,
+    name: 'outbox: a behavioural event writes its outbox row only when an enabled destination of its site subscribes to it, asked in the event\'s transaction under a lock that destination changes take exclusively',
+    sql: `
+-- Whether an enabled destination of a site subscribes to an event type (all, or the type named): the ingestion path
+-- writes a behavioural event's outbox row only then (WebhooksRepo.receives). The shared lock, held to the end of the
+-- asking transaction, orders it against every change that can make a destination receive (svc_destinations_changing,
+-- exclusive): a change that committed first is waited for, and the EXISTS, a statement of this VOLATILE function,
+-- reads with a snapshot taken after the wait, so it sees that change; a change that comes later waits for the asking
+-- transaction's commit. So an event committed after a destination was enabled never lacks its outbox row. One key per
+-- schema (not per site: a group of events of many sites would hold as many locks). search_path pinned to the
+-- migration's schema. Expand-only: the release before this one calls neither function.
+CREATE FUNCTION svc_destination_receives(p_site TEXT, p_type TEXT) RETURNS BOOLEAN LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+  PERFORM pg_advisory_xact_lock_shared(hashtext('svc_destinations'), hashtext(current_schema()));
+  RETURN EXISTS (
+    SELECT 1 FROM destinations
+     WHERE site_id = p_site AND enabled = 1 AND (events::jsonb ? 'all' OR events::jsonb ? p_type)
+  );
+END
+$$;
+CREATE FUNCTION svc_destinations_changing() RETURNS VOID LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+  PERFORM pg_advisory_xact_lock(hashtext('svc_destinations'), hashtext(current_schema()));
+END
+$$;
+`,
+  },
 ];
