@@ -14,10 +14,12 @@
  * the store is closed so its backends have flushed their counters), and WAL bytes (pg_current_wal_lsn
  * before and after: the whole cluster's, so other work on a shared server adds to it). The receiver's
  * counts check that nothing was lost or sent twice. CPU, not wall clock: on a shared host the clock
- * measures the neighbours. Run it against a base build as interleaved A/B pairs.
+ * measures the neighbours. Run it against a base build as interleaved A/B pairs. With --profile P, a CPU
+ * profile of the drain alone (node:inspector) goes to P.<round>.cpuprofile.
  */
 import { fork } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,6 +42,9 @@ const { values } = parseArgs({
     concurrency: { type: 'string' },
     rounds: { type: 'string' },
     label: { type: 'string' },
+    profile: { type: 'string' },
+    explain: { type: 'boolean', default: false },
+    fillfactor: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -61,13 +66,19 @@ plainUrl.searchParams.delete('schema');
 
 /** Statements sent through any pg client of this process, by the first words of their text. */
 const texts = new Map<string, number>();
+/** The last statement (text and values) of each of the drain's kinds, for --explain. */
+const lastOf = new Map<string, { text: string; values: unknown[] }>();
 let sent = 0;
 const origQuery = pg.Client.prototype.query;
 pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
   sent++;
-  const a = args[0] as string | { text: string };
-  const text = (typeof a === 'string' ? a : a.text).replace(/\s+/g, ' ').slice(0, 60);
+  const a = args[0] as string | { text: string; values?: unknown[] };
+  const full = typeof a === 'string' ? a : a.text;
+  const text = full.replace(/\s+/g, ' ').slice(0, 60);
   texts.set(text, (texts.get(text) ?? 0) + 1);
+  if (/^(INSERT INTO health_log|UPDATE deliveries|SELECT id, site_id, destination_id)/.test(text)) {
+    lastOf.set(text.slice(0, 20), { text: full, values: typeof a === 'string' ? ((args[1] as unknown[]) ?? []) : (a.values ?? []) });
+  }
   return (origQuery as (...x: unknown[]) => unknown).apply(this, args);
 } as typeof pg.Client.prototype.query;
 
@@ -99,6 +110,7 @@ async function round(k: number): Promise<void> {
     { dataDir, synchronous: 'full', databaseUrl: url.toString(), databasePoolSize: 10, databaseStatementTimeoutMs: 60_000 },
     { server: true },
   );
+  if (values.fillfactor !== undefined) await adminQuery(`ALTER TABLE ${schema}.deliveries SET (fillfactor = ${Number(values.fillfactor)})`);
   const site = await store.write((tx) => tx.sites.create({ name: 'drain' }));
   const dests = [];
   for (let d = 0; d < destinations; d++) {
@@ -138,11 +150,22 @@ async function round(k: number): Promise<void> {
   const backendPids = pids();
   const b0 = cpuOf(backendPids);
   const c0 = process.cpuUsage();
+  const session = values.profile !== undefined ? new Session() : null;
+  if (session) {
+    session.connect();
+    await session.post('Profiler.enable');
+    await session.post('Profiler.start');
+  }
   const t0 = performance.now();
   dispatcher.start();
   while (dispatcher.counters.delivered < total) await new Promise((r) => setTimeout(r, 20));
   const ms = performance.now() - t0;
   const c1 = process.cpuUsage(c0);
+  if (session) {
+    const { profile } = await session.post('Profiler.stop');
+    writeFileSync(`${values.profile}.${k + 1}.cpuprofile`, JSON.stringify(profile));
+    session.disconnect();
+  }
   const after = pids();
   // Backends opened during the drain count from zero.
   const b1 = cpuOf(after) - b0;
@@ -151,6 +174,7 @@ async function round(k: number): Promise<void> {
   await dispatcher.stop(2_000);
   const topTexts = [...texts].sort((a, b) => b[1] - a[1]).slice(0, 10);
   const rxStats = await ask('stats');
+  if (values.explain) await explain();
   await store.close();
   await new Promise((r) => setTimeout(r, 200));
   const stats1 = await tableStats();
@@ -175,6 +199,28 @@ async function round(k: number): Promise<void> {
   for (const [t, n] of topTexts) process.stdout.write(`    ${(n / total).toFixed(4)}/delivery  ${t}\n`);
   await adminQuery(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
   rmSync(dataDir, { recursive: true, force: true });
+}
+
+/**
+ * EXPLAIN (ANALYZE, BUFFERS, WAL) of the last outcome lot's statements and the last page read, each in
+ * BEGIN … ROLLBACK (the lot's deliveries are set back to pending first, so the update does what it did).
+ */
+async function explain(): Promise<void> {
+  await adminQuery(`SET search_path TO ${schema}`);
+  for (const [kind, s] of lastOf) {
+    await adminQuery('BEGIN');
+    try {
+      if (kind.startsWith('UPDATE deliveries')) {
+        await adminQuery("UPDATE deliveries SET state = 'pending', delivered_at = NULL WHERE delivered_at = (SELECT max(delivered_at) FROM deliveries)");
+      }
+      const plan = await adminQuery(`EXPLAIN (ANALYZE, BUFFERS, WAL, VERBOSE OFF) ${s.text}`, s.values);
+      process.stdout.write(`  EXPLAIN ${s.text.replace(/\s+/g, ' ').slice(0, 100)}\n`);
+      for (const row of plan.rows as { 'QUERY PLAN': string }[]) process.stdout.write(`      ${row['QUERY PLAN']}\n`);
+    } finally {
+      await adminQuery('ROLLBACK');
+    }
+  }
+  await adminQuery('RESET search_path');
 }
 
 /** Per table of the schema (partitions summed under their parent's name): rows inserted, updated, HOT-updated; size with indexes. */
