@@ -93,7 +93,8 @@ const rxUrl = await new Promise<string>((r) => rx.once('message', (m: { url: str
 const admin = new pg.Client({ connectionString: plainUrl.toString(), application_name: 'svc-bench-admin' });
 await admin.connect();
 // The admin client's statements are not the drain's.
-const adminQuery = (sql: string, params: unknown[] = []) => origQuery.call(admin, sql, params) as unknown as Promise<pg.QueryResult>;
+const adminQuery = (sql: string, params: unknown[] = []) =>
+  (origQuery as (...x: unknown[]) => unknown).call(admin, sql, params) as Promise<pg.QueryResult>;
 
 const payload = (i: number) =>
   JSON.stringify({
