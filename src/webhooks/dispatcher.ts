@@ -34,6 +34,12 @@ interface Lane {
   queue: DueRow[];
   /** Ids buffered or in flight: not to be loaded again until their outcome is committed. */
   known: Set<string>;
+  /**
+   * While a refill's query runs: the ids let go of `known` meanwhile (their outcome committed). The query's
+   * rows may predate that commit, so these are skipped as well. Null when no refill is under way. (A copy
+   * of `known` per refill did the same at the cost of copying up to a lane's cap of ids every page.)
+   */
+  released: Set<string> | null;
   inFlight: number;
   /** Exchanges that have ended and whose outcome is being committed (ids still in `known`). */
   recording: number;
@@ -57,6 +63,13 @@ interface Lane {
 }
 
 const FANOUT_BATCH = 1000;
+/**
+ * Rows a lane's refill reads, per slot of its concurrency: a page of the due order (256 at the default
+ * concurrency). Each refill is two statements (the destination as it is now, then the page), so on PostgreSQL
+ * pages of 64 made them 0.07–0.08 statements a delivery of a drain, and pages of 256 0.04–0.05. The lane holds
+ * at most a page and a window buffered (the next page loads once a window is left), a few hundred KB.
+ */
+const PAGE_PER_SLOT = 16;
 /**
  * Exchanges that have ended and await the commit of their outcome, per slot
  * of a lane's concurrency: past that the lane starts nothing new, so a slow
@@ -351,6 +364,7 @@ export class WebhookDispatcher {
           events,
           queue: [],
           known: new Set(),
+          released: null,
           inFlight: 0,
           recording: 0,
           refilling: false,
@@ -439,13 +453,14 @@ export class WebhookDispatcher {
     const generation = lane.generation;
     const restarts = lane.restarts;
     try {
-      const want = this.opts.concurrency * 4;
+      const want = this.opts.concurrency * PAGE_PER_SLOT;
       const after = lane.cursor;
       // From the start, the rows in flight and awaiting their commit come first: read past them.
       const limit = after ? want : want + lane.known.size;
       // Ids buffered or in flight when the query starts: an outcome committed while it runs
-      // removes its id from `known`, but the rows may predate that commit.
-      const known = new Set(lane.known);
+      // removes its id from `known` (and adds it to `released`), but the rows may predate that commit.
+      const released = new Set<string>();
+      lane.released = released;
       // The destination as it is now: disabled, or its URL or secret changed, by another process or
       // surface since the lanes were last refreshed (at most a second ago).
       const dest = await this.store.webhooks.destination(lane.dest.id);
@@ -469,7 +484,7 @@ export class WebhookDispatcher {
       lane.cursor = rows.length >= limit && last && lane.restarts === restarts ? { at: last.next_attempt_at, id: last.id } : null;
       lane.mayHaveMore = lane.cursor !== null || after !== null || lane.restarts !== restarts || rows.length >= limit;
       for (const r of rows) {
-        if (known.has(r.id) || lane.known.has(r.id)) continue;
+        if (released.has(r.id) || lane.known.has(r.id)) continue;
         lane.known.add(r.id);
         lane.queue.push(r);
       }
@@ -479,6 +494,7 @@ export class WebhookDispatcher {
       return false;
     } finally {
       lane.refilling = false;
+      lane.released = null;
     }
   }
 
@@ -554,6 +570,7 @@ export class WebhookDispatcher {
     } finally {
       lane.recording--;
       lane.known.delete(d.id);
+      lane.released?.add(d.id);
       if (!result.ok) lane.dest = (await this.store.webhooks.destination(lane.dest.id)) ?? { ...lane.dest, enabled: 0 };
       if (this.idle && this.totalInFlight() === 0) this.idle();
       void this.pump(lane);

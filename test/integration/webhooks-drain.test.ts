@@ -16,6 +16,8 @@ import { openTestStore } from '../helpers/store.js';
  * paging), and none of that sends a delivery twice or leaves one behind.
  */
 const CONCURRENCY = 4;
+/** Rows a refill asks for while paging: 16 x the concurrency (PAGE_PER_SLOT in webhooks/dispatcher.ts). */
+const PAGE = CONCURRENCY * 16;
 const dirs: string[] = [];
 const stores: Store[] = [];
 const servers: Server[] = [];
@@ -117,7 +119,7 @@ describe(`webhook lane drain (${PG_BASE_URL !== undefined ? 'PostgreSQL' : 'SQLi
   it('reads the backlog page by page past the last row loaded, the next page while a window is buffered, and sends each delivery once', async () => {
     const rx = await receiver(2);
     const { store, dest, calls } = await setup(rx.url);
-    const n = 400;
+    const n = 1_000;
     const ids = await backlog(store, dest, n, Date.now() - 1_000);
     const d = dispatcher(store);
     d.start();
@@ -133,12 +135,12 @@ describe(`webhook lane drain (${PG_BASE_URL !== undefined ? 'PostgreSQL' : 'SQLi
     expect(states.every((r) => r.state === 'delivered' && Number(r.attempts) === 1)).toBe(true);
 
     // The first read starts at the beginning; later ones continue after the last row of the read before,
-    // asking for one window (4 x the concurrency), not for the rows in flight again.
+    // asking for one page (16 x the concurrency), not for the rows in flight again.
     const drain = calls.filter((c) => c.limit > 1); // an idle lane's look at its next due delivery asks for 1
     expect(drain[0]!.after).toBeUndefined();
     const paged = drain.filter((c) => c.after !== undefined);
-    expect(paged.length).toBeGreaterThanOrEqual(n / (CONCURRENCY * 4) - 2);
-    for (const c of paged) expect(c.limit).toBe(CONCURRENCY * 4);
+    expect(paged.length).toBeGreaterThanOrEqual(n / PAGE - 2);
+    for (const c of paged) expect(c.limit).toBe(PAGE);
     for (let i = 1; i < drain.length; i++) {
       const c = drain[i]!;
       const prev = drain[i - 1]!;
@@ -150,7 +152,7 @@ describe(`webhook lane drain (${PG_BASE_URL !== undefined ? 'PostgreSQL' : 'SQLi
     const read = streak.flatMap((c) => c.rows);
     expect(read.length).toBe(new Set(read).size);
     expect(new Set(read)).toEqual(new Set(ids));
-    expect(paged[paged.length - 1]!.rows.length).toBeLessThan(CONCURRENCY * 4);
+    expect(paged[paged.length - 1]!.rows.length).toBeLessThan(PAGE);
     const after = drain.slice(streak.length);
     expect(after.length).toBeGreaterThanOrEqual(1);
     expect(after.every((c) => c.after === undefined)).toBe(true);
@@ -188,7 +190,7 @@ describe(`webhook lane drain (${PG_BASE_URL !== undefined ? 'PostgreSQL' : 'SQLi
     const rx = await receiver(2);
     const { store, dest, calls } = await setup(rx.url);
     const t0 = Date.now() - 1_000;
-    const ids = await backlog(store, dest, 400, t0);
+    const ids = await backlog(store, dest, 1_600, t0);
     let late: string[] | null = null;
     let woken = -1;
     const d = dispatcher(store);
@@ -206,9 +208,9 @@ describe(`webhook lane drain (${PG_BASE_URL !== undefined ? 'PostgreSQL' : 'SQLi
       return rows;
     };
     d.start();
-    await until('every delivery, the late one too', async () => rx.ids.length >= 401 && (await pendingOf(store, dest.id)) === 0);
+    await until('every delivery, the late one too', async () => rx.ids.length >= 1_601 && (await pendingOf(store, dest.id)) === 0);
     await d.stop(5_000);
-    expect(rx.ids.length).toBe(401);
+    expect(rx.ids.length).toBe(1_601);
     expect(new Set(rx.ids)).toEqual(new Set([...ids, ...late!]));
     // The read after the page that was under way starts from the beginning and finds the late delivery,
     // long before paging reaches the end of the backlog.

@@ -1245,4 +1245,20 @@ END
 $$;
 `,
   },
+  {
+    version: 19,
+    expand: true,
+    name: 'deliveries: pages filled to half (fillfactor 50), so the update that records an outcome puts the new row version on the same page',
+    sql: `
+-- Recording a delivery's outcome updates its row (state, attempts, delivered_at, …). That update cannot be HOT
+-- (state is in the partial indexes' predicates, delivered_at is indexed), but where the new version lands still
+-- matters: with full pages (the default fillfactor 100, the fan-out inserts rows side by side) it went to
+-- another page, which then was dirtied and written too, and its WAL record carried the whole new row, payload
+-- and all. On a page with room the new version stays on the old row's page and the record carries only what
+-- changed (PostgreSQL leaves the unchanged prefix and suffix out). A delivery is updated once when it succeeds
+-- (more when it is retried), so half of each page is kept for that. Applies to pages filled from now on; the
+-- rows already stored stay where they are. Expand-only: a storage parameter, invisible to queries.
+ALTER TABLE deliveries SET (fillfactor = 50);
+`,
+  },
 ];
