@@ -9,10 +9,19 @@ const INSERT_EXPOSURE =
  * (pg/batch.ts, the append shape) are their arrays end to end. A multi-row VALUES text instead is new for
  * every row count: parsed and planned on every execution (measured: backend CPU per decision 37–50 µs
  * with this text against 62–75 µs with VALUES, 8 decisions of 5 rows a statement).
+ *
+ * The same statement writes each row's first arm (first_arms, ON CONFLICT DO NOTHING: the first row of a visitor
+ * and test ever inserted wins; a later row or a duplicate later in the same statement is ignored), so the
+ * exposure and its first arm commit or fail together. On SQLite a trigger on exposures does that; on PostgreSQL
+ * a row trigger cost 25–55 µs of backend CPU per decision (a plpgsql call per row, measured with
+ * test/bench/first-arms-micro-pg.ts), this CTE nothing measurable.
  */
 const INSERT_EXPOSURES_PG =
-  'INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) ' +
-  'SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::int4[], ?::text[], ?::int8[])';
+  'WITH r (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) AS (' +
+  'SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::int4[], ?::text[], ?::int8[])), ' +
+  'e AS (INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) SELECT * FROM r) ' +
+  'INSERT INTO first_arms (site_id, visitor_id, experiment_id, arm_id, created_at) ' +
+  'SELECT site_id, visitor_id, experiment_id, arm_id, created_at FROM r WHERE experiment_id IS NOT NULL AND arm_id IS NOT NULL ON CONFLICT DO NOTHING';
 
 /** Rows per multi-row INSERT on SQLite (10 parameters each, far below SQLite's limit; bounds the statement texts cached). */
 const MAX_ROWS_PER_INSERT = 64;
