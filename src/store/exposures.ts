@@ -13,8 +13,8 @@ const INSERT_EXPOSURE =
  * The same statement writes each row's first arm (first_arms, ON CONFLICT DO NOTHING: the first row of a visitor
  * and test ever inserted wins; a later row or a duplicate later in the same statement is ignored), so the
  * exposure and its first arm commit or fail together. On SQLite a trigger on exposures does that; on PostgreSQL
- * a row trigger cost 25–55 µs of backend CPU per decision (a plpgsql call per row, measured with
- * test/bench/first-arms-micro-pg.ts), this CTE nothing measurable.
+ * a row trigger cost about 20 µs of backend CPU per decision more than this CTE (a plpgsql call per row; 0–58 µs in
+ * seven runs of test/bench/first-arms-micro-pg.ts, docs/scale.md).
  */
 const INSERT_EXPOSURES_PG =
   'WITH r (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) AS (' +

@@ -1224,10 +1224,10 @@ CREATE INDEX events_profile ON events (profile_id, ts) INCLUDE (type);
 -- A decision read every exposure of the visitor to a test to find the first arm of each (the lowest id): the read
 -- grew with a returning visitor's history. first_arms holds that arm, one row per visitor and test, written by the
 -- statement that inserts the exposures (a CTE, ON CONFLICT DO NOTHING: the first insert wins; src/store/exposures.ts).
--- Not a trigger as on SQLite: a plpgsql row trigger cost 25–55 µs of backend CPU per decision, the CTE nothing
--- measurable. Expand-only (it adds a table); what the release before writes while both run (a rolling upgrade)
--- gets no first arm: a visitor first shown a test then by an old instance is drawn again by a new one, which
--- gives the same arm unless the test's arms or weights change meanwhile.
+-- Not a trigger as on SQLite: a plpgsql row trigger cost about 20 µs of backend CPU per decision more than the CTE
+-- (0–58 in seven runs, docs/scale.md). Expand-only (it adds a table); what the release before writes while both
+-- run (a rolling upgrade) gets no first arm: a visitor first shown a test then by an old instance is drawn again
+-- by a new one, which gives the same arm unless the test's arms or weights change meanwhile.
 -- The backfill takes each visitor's lowest-id exposure to each test, as the read did.
 CREATE TABLE first_arms (
   site_id TEXT NOT NULL,
