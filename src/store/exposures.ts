@@ -16,7 +16,7 @@ const INSERT_EXPOSURE =
  * a row trigger cost about 20 µs of backend CPU per decision more than this CTE (a plpgsql call per row; 0–58 µs in
  * seven runs of test/bench/first-arms-micro-pg.ts, docs/scale.md).
  */
-const INSERT_EXPOSURES_PG =
+export const INSERT_EXPOSURES_PG =
   'WITH r (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) AS (' +
   'SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::int4[], ?::text[], ?::int8[])), ' +
   'e AS (INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) SELECT * FROM r) ' +

@@ -9,7 +9,8 @@ import { migratePg, pgClientConfig } from '../../src/store/pg/store.js';
 import { openStore, type Store } from '../../src/store/store.js';
 import { openPgStore } from '../../src/store/pg/store.js';
 import { decisionService } from '../../src/domain/web/decisions.js';
-import { ExposuresRepo, type ExposureInsert } from '../../src/store/exposures.js';
+import { ExposuresRepo, INSERT_EXPOSURES_PG, type ExposureInsert } from '../../src/store/exposures.js';
+import { shapeOf } from '../../src/store/pg/batch.js';
 import { PgSql } from '../../src/store/pg/sql.js';
 import { databaseUrlFor, PG_BASE_URL } from '../helpers/backend.js';
 import { cleanup, tempDir } from '../helpers/svc.js';
@@ -200,5 +201,18 @@ describe(`first arms on ${pg_ ? 'PostgreSQL' : 'SQLite'}`, () => {
     expect(Number(n!.n)).toBe(12 * 4 + 1);
     const fa = await store.sql.get<{ n: number | string }>("SELECT count(*) AS n FROM first_arms WHERE visitor_id LIKE 'keep-%'");
     expect(Number(fa!.n)).toBe(13);
+  });
+});
+
+describe('the PostgreSQL exposure statement', () => {
+  it('is appended like a plain unnest insert (concurrent decisions share it), and forms that do not stand row by row are not', () => {
+    expect(shapeOf(INSERT_EXPOSURES_PG)).toEqual({ kind: 'append', params: 10 });
+    const cte = 'WITH r (a, b) AS (SELECT * FROM unnest(?::text[], ?::int8[])), e AS (INSERT INTO x (a, b) SELECT * FROM r) INSERT INTO y (a) SELECT a FROM r';
+    expect(shapeOf(cte)).toEqual({ kind: 'append', params: 2 });
+    expect(shapeOf(`${cte} ON CONFLICT DO NOTHING`)).toEqual({ kind: 'append', params: 2 });
+    expect(shapeOf(`${cte} ON CONFLICT (a) DO UPDATE SET a = 1`)).toBeNull();
+    expect(shapeOf(`${cte} RETURNING a`)).toBeNull();
+    expect(shapeOf(`${cte} WHERE a = ?`)).toBeNull();
+    expect(shapeOf('WITH r (a) AS (SELECT * FROM unnest(?::text[])), e AS (SELECT 1) SELECT * FROM r')).toBeNull();
   });
 });
