@@ -9,10 +9,19 @@ const INSERT_EXPOSURE =
  * (pg/batch.ts, the append shape) are their arrays end to end. A multi-row VALUES text instead is new for
  * every row count: parsed and planned on every execution (measured: backend CPU per decision 37–50 µs
  * with this text against 62–75 µs with VALUES, 8 decisions of 5 rows a statement).
+ *
+ * The same statement writes each row's first arm (first_arms, ON CONFLICT DO NOTHING: the first row of a visitor
+ * and test ever inserted wins; a later row or a duplicate later in the same statement is ignored), so the
+ * exposure and its first arm commit or fail together. On SQLite a trigger on exposures does that; on PostgreSQL
+ * a row trigger cost about 20 µs of backend CPU per decision more than this CTE (a plpgsql call per row; 0–58 µs in
+ * seven runs of test/bench/first-arms-micro-pg.ts, docs/scale.md).
  */
-const INSERT_EXPOSURES_PG =
-  'INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) ' +
-  'SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::int4[], ?::text[], ?::int8[])';
+export const INSERT_EXPOSURES_PG =
+  'WITH r (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) AS (' +
+  'SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::int4[], ?::text[], ?::int8[])), ' +
+  'e AS (INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) SELECT * FROM r) ' +
+  'INSERT INTO first_arms (site_id, visitor_id, experiment_id, arm_id, created_at) ' +
+  'SELECT site_id, visitor_id, experiment_id, arm_id, created_at FROM r WHERE experiment_id IS NOT NULL AND arm_id IS NOT NULL ON CONFLICT DO NOTHING';
 
 /** Rows per multi-row INSERT on SQLite (10 parameters each, far below SQLite's limit; bounds the statement texts cached). */
 const MAX_ROWS_PER_INSERT = 64;
@@ -40,14 +49,15 @@ export interface ExposureInsert {
  * What one decision reads about a visitor, in one statement (one round trip on PostgreSQL):
  * kind 0, SQLite only: the site's configuration version (`n`; no row before the first change);
  * kind 1: the visitor identity's profile (`a`), that profile's row id (`c`, null when it is gone)
- * and what it was merged into (`b`); kind 2: an exposure to a test (`a` experiment, `b` arm, `n` row id);
- * kind 3: a segment (`a`) of the identity's profile when that profile is not merged.
+ * and what it was merged into (`b`); kind 2: the first arm the visitor saw in a test (`a` experiment,
+ * `b` arm; first_arms, one row per test, kept by a trigger on exposures, so the read does not grow with
+ * the visitor's history); kind 3: a segment (`a`) of the identity's profile when that profile is not merged.
  */
 const FACTS_VISITOR = `SELECT 1 AS k, i.profile_id AS a, p.merged_into AS b, p.id AS c, NULL AS n FROM identities i
   LEFT JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id
  WHERE i.site_id = ? AND i.kind = 'visitor' AND i.value = ?
 UNION ALL
-SELECT 2, experiment_id, arm_id, NULL, id FROM exposures WHERE site_id = ? AND visitor_id = ? AND experiment_id IS NOT NULL AND arm_id IS NOT NULL
+SELECT 2, experiment_id, arm_id, NULL, NULL FROM first_arms WHERE site_id = ? AND visitor_id = ?
 UNION ALL
 SELECT 3, m.segment_id, NULL, NULL, NULL FROM identities i JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id AND p.merged_into IS NULL
   JOIN segment_members m ON m.profile_id = p.id
@@ -69,7 +79,7 @@ const IDENTITY_FACTS_PG = `SELECT x.k, x.a, x.b, x.c, NULL::bigint AS n FROM ide
     SELECT 3, m.segment_id, NULL, NULL FROM segment_members m WHERE p.id IS NOT NULL AND p.merged_into IS NULL AND m.profile_id = p.id) x
  WHERE i.site_id = q.s AND i.kind = 'visitor' AND i.value = q.v
 UNION ALL
-SELECT 2, e.experiment_id, e.arm_id, NULL, e.id FROM exposures e WHERE e.site_id = q.s AND e.visitor_id = q.v AND e.experiment_id IS NOT NULL AND e.arm_id IS NOT NULL`;
+SELECT 2, f.experiment_id, f.arm_id, NULL, NULL FROM first_arms f WHERE f.site_id = q.s AND f.visitor_id = q.v`;
 
 /** FACTS_VISITOR on PostgreSQL (IDENTITY_FACTS_PG): the same rows, for one visitor. */
 const FACTS_VISITOR_PG = `SELECT f.k, f.a, f.b, f.c, f.n FROM (SELECT ?::text AS s, ?::text AS v) AS q CROSS JOIN LATERAL (
@@ -187,12 +197,15 @@ export interface DecisionFacts {
 export class ExposuresRepo {
   constructor(private readonly x: Sql) {}
 
-  /** The first arm a visitor was exposed to in each experiment (a visitor keeps its arm). */
+  /**
+   * The first arm a visitor was exposed to in each experiment (a visitor keeps its arm): first_arms, whose
+   * row for a visitor and test the trigger on exposures writes with the first exposure to an arm of it.
+   */
   async earlierArms(siteId: string, visitorId: string): Promise<Map<string, string>> {
-    const rows = await this.x.all<{ experiment_id: string; arm_id: string }>(
-      'SELECT experiment_id, arm_id FROM exposures WHERE site_id = ? AND visitor_id = ? AND experiment_id IS NOT NULL AND arm_id IS NOT NULL ORDER BY id DESC',
-      [siteId, visitorId],
-    );
+    const rows = await this.x.all<{ experiment_id: string; arm_id: string }>('SELECT experiment_id, arm_id FROM first_arms WHERE site_id = ? AND visitor_id = ?', [
+      siteId,
+      visitorId,
+    ]);
     const out = new Map<string, string>();
     for (const r of rows) out.set(r.experiment_id, r.arm_id);
     return out;
@@ -216,7 +229,7 @@ export class ExposuresRepo {
     let version: number | null = sqlite ? 0 : null;
     let profileId: string | null | undefined = null;
     const segmentIds: string[] = [];
-    const first = new Map<string, { arm: string; id: number }>();
+    const earlierArms = new Map<string, string>();
     for (const r of rows) {
       switch (Number(r.k)) {
         case 0:
@@ -226,18 +239,13 @@ export class ExposuresRepo {
           // No profile row: none (as profileOf); merged: the caller follows the merge.
           profileId = r.c === null ? null : r.b === null ? r.a : undefined;
           break;
-        case 2: {
-          const id = Number(r.n);
-          const seen = first.get(r.a!);
-          if (!seen || id < seen.id) first.set(r.a!, { arm: r.b!, id });
+        case 2:
+          earlierArms.set(r.a!, r.b!);
           break;
-        }
         default:
           segmentIds.push(r.a!);
       }
     }
-    const earlierArms = new Map<string, string>();
-    for (const [experimentId, f] of first) earlierArms.set(experimentId, f.arm);
     return { version, profileId, segmentIds: profileId === undefined ? [] : segmentIds, earlierArms };
   }
 

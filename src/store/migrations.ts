@@ -1213,4 +1213,33 @@ DROP INDEX events_profile;
 CREATE INDEX events_profile ON events (profile_id, ts, type);
 `,
   },
+  {
+    version: 27,
+    expand: true,
+    name: 'first arms: the arm each visitor first saw in each test, kept apart from the exposures (a decision reads one row per test instead of its every exposure)',
+    sql: `
+-- A decision read every exposure of the visitor to a test to find the first arm of each (the lowest id): the read
+-- grew with a returning visitor's history. first_arms holds that arm, one row per visitor and test, written by a
+-- trigger in the statement that inserts the exposure (the first insert wins, later ones are ignored), so every
+-- writer of exposures keeps it, the release before this one included (expand-only: it adds a table and a trigger).
+-- The backfill takes each visitor's lowest-id exposure to each test, as the read did.
+CREATE TABLE first_arms (
+  site_id TEXT NOT NULL,
+  visitor_id TEXT NOT NULL,
+  experiment_id TEXT NOT NULL,
+  arm_id TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (site_id, visitor_id, experiment_id)
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO first_arms (site_id, visitor_id, experiment_id, arm_id, created_at)
+  SELECT site_id, visitor_id, experiment_id, arm_id, created_at FROM exposures
+   WHERE experiment_id IS NOT NULL AND arm_id IS NOT NULL ORDER BY id;
+CREATE TRIGGER first_arm AFTER INSERT ON exposures
+  WHEN NEW.experiment_id IS NOT NULL AND NEW.arm_id IS NOT NULL
+BEGIN
+  INSERT OR IGNORE INTO first_arms (site_id, visitor_id, experiment_id, arm_id, created_at)
+    VALUES (NEW.site_id, NEW.visitor_id, NEW.experiment_id, NEW.arm_id, NEW.created_at);
+END;
+`,
+  },
 ];

@@ -26,7 +26,9 @@ import { statementName } from './names.js';
  *   rounds when two rows share the WHERE parameters (the later one wins, as
  *   one after another would);
  * - `INSERT INTO t (cols) SELECT * FROM unnest(?::type[], …)` of one text (rows already given as
- *   arrays, no RETURNING or ON CONFLICT): the sets' arrays concatenated, sent as the same text, so a
+ *   arrays, no RETURNING or ON CONFLICT), or `WITH r (cols) AS (SELECT * FROM unnest(?::type[], …)), …
+ *   INSERT …` whose inserts read those rows (the parameters all in the unnest; ON CONFLICT DO NOTHING at
+ *   most, at the end): the sets' arrays concatenated, sent as the same text, so a
  *   fixed-text named statement parsed and planned once per connection whatever the number of rows;
  * - anything else, or a text whose rewrite PostgreSQL refused once, as sent;
  * - and a wave whose texts are all reads and inserts (plain, or DO NOTHING), as one statement
@@ -743,7 +745,13 @@ function parseShape(sql: string): Shape | null {
   const marks = markPositions(sql);
   if (marks === null) return null;
   const lower = maskQuoted(sql).toLowerCase();
-  const append = /^\s*insert\s+into\s+[a-z_][a-z0-9_.]*\s*\([^)]*\)\s*select\s+\*\s+from\s+unnest\s*\(([^()]*)\)\s*$/.exec(lower);
+  const append =
+    /^\s*insert\s+into\s+[a-z_][a-z0-9_.]*\s*\([^)]*\)\s*select\s+\*\s+from\s+unnest\s*\(([^()]*)\)\s*$/.exec(lower) ??
+    // The same rows as a CTE read by the statement's inserts (exposures and their first arms): each row stands alone
+    // (plain inserts, or ON CONFLICT DO NOTHING), so arrays end to end give what the statements one after another would.
+    /^\s*with\s+[a-z_][a-z0-9_]*\s*\([^)]*\)\s*as\s*\(\s*select\s+\*\s+from\s+unnest\s*\(([^()]*)\)\s*\)\s*,(?:(?!\bon\s+conflict\b|\breturning\b)[^?])*\binsert\s+into\b(?:(?!\bon\s+conflict\b|\breturning\b)[^?])*(?:\bon\s+conflict\s+do\s+nothing\s*)?$/.exec(
+      lower,
+    );
   if (append !== null) {
     const args = append[1]!.split(',').map((a) => a.trim());
     if (marks.length === 0 || args.length !== marks.length || !args.every((a) => /^\?::[a-z0-9_]+\[\]$/.test(a))) return null;

@@ -1261,4 +1261,31 @@ $$;
 ALTER TABLE deliveries SET (fillfactor = 50);
 `,
   },
+  {
+    version: 20,
+    expand: true,
+    name: 'first arms: the arm each visitor first saw in each test, kept apart from the exposures (a decision reads one row per test instead of its every exposure)',
+    sql: `
+-- A decision read every exposure of the visitor to a test to find the first arm of each (the lowest id): the read
+-- grew with a returning visitor's history. first_arms holds that arm, one row per visitor and test, written by the
+-- statement that inserts the exposures (a CTE, ON CONFLICT DO NOTHING: the first insert wins; src/store/exposures.ts).
+-- Not a trigger as on SQLite: a plpgsql row trigger cost about 20 µs of backend CPU per decision more than the CTE
+-- (0–58 in seven runs, docs/scale.md). Expand-only (it adds a table); what the release before writes while both
+-- run (a rolling upgrade) gets no first arm: a visitor first shown a test then by an old instance is drawn again
+-- by a new one, which gives the same arm unless the test's arms or weights change meanwhile.
+-- The backfill takes each visitor's lowest-id exposure to each test, as the read did.
+CREATE TABLE first_arms (
+  site_id TEXT NOT NULL,
+  visitor_id TEXT NOT NULL,
+  experiment_id TEXT NOT NULL,
+  arm_id TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  PRIMARY KEY (site_id, visitor_id, experiment_id)
+);
+INSERT INTO first_arms (site_id, visitor_id, experiment_id, arm_id, created_at)
+  SELECT DISTINCT ON (site_id, visitor_id, experiment_id) site_id, visitor_id, experiment_id, arm_id, created_at FROM exposures
+   WHERE experiment_id IS NOT NULL AND arm_id IS NOT NULL ORDER BY site_id, visitor_id, experiment_id, id
+  ON CONFLICT DO NOTHING;
+`,
+  },
 ];

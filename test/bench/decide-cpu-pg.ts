@@ -1,0 +1,164 @@
+/**
+ * CPU per decision on PostgreSQL without HTTP (never part of the pass/fail suite):
+ *
+ *   node --import ./test/bench/register.mjs test/bench/decide-cpu-pg.ts \
+ *     --database-url postgres://postgres@127.0.0.1:5432/test [--concurrency 16 --decisions 3000 --rounds 3 --history 4]
+ *
+ * Opens svc's store on a fresh schema (bench_dcpu_<pid>, dropped at the end), seeds bench:decide's site
+ * (10 pages of 5 zones, 10 running tests, one on a zone of each page), then keeps `concurrency`
+ * DecisionService.decideAndRecord calls in flight over bench:decide's 4,096 (visitor, URL) pairs (visitors
+ * bv-(i × 7919 mod 10,000), so each returns every 4,096 decisions and adds a test exposure each time).
+ * `history` passes over the pairs before measuring give every visitor that many exposures to its test
+ * (a returning visitor's history; the facts read grew with it before first arms were kept apart).
+ * Prints per decision, for each of `rounds` rounds of `decisions`: this process's CPU (process.cpuUsage),
+ * the CPU of the PostgreSQL backends serving the store's pool (/proc utime + stime), and the statements
+ * sent (every query of any pg client of this process, background polls included). CPU, not wall clock:
+ * on a shared host the clock measures the neighbours. The file is self-contained (its own copy of
+ * bench:decide's seed), so it can be copied into another build's tree for A/B pairs.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { openConfiguredStore } from '../../src/store/open.js';
+import type { Store } from '../../src/store/store.js';
+import { decisionService } from '../../src/domain/web/decisions.js';
+import { pgBackendPids } from './lib/sockets.js';
+import { processCpuMs } from './lib/child.js';
+import { intFlag } from './lib/args.js';
+
+const { values } = parseArgs({
+  options: {
+    'database-url': { type: 'string' },
+    concurrency: { type: 'string' },
+    decisions: { type: 'string' },
+    rounds: { type: 'string' },
+    history: { type: 'string' },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+});
+if (values.help || values['database-url'] === undefined) {
+  process.stdout.write('usage: decide-cpu-pg.ts --database-url URL [--concurrency 16] [--decisions 3000] [--rounds 3] [--history 4]\n');
+  process.exit(values.help ? 0 : 2);
+}
+const concurrency = intFlag('concurrency', values.concurrency, 16, 1, 1024);
+const perRound = intFlag('decisions', values.decisions, 3000, 1, 10_000_000);
+const rounds = intFlag('rounds', values.rounds, 3, 1, 1000);
+const history = intFlag('history', values.history, 4, 0, 1000);
+
+const PAGES = 10;
+const ZONES_PER_PAGE = 5;
+const VARIANTS_PER_ZONE = 10;
+const SEGMENTS = 5;
+const TESTS = 10;
+const VISITORS = 10_000;
+const PAIRS = 4096;
+
+const schema = `bench_dcpu_${process.pid}`;
+const url = new URL(values['database-url']);
+url.searchParams.set('schema', schema);
+const plainUrl = new URL(values['database-url']);
+plainUrl.searchParams.delete('schema');
+
+let sent = 0;
+const origQuery = pg.Client.prototype.query;
+pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+  sent++;
+  return (origQuery as (...x: unknown[]) => unknown).apply(this, args);
+} as typeof pg.Client.prototype.query;
+
+/** bench:decide's site configuration. */
+async function seed(store: Store, siteId: string): Promise<void> {
+  await store.write(async (tx) => {
+    const now = Date.now();
+    const defaultContent = await tx.content.insert({ siteId, name: 'default', kind: 'html', body: '<h2>Welcome</h2><p>Default copy of this zone.</p>', now });
+    for (let p = 0; p < PAGES; p++) {
+      const pageId = await tx.pages.insert({ siteId, name: `Page ${p}`, matchType: p % 2 === 0 ? 'exact' : 'glob', pattern: p % 2 === 0 ? `/p${p}` : `/p${p}/*`, now });
+      for (let z = 0; z < ZONES_PER_PAGE; z++) {
+        const zoneId = await tx.zones.insert({ siteId, pageId, name: `zone${z}`, selector: `#zone-${z}`, defaultContentId: defaultContent, now });
+        const variants: string[] = [];
+        for (let v = 0; v < VARIANTS_PER_ZONE; v++) {
+          const contentId = await tx.content.insert({ siteId, name: `p${p}z${z}v${v}`, kind: 'html', body: `<h2>Offer ${p}.${z}.${v}</h2><p>${'Copy '.repeat(20)}</p>`, now });
+          const variantId = await tx.variants.insert({ siteId, zoneId, contentId, segmentId: null, name: `v${v}`, createdBy: 'bench', now });
+          await tx.variants.transition(siteId, variantId, 'draft', 'approved', 'bench', now);
+          await tx.variants.transition(siteId, variantId, 'approved', 'published', 'bench', now);
+          const segmentId = v % 2 === 0 ? `seg_bench${v % SEGMENTS}` : null;
+          await tx.placements.insert({ siteId, zoneId, variantId, segmentId, priority: (v * 7) % 10, enabled: true, now });
+          variants.push(variantId);
+        }
+        if (z === 0 && p < TESTS) {
+          const expId = `exp_bench${p}`;
+          await tx.sql.run(
+            "INSERT INTO experiments (id, site_id, name, page_id, zone_id, status, seed, primary_metric, created_by, created_at, updated_at, started_at) VALUES (?, ?, ?, ?, ?, 'running', ?, 'conversion', 'bench', ?, ?, ?)",
+            [expId, siteId, `Test ${p}`, pageId, zoneId, expId, now, now, now],
+          );
+          await tx.sql.run(
+            "INSERT INTO experiment_arms (id, site_id, experiment_id, label, is_control, variant_id, weight, position) VALUES (?, ?, ?, 'Control', 1, NULL, 1, 0)",
+            [`arm_bench${p}c`, siteId, expId],
+          );
+          await tx.sql.run(
+            "INSERT INTO experiment_arms (id, site_id, experiment_id, label, is_control, variant_id, weight, position) VALUES (?, ?, ?, 'B', 0, ?, 1, 1)",
+            [`arm_bench${p}b`, siteId, expId, variants[1]],
+          );
+        }
+      }
+    }
+  });
+}
+
+const dataDir = mkdtempSync(path.join(os.tmpdir(), 'svc-decide-cpu-'));
+const store = await openConfiguredStore({
+  dataDir,
+  synchronous: 'full',
+  databaseUrl: url.toString(),
+  databasePoolSize: 10,
+  databaseStatementTimeoutMs: 60_000,
+});
+try {
+  const site = await store.write((tx) => tx.sites.create({ name: 'decide-cpu' }));
+  await seed(store, site.id);
+  const svc = decisionService(store);
+  const pairs: { visitor: string; url: string }[] = [];
+  for (let i = 0; i < PAIRS; i++) {
+    const p = i % PAGES;
+    pairs.push({ visitor: `bv-${(i * 7919) % VISITORS}`, url: p % 2 === 0 ? `https://shop.example/p${p}?utm_source=bench` : `https://shop.example/p${p}/item-${i}` });
+  }
+  let next = 0;
+  /** `n` decisions, `concurrency` in flight. */
+  async function run(n: number): Promise<void> {
+    const end = next + n;
+    const worker = async () => {
+      while (next < end) {
+        const pair = pairs[next++ % PAIRS]!;
+        const r = await svc.decideAndRecord(site.id, pair.visitor, pair.url);
+        if (!r || r.decision.zones.length !== ZONES_PER_PAGE) throw new Error(`unexpected decision for ${pair.visitor} ${pair.url}`);
+      }
+    };
+    await Promise.all(Array.from({ length: concurrency }, worker));
+  }
+  await run(PAIRS * history + 500);
+  const cpuOf = (pids: number[]) => pids.reduce((a, p) => a + (processCpuMs(p) ?? 0), 0);
+  for (let k = 0; k < rounds; k++) {
+    const pids = pgBackendPids([process.pid], Number(url.port || 5432));
+    const b0 = cpuOf(pids);
+    const c0 = process.cpuUsage();
+    const s0 = sent;
+    const t0 = process.hrtime.bigint();
+    await run(perRound);
+    const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    const c1 = process.cpuUsage(c0);
+    const b1 = cpuOf(pids);
+    process.stdout.write(
+      `round ${k + 1}: ${perRound} decisions, ${((perRound * 1000) / ms).toFixed(0)}/s, svc ${((c1.user + c1.system) / perRound).toFixed(1)} µs/decision, ` +
+        `backends ${(((b1 - b0) * 1000) / perRound).toFixed(1)} µs/decision (${pids.length}), ${((sent - s0) / perRound).toFixed(3)} statements/decision\n`,
+    );
+  }
+} finally {
+  await store.close();
+  rmSync(dataDir, { recursive: true, force: true });
+  const client = new pg.Client({ connectionString: plainUrl.toString() });
+  await client.connect();
+  await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  await client.end();
+}
