@@ -12,8 +12,8 @@ import type { Store } from '../store/store.js';
 import { authenticateKey, requireScope, type CallerKey } from './auth.js';
 import { PresentedKeys } from '../domain/access/api-keys.js';
 import { ROUTES, type RouteSpec } from './routes.js';
-import { HANDLERS, type PulseDeps } from './handlers.js';
-import { asOneRead } from '../domain/profiles/service.js';
+import { HANDLERS, lookUpProfile, type PulseDeps } from './handlers.js';
+import { asOneRead, profileSnapshotJson } from '../domain/profiles/service.js';
 import { buildOpenApi } from './openapi.js';
 
 /** Converts a zod failure into the profile API's 400 bad_request naming the field. */
@@ -128,9 +128,7 @@ export function createPulseApi(store: Store, deps: Omit<PulseDeps, 'store'>, log
 
   const profileSpec = ROUTES.find((r) => r.operationId === 'getProfile')!;
   const profileLimiter = limiters.get(profileSpec)!;
-  const getProfile = HANDLERS.getProfile!;
   const profileQuery = profileSpec.query!;
-  const NO_PARAMS: Record<string, string> = {};
 
   // What express does for this route: the chain above, res.json's bytes and headers, the app's error formatter.
   // The key, the profile and its facts are read together (on SQLite in one read transaction: the locks taken once).
@@ -140,11 +138,11 @@ export function createPulseApi(store: Store, deps: Omit<PulseDeps, 'store'>, log
         for (const k in h) res.setHeader(k, String(h[k]));
       });
       const query = parse(profileQuery, querystring.parse(search), 'query') as Record<string, unknown>;
-      return JSON.stringify(await getProfile(full, { key, query, body: undefined, params: NO_PARAMS }));
+      // HANDLERS.getProfile's checks, and its snapshot's JSON written directly (the same bytes as JSON.stringify of it).
+      const { profile, pii } = await lookUpProfile(store, key, query);
+      return profileSnapshotJson(store, profile, pii);
     });
-    res.statusCode = 200;
-    res.setHeader('Content-Type', 'application/json; charset=utf-8');
-    res.setHeader('Content-Length', Buffer.byteLength(text, 'utf8'));
+    res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text, 'utf8') });
     res.end(text, 'utf8');
   }
 
