@@ -5,20 +5,29 @@
  *   ... --data DIR                reuse a data dir seeded earlier by --keep (skips seeding)
  *   ... --svc A --svc B           interleaved A/B of two built checkouts (e.g. a worktree of the base build)
  *   ... --cpu-prof DIR            each server runs with node --cpu-prof into DIR
+ *   ... --callgrind DIR           each server runs under valgrind --tool=callgrind (dumps into DIR): the
+ *                                 measured window's instruction count per request (Ir/request), the same
+ *                                 on a busy host as on a quiet one; use small --requests and --warmup
+ *   ... --bare                    each round also measures the bare node:http server answering one fixed
+ *                                 snapshot (lib/bare-snapshot-server.ts): the issue's ratio is bare/svc CPU
  *
  * What matters on a shared, noisy host is what the server spends, not how fast
  * it answers: each round starts `svc serve` of each checkout in turn (order
  * alternating between rounds), over the same data directory, sends it
  * --warmup unmeasured then --requests measured GETs over --connections
- * keep-alive connections (identifier types in turn, random existing
- * values), and reads the server's CPU (user + system, /proc/<pid>/stat) over
+ * keep-alive connections (identifier types in turn over 1,000 random
+ * existing values of each, as bench:pulse samples them: the default warm-up
+ * goes over each twice, so the window reads profiles whose pages the server
+ * holds, as bench:pulse's does after its server warm-up), and reads the server's CPU (user + system, /proc/<pid>/stat) over
  * the measured requests: µs per request. Every answer must be 200 and the
  * sampled profile. The first round also fetches the same sample of profiles
  * from every checkout and compares the response bytes (body, status and
  * headers but X-Request-Id and Date): the output says whether they are
  * identical. Exit status 1 on a wrong answer or differing bytes.
  */
-import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, writeFileSync, existsSync } from 'node:fs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -29,6 +38,9 @@ import { REPO_ROOT } from './lib/targets.js';
 import { intFlag } from './lib/args.js';
 
 const API = '/api/pulse/v1';
+const BARE = 'bare';
+const BARE_SNAPSHOT = fileURLToPath(new URL('./lib/bare-snapshot-server.ts', import.meta.url));
+const REGISTER_HREF = pathToFileURL(fileURLToPath(new URL('./register.mjs', import.meta.url))).href;
 const LOOKUPS = ['profile_id', 'visitor_id', 'email', 'external_id', 'email_sha256', 'phone_sha256'] as const;
 type Lookup = (typeof LOOKUPS)[number];
 interface Sample {
@@ -48,13 +60,15 @@ const { values } = parseArgs({
     warmup: { type: 'string' },
     connections: { type: 'string' },
     'cpu-prof': { type: 'string' },
+    bare: { type: 'boolean', default: false },
+    callgrind: { type: 'string' },
   },
   strict: true,
 });
 const profiles = intFlag('profiles', values.profiles, 300_000, 1, 10_000_000);
 const rounds = intFlag('rounds', values.rounds, 3, 1, 50);
 const requests = intFlag('requests', values.requests, 20_000, 100, 10_000_000);
-const warmup = intFlag('warmup', values.warmup, 5_000, 0, 10_000_000);
+const warmup = intFlag('warmup', values.warmup, 12_000, 0, 10_000_000);
 const connections = intFlag('connections', values.connections, 4, 1, 64);
 const builds = (values.svc ?? [REPO_ROOT]).map((d) => path.resolve(d));
 const env: NodeJS.ProcessEnv = { ...process.env, SVC_RATE_LIMIT: 'off', SVC_LOG_LEVEL: 'warn' };
@@ -114,6 +128,25 @@ function samples(dir: string, siteId: string, want: number): Sample[] {
   }
 }
 
+/** valgrind's arguments before node's when --callgrind is given (a file per process and thread). */
+function callgrind(root: string): string[] {
+  if (!values.callgrind) return [];
+  const out = path.resolve(values.callgrind, `${path.basename(root)}-%p`);
+  return ['--tool=callgrind', '--smc-check=all-non-file', '--separate-threads=no', `--callgrind-out-file=${out}`, process.execPath];
+}
+
+/** Instructions of process `pid` since its counters were zeroed: dumps them (callgrind_control -d) and sums the dump's totals. */
+function instructions(pid: number): number {
+  execFileSync('callgrind_control', ['-d', `pulse-cpu-${Date.now()}`, String(pid)], { stdio: 'ignore' });
+  const dir = path.resolve(values.callgrind!);
+  const dumps = readdirSync(dir).filter((f) => f.includes(`-${pid}.`));
+  dumps.sort();
+  const last = dumps[dumps.length - 1]!;
+  const m = /^(?:summary|totals): (\d+)/m.exec(readFileSync(path.join(dir, last), 'utf8'));
+  if (!m) throw new Error(`no totals in ${last}`);
+  return Number(m[1]);
+}
+
 const pathOf = (s: Sample) => `${API}/profile?${s.kind}=${encodeURIComponent(s.value)}`;
 
 async function get(pool: Pool, key: string, s: Sample): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
@@ -122,14 +155,14 @@ async function get(pool: Pool, key: string, s: Sample): Promise<{ status: number
 }
 
 /** `n` requests over `connections` workers; throws on a wrong answer. */
-async function load(pool: Pool, key: string, list: Sample[], start: number, n: number): Promise<void> {
+async function load(pool: Pool, key: string, list: Sample[], start: number, n: number, bare = false): Promise<void> {
   let next = 0;
   const worker = async () => {
     while (next < n) {
       const s = list[(start + next++) % list.length]!;
       const r = await get(pool, key, s);
       if (r.status !== 200) throw new Error(`status ${r.status}: ${r.body.slice(0, 200)}`);
-      if (!r.body.startsWith(`{"profile_id":"${s.profileId}"`)) throw new Error(`expected ${s.profileId}: ${r.body.slice(0, 100)}`);
+      if (!bare && !r.body.startsWith(`{"profile_id":"${s.profileId}"`)) throw new Error(`expected ${s.profileId}: ${r.body.slice(0, 100)}`);
     }
   };
   await Promise.all(Array.from({ length: connections }, worker));
@@ -146,37 +179,62 @@ function answerBytes(r: { status: number; headers: Record<string, string | strin
 
 async function main(): Promise<number> {
   const { dir, key, siteId } = await dataDir();
-  const list = samples(dir, siteId, 2000);
+  const list = samples(dir, siteId, 1000);
   log(`data ${dir}: ${list.length} sampled identifiers; ${rounds} rounds x ${builds.length} builds, ${warmup} warm-up + ${requests} measured requests, ${connections} connections`);
-  const cpu = new Map<string, number[]>(builds.map((b) => [b, []]));
+  const targets = values.bare ? [...builds, BARE] : builds;
+  const cpu = new Map<string, number[]>(targets.map((b) => [b, []]));
+  // The bare server's body: one snapshot of the sample, as svc answers it.
+  let bareBody = '';
   const answers = new Map<string, string[]>();
   let status = 0;
   for (let round = 0; round < rounds; round++) {
-    const order = round % 2 === 0 ? builds : [...builds].reverse();
+    const order = round % 2 === 0 ? targets : [...targets].reverse();
     for (const root of order) {
       const prof = values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(values['cpu-prof'])}`] : [];
-      const server = await spawnServer(registry, {
-        name: `svc ${root}`,
-        command: process.execPath,
-        args: [...prof, path.join(root, 'bin', 'svc.js'), 'serve', '--host', '127.0.0.1', '--port', '0', '--data', dir],
-        env,
-        cwd: root,
-        ready: /^svc listening on (http:\/\/127\.0\.0\.1:\d+)$/,
-        timeoutMs: 120_000,
-      });
+      if (root === BARE && !bareBody) continue;
+      const server =
+        root === BARE
+          ? await spawnServer(registry, {
+              name: 'bare-snapshot',
+              command: process.execPath,
+              args: ['--import', REGISTER_HREF, BARE_SNAPSHOT, '--body', bareBody],
+              cwd: REPO_ROOT,
+              ready: /^bare-snapshot listening on (http:\/\/127\.0\.0\.1:\d+)$/,
+            })
+          : await spawnServer(registry, {
+              name: `svc ${root}`,
+              command: values.callgrind ? 'valgrind' : process.execPath,
+              args: [...callgrind(root), ...prof, path.join(root, 'bin', 'svc.js'), 'serve', '--host', '127.0.0.1', '--port', '0', '--data', dir],
+              env,
+              cwd: root,
+              ready: /^svc listening on (http:\/\/127\.0\.0\.1:\d+)$/,
+              timeoutMs: values.callgrind ? 600_000 : 120_000,
+            });
       const pool = new Pool(server.url, { connections, pipelining: 1, keepAliveTimeout: 60_000 });
       try {
-        if (round === 0) {
+        if (round === 0 && root !== BARE) {
+          if (!bareBody) {
+            bareBody = path.join(dir, 'bare-snapshot.json');
+            writeFileSync(bareBody, (await get(pool, key, list[0]!)).body);
+          }
           const got: string[] = [];
           for (const s of list.slice(0, 300)) got.push(answerBytes(await get(pool, key, s)));
           answers.set(root, got);
         }
-        await load(pool, key, list, round * 7919, warmup);
-        const before = processCpuMs(server.child.pid)!;
-        await load(pool, key, list, round * 7919 + warmup, requests);
-        const us = ((processCpuMs(server.child.pid)! - before) * 1000) / requests;
-        cpu.get(root)!.push(us);
-        log(`round ${round + 1} ${root}: ${us.toFixed(1)} µs CPU/request`);
+        await load(pool, key, list, round * 7919, warmup, root === BARE);
+        if (values.callgrind && root !== BARE) {
+          execFileSync('callgrind_control', ['-z', String(server.child.pid)], { stdio: 'ignore' });
+          await load(pool, key, list, round * 7919 + warmup, requests, false);
+          const ir = instructions(server.child.pid!) / requests;
+          cpu.get(root)!.push(ir);
+          log(`round ${round + 1} ${root}: ${Math.round(ir).toLocaleString('en-US')} instructions/request`);
+        } else {
+          const before = processCpuMs(server.child.pid)!;
+          await load(pool, key, list, round * 7919 + warmup, requests, root === BARE);
+          const us = ((processCpuMs(server.child.pid)! - before) * 1000) / requests;
+          cpu.get(root)!.push(us);
+          log(`round ${round + 1} ${root}: ${us.toFixed(1)} µs CPU/request`);
+        }
       } catch (err) {
         log(`round ${round + 1} ${root}: ${(err as Error).message}`);
         status = 1;
@@ -196,9 +254,16 @@ async function main(): Promise<number> {
       log(`answers of ${root} DIFFER from ${builds[0]}${diff >= 0 ? `:\n--- ${first![diff]}\n+++ ${other![diff]}` : ''}`);
     }
   }
+  const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)];
   for (const [root, list] of cpu) {
-    const sorted = [...list].sort((a, b) => a - b);
-    log(`${root}: median ${sorted[Math.floor(sorted.length / 2)]?.toFixed(1)} µs CPU/request (${list.map((x) => x.toFixed(1)).join(', ')})`);
+    log(`${root}: median ${median(list)?.toFixed(1)} ${values.callgrind && root !== BARE ? 'instructions' : 'µs CPU'}/request (${list.map((x) => x.toFixed(1)).join(', ')})`);
+  }
+  if (values.bare) {
+    const bare = cpu.get(BARE)!;
+    for (const root of builds) {
+      const ratios = cpu.get(root)!.map((us, i) => (bare[i] ?? NaN) / us);
+      log(`${root}: bare/svc CPU per request ${median(ratios)?.toFixed(3)} (per round ${ratios.map((r) => r.toFixed(3)).join(', ')}; target >= 0.3)`);
+    }
   }
   if (!values.keep && !values.data) log(`(data directory ${dir} kept only with --keep; removing is left to you: rm -r ${dir})`);
   return status;
