@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildSnapshot, snapshotJson } from '../../src/domain/profiles/snapshot.js';
+import { buildSnapshot, isoTime, snapshotJson } from '../../src/domain/profiles/snapshot.js';
 import type { ProfileFacts } from '../../src/store/profile-read.js';
 
 /** GET /profile answers with snapshotJson: it must write JSON.stringify(buildSnapshot(...)) byte for byte. */
@@ -93,5 +93,21 @@ describe('snapshotJson', () => {
     const f = facts({ sessions: { count: 1, first_seen: 9e15, last_seen: 9e15 } });
     expect(() => JSON.stringify(buildSnapshot(f, false))).toThrow(RangeError);
     expect(() => snapshotJson(f, false)).toThrow(RangeError);
+  });
+});
+
+describe('isoTime', () => {
+  it('writes what toISOString writes, in range and out of it', () => {
+    const values = [0, 1, 999, 1000, 86_399_999, 86_400_000, 951_782_400_000, 951_868_799_999, 4_107_542_400_000, 253_402_300_799_999, 253_402_300_800_000, -1, -86_400_000, 8.64e15, 1_700_000_000_123.7];
+    let seed = 7;
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    for (let i = 0; i < 20_000; i++) values.push(Math.floor(rand() * 253_402_300_800_000));
+    for (let i = 0; i < 2_000; i++) values.push(Math.floor(rand() * 4_000_000_000_000) + 946_684_800_000 - 86_400_000 * 400);
+    for (const t of values) expect(isoTime(t), String(t)).toBe(new Date(t).toISOString());
+  });
+
+  it('throws as toISOString does on an invalid time', () => {
+    expect(() => isoTime(Number.NaN)).toThrow(RangeError);
+    expect(() => isoTime(8.64e15 + 1)).toThrow(RangeError);
   });
 });
