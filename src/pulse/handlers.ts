@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { AppError } from '../errors/app-error.js';
 import type { Store } from '../store/store.js';
-import { findProfile, profileSnapshot, type LookupKind } from '../domain/profiles/service.js';
+import { findProfile, profileSnapshot, type FoundProfile, type LookupKind } from '../domain/profiles/service.js';
 import { liveSegment, segmentMembers } from '../domain/profiles/query.js';
 import { createDestination, findDestination, listDestinations, removeDestination, rotateSecret, updateDestination, type DestinationOwner } from '../domain/webhooks/destinations.js';
 import { publicDestination, type DestinationView } from '../domain/webhooks/views.js';
@@ -38,23 +38,33 @@ async function ownWebhook(deps: PulseDeps, key: CallerKey, id: string | undefine
   return d;
 }
 
+/**
+ * The profile GET /profile names, and whether its snapshot holds plaintext
+ * personal data: exactly one identifier (400), include_pii=true only with the
+ * pii scope (403), a profile of the key's site (404).
+ */
+export async function lookUpProfile(store: Store, key: CallerKey, query: Record<string, unknown>): Promise<{ profile: FoundProfile; pii: boolean }> {
+  const given = LOOKUP_KEYS.filter((k) => query[k] !== undefined);
+  if (given.length !== 1) {
+    throw new AppError(
+      'bad_request',
+      given.length === 0 ? `give exactly one of ${LOOKUP_KEYS.join(', ')}` : `give exactly one identifier, not ${given.join(' and ')}`,
+      { field: given.length === 0 ? LOOKUP_KEYS.join('|') : given.join('|') },
+    );
+  }
+  const wantsPii = query.include_pii === 'true';
+  if (wantsPii) requireScope(key, 'profile:read:pii', 'include_pii=true');
+  const pii = query.include_pii === 'false' ? false : key.scopes.has('profile:read:pii');
+  const kind = given[0]! as LookupKind;
+  const profile = await findProfile(store, key.siteId, kind, String(query[kind]));
+  if (!profile) throw new AppError('not_found', `no profile matches ${kind}`, { field: kind });
+  return { profile, pii };
+}
+
 /** Handlers of ROUTES, by operationId. */
 export const HANDLERS: Record<string, Handler> = {
   getProfile: async ({ store }, { key, query }) => {
-    const given = LOOKUP_KEYS.filter((k) => query[k] !== undefined);
-    if (given.length !== 1) {
-      throw new AppError(
-        'bad_request',
-        given.length === 0 ? `give exactly one of ${LOOKUP_KEYS.join(', ')}` : `give exactly one identifier, not ${given.join(' and ')}`,
-        { field: given.length === 0 ? LOOKUP_KEYS.join('|') : given.join('|') },
-      );
-    }
-    const wantsPii = query.include_pii === 'true';
-    if (wantsPii) requireScope(key, 'profile:read:pii', 'include_pii=true');
-    const pii = query.include_pii === 'false' ? false : key.scopes.has('profile:read:pii');
-    const kind = given[0]! as LookupKind;
-    const profile = await findProfile(store, key.siteId, kind, String(query[kind]));
-    if (!profile) throw new AppError('not_found', `no profile matches ${kind}`, { field: kind });
+    const { profile, pii } = await lookUpProfile(store, key, query);
     return profileSnapshot(store, profile, pii);
   },
 

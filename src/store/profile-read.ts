@@ -1,4 +1,4 @@
-import type { Sql } from './sql.js';
+import type { Sql, SqliteSql } from './sql.js';
 
 export interface ProfileRow {
   id: string;
@@ -32,6 +32,27 @@ const PROFILE_BY_ID = 'SELECT * FROM profiles WHERE id = ? AND site_id = ?';
 const PROFILE_BY_IDENTITY = 'SELECT p.* FROM identities i JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id WHERE i.site_id = ? AND i.kind = ? AND i.value = ?';
 const PROFILE_BY_HASH = 'SELECT p.* FROM identity_hashes h JOIN profiles p ON p.id = h.profile_id AND p.site_id = h.site_id WHERE h.site_id = ? AND h.kind = ? AND h.hash = ?';
 
+/** The same look-ups on SQLite, columns named (read by position, see profileOf). */
+const PROFILE_COLUMNS = 'p.id, p.site_id, p.known, p.traits, p.primary_segment, p.merged_into, p.created_at, p.updated_at';
+const SQLITE_PROFILE_BY_ID = `SELECT ${PROFILE_COLUMNS} FROM profiles p WHERE p.id = ? AND p.site_id = ?`;
+const SQLITE_PROFILE_BY_IDENTITY = `SELECT ${PROFILE_COLUMNS} FROM identities i JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id WHERE i.site_id = ? AND i.kind = ? AND i.value = ?`;
+const SQLITE_PROFILE_BY_HASH = `SELECT ${PROFILE_COLUMNS} FROM identity_hashes h JOIN profiles p ON p.id = h.profile_id AND p.site_id = h.site_id WHERE h.site_id = ? AND h.kind = ? AND h.hash = ?`;
+
+/** A profile row of PROFILE_COLUMNS read as an array. */
+function profileOf(r: unknown[] | undefined): ProfileRow | undefined {
+  if (r === undefined) return undefined;
+  return {
+    id: r[0] as string,
+    site_id: r[1] as string,
+    known: r[2] as number,
+    traits: r[3] as string,
+    primary_segment: r[4] as string | null,
+    merged_into: r[5] as string | null,
+    created_at: r[6] as number,
+    updated_at: r[7] as number,
+  };
+}
+
 /** `count` as a number (PostgreSQL may return count(*) as a string). */
 function withCount<T extends { count: number }>(row: T): T {
   return { ...row, count: Number(row.count) };
@@ -43,6 +64,7 @@ export class ProfileReadRepo {
 
   /** The surviving profile for a look-up, following merges; undefined when nothing matches in this site. */
   async find(siteId: string, kind: LookupKind, value: string): Promise<ProfileRow | undefined> {
+    if (this.x.dialect === 'sqlite') return this.sqliteFind(this.x as SqliteSql, siteId, kind, value);
     let row: ProfileRow | undefined;
     switch (kind) {
       case 'profile_id':
@@ -64,6 +86,32 @@ export class ProfileReadRepo {
     for (let hops = 1; row !== undefined && row.merged_into !== null; hops++) {
       if (hops >= 16) return undefined;
       row = await this.x.get<ProfileRow>(PROFILE_BY_ID, [row.merged_into, siteId]);
+    }
+    return row;
+  }
+
+  /** find on SQLite: the same statements with the columns named, rows read as arrays (SqliteSql.getRow). */
+  private sqliteFind(x: SqliteSql, siteId: string, kind: LookupKind, value: string): ProfileRow | undefined {
+    let row: ProfileRow | undefined;
+    switch (kind) {
+      case 'profile_id':
+        row = profileOf(x.getRow(SQLITE_PROFILE_BY_ID, [value, siteId]));
+        break;
+      case 'visitor_id':
+        row = profileOf(x.getRow(SQLITE_PROFILE_BY_IDENTITY, [siteId, 'visitor', value]));
+        break;
+      case 'email':
+      case 'external_id':
+        row = profileOf(x.getRow(SQLITE_PROFILE_BY_IDENTITY, [siteId, kind, value]));
+        break;
+      case 'email_sha256':
+      case 'phone_sha256':
+        row = profileOf(x.getRow(SQLITE_PROFILE_BY_HASH, [siteId, kind, value]));
+        break;
+    }
+    for (let hops = 1; row !== undefined && row.merged_into !== null; hops++) {
+      if (hops >= 16) return undefined;
+      row = profileOf(x.getRow(SQLITE_PROFILE_BY_ID, [row.merged_into, siteId]));
     }
     return row;
   }
@@ -121,7 +169,7 @@ export class ProfileReadRepo {
   private async sqliteFacts(profile: ProfileRow): Promise<ProfileFacts> {
     const x = this.x;
     const id = profile.id;
-    const row = (await x.get<SqliteFactsRow>(SQLITE_FACTS, [id, id, id, id, id, id, id, id, profile.site_id, id]))!;
+    const row = factsOf((x as SqliteSql).getRow(SQLITE_FACTS, [id, id, id, id, id, id, id, id, profile.site_id, id])!);
     const identities = (JSON.parse(row.identities) as [string, string][]).map(([kind, value]) => ({ kind, value }));
     const hashes = (JSON.parse(row.hashes) as [string, string][]).map(([kind, hash]) => ({ kind, hash }));
     const segments = (JSON.parse(row.segments) as [string, string, number, number][]).map(([id, name, priority, since]) => ({ id, name, priority, since }));
@@ -164,6 +212,28 @@ interface SqliteFactsRow {
   score: number | null;
   /** received_at of the last score; null when the profile has none. */
   score_at: number | null;
+}
+
+/** SQLITE_FACTS's row, read as an array (its columns in the order of the statement). */
+function factsOf(r: unknown[]): SqliteFactsRow {
+  return {
+    identities: r[0] as string,
+    hashes: r[1] as string,
+    segments: r[2] as string,
+    session_count: r[3] as number,
+    first_seen: r[4] as number | null,
+    last_seen: r[5] as number | null,
+    events: r[6] as string,
+    leads: r[7] as number,
+    merged: r[8] as string,
+    site_currency: r[9] as string | null,
+    conv_count: r[10] as number,
+    conv_last: r[11] as number | null,
+    conv_revenue: r[12] as number,
+    conv_other: r[13] as number,
+    score: r[14] as number | null,
+    score_at: r[15] as number | null,
+  };
 }
 
 /**

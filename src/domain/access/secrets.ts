@@ -1,13 +1,16 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** A new credential: `prefix` + 32 base64url characters (192 random bits). */
 export function newCredential(prefix: string): string {
   return prefix + randomBytes(24).toString('base64url');
 }
 
-/** The stored form of a credential: SHA-256 hex. The plaintext is never stored. */
+/**
+ * The stored form of a credential: SHA-256 hex. The plaintext is never stored.
+ * One-shot crypto.hash (no Hash object): every profile API request hashes the key it presents.
+ */
 export function credentialHash(plaintext: string): string {
-  return createHash('sha256').update(plaintext, 'utf8').digest('hex');
+  return hash('sha256', plaintext, 'hex');
 }
 
 /** Constant-time comparison of two hex hashes of equal length. */

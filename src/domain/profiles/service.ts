@@ -5,7 +5,7 @@ import { AppError } from '../../errors/app-error.js';
 import { normalizeEmail } from '../identity/normalize.js';
 import { eventId, scoreId } from '../ingestion/ids.js';
 import type { SegmentMembership } from '../segments/membership.js';
-import { buildSnapshot } from './snapshot.js';
+import { buildSnapshot, snapshotJson } from './snapshot.js';
 import { eraseProfile } from './erase.js';
 import type { ProfileSnapshot } from './schema.js';
 
@@ -37,6 +37,11 @@ export function asOneRead<T>(store: Store, read: () => Promise<T>): Promise<T> {
 /** The snapshot of a profile; plaintext email, phone, name and trait values only with `pii`. */
 export async function profileSnapshot(store: Store, profile: FoundProfile, pii: boolean): Promise<ProfileSnapshot> {
   return buildSnapshot(await store.profileRead.facts(profile), pii);
+}
+
+/** JSON.stringify(await profileSnapshot(store, profile, pii)), written without the snapshot object (snapshotJson). */
+export async function profileSnapshotJson(store: Store, profile: FoundProfile, pii: boolean): Promise<string> {
+  return snapshotJson(await store.profileRead.facts(profile), pii);
 }
 
 /** One item of a profile's timeline, ids as ingestion answered them. */

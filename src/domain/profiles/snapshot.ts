@@ -1,7 +1,43 @@
 import type { ProfileFacts } from '../../store/profile-read.js';
 import type { ProfileSnapshot } from './schema.js';
 
-const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString());
+const pad2 = (n: number) => (n < 10 ? `0${n}` : `${n}`);
+const pad3 = (n: number) => (n < 10 ? `00${n}` : n < 100 ? `0${n}` : `${n}`);
+/** The last millisecond of 9999-12-31: up to it, toISOString writes four-digit years. */
+const LAST_FOUR_DIGIT_YEAR_MS = 253_402_300_799_999;
+
+/**
+ * new Date(t).toISOString(), written without it for whole milliseconds of
+ * 1970-9999 (V8 formats a date through a printf-style formatter, several
+ * thousand instructions a call; a snapshot writes six to ten of them); any
+ * other value goes to toISOString as before (its six-digit years, its
+ * RangeError). A unit test holds it to toISOString.
+ */
+export function isoTime(t: number): string {
+  if (!Number.isInteger(t) || t < 0 || t > LAST_FOUR_DIGIT_YEAR_MS) return new Date(t).toISOString();
+  const days = Math.floor(t / 86_400_000);
+  let ms = t - days * 86_400_000;
+  // Civil date of a day count (H. Hinnant's days_from_civil, inverted), proleptic Gregorian as Date is.
+  const z = days + 719_468;
+  const era = Math.floor(z / 146_097);
+  const doe = z - era * 146_097;
+  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365);
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+  const mp = Math.floor((5 * doy + 2) / 153);
+  const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  const month = mp < 10 ? mp + 3 : mp - 9;
+  const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+  const h = Math.floor(ms / 3_600_000);
+  ms -= h * 3_600_000;
+  const min = Math.floor(ms / 60_000);
+  ms -= min * 60_000;
+  const sec = Math.floor(ms / 1000);
+  ms -= sec * 1000;
+  const y = year < 1000 ? `000${year}`.slice(-4) : `${year}`;
+  return `${y}-${pad2(month)}-${pad2(day)}T${pad2(h)}:${pad2(min)}:${pad2(sec)}.${pad3(ms)}Z`;
+}
+
+const iso = (t: number | null) => (t === null ? null : isoTime(t));
 
 /** Trait keys that hold plaintext personal data. */
 export const PII_TRAITS: ReadonlySet<string> = new Set(['email', 'phone', 'name']);
@@ -55,4 +91,62 @@ export function buildSnapshot(f: ProfileFacts, pii: boolean): ProfileSnapshot {
       pii,
     },
   };
+}
+
+/** JSON of a string: as JSON.stringify writes it; the common case (nothing to escape) without calling it. */
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+const str = (s: string): string => (PLAIN.test(s) ? `"${s}"` : JSON.stringify(s));
+/** JSON of any leaf value (a number may come as a string or bigint-like from PostgreSQL): as JSON.stringify writes it. */
+const val = (v: unknown): string => {
+  if (typeof v === 'string') return str(v);
+  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : 'null';
+  if (v === null || v === undefined) return 'null';
+  return JSON.stringify(v);
+};
+const strs = (list: string[]): string => {
+  let out = '[';
+  for (let i = 0; i < list.length; i++) out += (i === 0 ? '' : ',') + str(list[i]!);
+  return `${out}]`;
+};
+
+/**
+ * JSON.stringify(buildSnapshot(f, pii)), byte for byte (the same keys in the
+ * same order, the same escapes and number renderings), written directly: no
+ * snapshot object, no walk of it. The hot read path (GET /profile) answers
+ * with it; a unit test holds it to buildSnapshot.
+ */
+export function snapshotJson(f: ProfileFacts, pii: boolean): string {
+  const p = f.profile;
+  const traits = JSON.parse(p.traits) as Record<string, unknown>;
+  const visitors: string[] = [];
+  const externals: string[] = [];
+  for (const i of f.identities) {
+    if (i.kind === 'visitor') visitors.push(i.value);
+    else if (i.kind === 'external_id') externals.push(i.value);
+  }
+  const emails: string[] = [];
+  const phones: string[] = [];
+  for (const h of f.hashes) {
+    if (h.kind === 'email_sha256') emails.push(h.hash);
+    else if (h.kind === 'phone_sha256') phones.push(h.hash);
+  }
+  let j = `{"profile_id":${val(p.id)},"identity":{"known":${p.known === 1},"visitor_ids":${strs(visitors)},"external_ids":${strs(externals)},"email_sha256":${strs(emails)},"phone_sha256":${strs(phones)},"trait_keys":${strs(Object.keys(traits).sort())}`;
+  if (pii) j += `,"email":${val(traits.email ?? null)},"phone":${val(traits.phone ?? null)},"name":${val(traits.name ?? null)},"traits":${JSON.stringify(traits)}`;
+  j += `},"segments":{"primary":${val(p.primary_segment)},"member_of":[`;
+  for (let i = 0; i < f.segments.length; i++) {
+    const s = f.segments[i]!;
+    j += `${i === 0 ? '' : ','}{"id":${val(s.id)},"name":${val(s.name)},"priority":${val(s.priority)},"since":${val(iso(s.since))}}`;
+  }
+  let events = 0;
+  for (const e of f.events) events += e.n;
+  j += `]},"activity":{"first_seen":${val(iso(f.sessions.first_seen))},"last_seen":${val(iso(f.sessions.last_seen))},"sessions":${val(f.sessions.count)},"events":${val(events)},"events_by_type":[`;
+  for (let i = 0; i < f.events.length; i++) {
+    const e = f.events[i]!;
+    j += `${i === 0 ? '' : ','}{"type":${val(e.type)},"count":${val(e.n)},"last_at":${val(iso(e.last))}}`;
+  }
+  const c = f.conversions;
+  j += `],"conversions":${val(c.count)},"revenue":${val(c.revenue)},"currency":${val(c.currency)},"revenue_other_currencies":${JSON.stringify(c.otherCurrencies)},"last_conversion_at":${val(iso(c.last))},"leads":${val(f.leads)},"last_score":`;
+  j += f.lastScore ? `{"score":${val(f.lastScore.score)},"at":${val(iso(f.lastScore.at))}}` : 'null';
+  j += `},"meta":{"site_id":${val(p.site_id)},"created_at":${val(iso(p.created_at))},"updated_at":${val(iso(p.updated_at))},"merged_profile_ids":${strs(f.mergedFrom)},"pii":${pii}}}`;
+  return j;
 }

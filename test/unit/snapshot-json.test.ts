@@ -1,0 +1,113 @@
+import { describe, expect, it } from 'vitest';
+import { buildSnapshot, isoTime, snapshotJson } from '../../src/domain/profiles/snapshot.js';
+import type { ProfileFacts } from '../../src/store/profile-read.js';
+
+/** GET /profile answers with snapshotJson: it must write JSON.stringify(buildSnapshot(...)) byte for byte. */
+
+function facts(over: Partial<ProfileFacts> = {}, traits: unknown = { plan: 'gold', email: 'a@example.com', n: '12' }): ProfileFacts {
+  return {
+    profile: {
+      id: 'prf_1',
+      site_id: 'site_1',
+      known: 1,
+      traits: JSON.stringify(traits),
+      primary_segment: 'seg_1',
+      merged_into: null,
+      created_at: 1_700_000_000_000,
+      updated_at: 1_700_000_100_123,
+    },
+    identities: [
+      { kind: 'email', value: 'a@example.com' },
+      { kind: 'external_id', value: 'crm-1' },
+      { kind: 'visitor', value: 'v1' },
+      { kind: 'visitor', value: 'v2' },
+    ],
+    hashes: [
+      { kind: 'email_sha256', hash: 'ab'.repeat(32) },
+      { kind: 'phone_sha256', hash: 'cd'.repeat(32) },
+    ],
+    segments: [{ id: 'seg_1', name: 'Gold "buyers"', priority: 10, since: 1_700_000_000_500 }],
+    sessions: { count: 2, first_seen: 1_700_000_000_000, last_seen: 1_700_000_200_000 },
+    events: [
+      { type: 'pageview', n: 3, last: 1_700_000_200_000 },
+      { type: 'add_to_cart', n: 1, last: 1_700_000_150_000 },
+    ],
+    conversions: { count: 2, revenue: 0.1 + 0.2, last: 1_700_000_160_000, currency: 'EUR', otherCurrencies: [{ currency: 'USD', revenue: 12.5 }] },
+    leads: 1,
+    lastScore: { score: 0.731, at: 1_700_000_170_000 },
+    mergedFrom: ['prf_0', 'prf_00'],
+    ...over,
+  };
+}
+
+const cases: [string, ProfileFacts][] = [
+  ['a known profile with everything', facts()],
+  [
+    'an anonymous profile with nothing',
+    facts(
+      {
+        identities: [{ kind: 'visitor', value: 'v9' }],
+        hashes: [],
+        segments: [],
+        sessions: { count: 0, first_seen: null, last_seen: null },
+        events: [],
+        conversions: { count: 0, revenue: 0, last: null, currency: '', otherCurrencies: [] },
+        leads: 0,
+        lastScore: null,
+        mergedFrom: [],
+      },
+      {},
+    ),
+  ],
+  ['a score without a value, no primary segment', facts({ lastScore: { score: null, at: 1 }, profile: { ...facts().profile, primary_segment: null, known: 0 } })],
+  [
+    'strings to escape: quotes, backslashes, controls, unicode, lone surrogates, DEL',
+    facts(
+      {
+        identities: [
+          { kind: 'visitor', value: 'v"\\\n\t\u0001' },
+          { kind: 'external_id', value: 'é日本\u{1F600}' },
+          { kind: 'external_id', value: '\ud800x\u007f\u2028' },
+        ],
+        segments: [{ id: 'seg_\u00e9', name: '</script>\u0000', priority: -3, since: 0 }],
+        events: [{ type: 'clíck "x"', n: 2, last: 5 }],
+      },
+      { 'na"me': 'Zoë "Z"', email: 'e\\x@example.com', phone: '+33 1', name: '\u2029', '10': 'numeric key', '2': 'first', nested: { a: [1, 'b'] } },
+    ),
+  ],
+  ['traits without email, phone or name', facts({}, { plan: 'free' })],
+  ['traits whose email is not a string', facts({}, { email: 42, phone: null, name: { first: 'A' } })],
+  ['numbers: negative zero, large, fractional', facts({ conversions: { count: 1, revenue: -0, last: 8_640_000_000_000_000, currency: 'JPY', otherCurrencies: [] }, leads: 1e21 })],
+];
+
+describe('snapshotJson', () => {
+  for (const [name, f] of cases) {
+    for (const pii of [false, true]) {
+      it(`writes JSON.stringify(buildSnapshot) exactly: ${name}, pii ${pii}`, () => {
+        expect(snapshotJson(f, pii)).toBe(JSON.stringify(buildSnapshot(f, pii)));
+      });
+    }
+  }
+
+  it('throws as buildSnapshot does on a time out of range', () => {
+    const f = facts({ sessions: { count: 1, first_seen: 9e15, last_seen: 9e15 } });
+    expect(() => JSON.stringify(buildSnapshot(f, false))).toThrow(RangeError);
+    expect(() => snapshotJson(f, false)).toThrow(RangeError);
+  });
+});
+
+describe('isoTime', () => {
+  it('writes what toISOString writes, in range and out of it', () => {
+    const values = [0, 1, 999, 1000, 86_399_999, 86_400_000, 951_782_400_000, 951_868_799_999, 4_107_542_400_000, 253_402_300_799_999, 253_402_300_800_000, -1, -86_400_000, 8.64e15, 1_700_000_000_123.7];
+    let seed = 7;
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    for (let i = 0; i < 20_000; i++) values.push(Math.floor(rand() * 253_402_300_800_000));
+    for (let i = 0; i < 2_000; i++) values.push(Math.floor(rand() * 4_000_000_000_000) + 946_684_800_000 - 86_400_000 * 400);
+    for (const t of values) expect(isoTime(t), String(t)).toBe(new Date(t).toISOString());
+  });
+
+  it('throws as toISOString does on an invalid time', () => {
+    expect(() => isoTime(Number.NaN)).toThrow(RangeError);
+    expect(() => isoTime(8.64e15 + 1)).toThrow(RangeError);
+  });
+});
