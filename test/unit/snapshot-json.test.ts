@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { buildSnapshot, isoTime, snapshotJson } from '../../src/domain/profiles/snapshot.js';
+import { buildSnapshot, snapshotJson } from '../../src/domain/profiles/snapshot.js';
+import { isoTime } from '../../src/domain/iso-time.js';
 import type { ProfileFacts } from '../../src/store/profile-read.js';
 
 /** GET /profile answers with snapshotJson: it must write JSON.stringify(buildSnapshot(...)) byte for byte. */

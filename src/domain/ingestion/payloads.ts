@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import type { lineItemSchema } from './schemas.js';
+import { isoTime } from '../iso-time.js';
 
 /**
  * Webhook payloads written to the outbox by the ingestion operations. Their
@@ -84,13 +85,13 @@ export const BEHAVIOURAL_WEBHOOK_TYPES: ReadonlySet<string> = new Set([
 
 /**
  * The ISO 8601 form of a time in ms, remembering the last one: the events of one group commit mostly
- * share their millisecond (received together), so one Date is formatted per millisecond, not per event.
+ * share their millisecond (received together), so one is formatted per millisecond, not per event.
  */
 let lastAt = Number.NaN;
 let lastIso = '';
-export function isoTime(at: number): string {
+function payloadTime(at: number): string {
   if (at !== lastAt) {
-    lastIso = new Date(at).toISOString();
+    lastIso = isoTime(at);
     lastAt = at;
   }
   return lastIso;
@@ -113,7 +114,7 @@ export function behaviouralPayload(p: {
     profile_id: p.profileId,
     session_id: p.sessionId,
     visitor_id: p.visitorId ?? '',
-    timestamp: isoTime(p.at),
+    timestamp: payloadTime(p.at),
     properties: p.properties,
   };
 }
