@@ -22,11 +22,11 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { openConfiguredStore } from '../../src/store/open.js';
-import type { Store } from '../../src/store/store.js';
 import { decisionService } from '../../src/domain/web/decisions.js';
 import { pgBackendPids } from './lib/sockets.js';
 import { processCpuMs } from './lib/child.js';
 import { intFlag } from './lib/args.js';
+import { PAGES, ZONES_PER_PAGE, seedDecideSite } from './lib/decide-site.js';
 
 const { values } = parseArgs({
   options: {
@@ -47,11 +47,6 @@ const perRound = intFlag('decisions', values.decisions, 3000, 1, 10_000_000);
 const rounds = intFlag('rounds', values.rounds, 3, 1, 1000);
 const history = intFlag('history', values.history, 4, 0, 1000);
 
-const PAGES = 10;
-const ZONES_PER_PAGE = 5;
-const VARIANTS_PER_ZONE = 10;
-const SEGMENTS = 5;
-const TESTS = 10;
 const VISITORS = 10_000;
 const PAIRS = 4096;
 
@@ -68,44 +63,6 @@ pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
   return (origQuery as (...x: unknown[]) => unknown).apply(this, args);
 } as typeof pg.Client.prototype.query;
 
-/** bench:decide's site configuration. */
-async function seed(store: Store, siteId: string): Promise<void> {
-  await store.write(async (tx) => {
-    const now = Date.now();
-    const defaultContent = await tx.content.insert({ siteId, name: 'default', kind: 'html', body: '<h2>Welcome</h2><p>Default copy of this zone.</p>', now });
-    for (let p = 0; p < PAGES; p++) {
-      const pageId = await tx.pages.insert({ siteId, name: `Page ${p}`, matchType: p % 2 === 0 ? 'exact' : 'glob', pattern: p % 2 === 0 ? `/p${p}` : `/p${p}/*`, now });
-      for (let z = 0; z < ZONES_PER_PAGE; z++) {
-        const zoneId = await tx.zones.insert({ siteId, pageId, name: `zone${z}`, selector: `#zone-${z}`, defaultContentId: defaultContent, now });
-        const variants: string[] = [];
-        for (let v = 0; v < VARIANTS_PER_ZONE; v++) {
-          const contentId = await tx.content.insert({ siteId, name: `p${p}z${z}v${v}`, kind: 'html', body: `<h2>Offer ${p}.${z}.${v}</h2><p>${'Copy '.repeat(20)}</p>`, now });
-          const variantId = await tx.variants.insert({ siteId, zoneId, contentId, segmentId: null, name: `v${v}`, createdBy: 'bench', now });
-          await tx.variants.transition(siteId, variantId, 'draft', 'approved', 'bench', now);
-          await tx.variants.transition(siteId, variantId, 'approved', 'published', 'bench', now);
-          const segmentId = v % 2 === 0 ? `seg_bench${v % SEGMENTS}` : null;
-          await tx.placements.insert({ siteId, zoneId, variantId, segmentId, priority: (v * 7) % 10, enabled: true, now });
-          variants.push(variantId);
-        }
-        if (z === 0 && p < TESTS) {
-          const expId = `exp_bench${p}`;
-          await tx.sql.run(
-            "INSERT INTO experiments (id, site_id, name, page_id, zone_id, status, seed, primary_metric, created_by, created_at, updated_at, started_at) VALUES (?, ?, ?, ?, ?, 'running', ?, 'conversion', 'bench', ?, ?, ?)",
-            [expId, siteId, `Test ${p}`, pageId, zoneId, expId, now, now, now],
-          );
-          await tx.sql.run(
-            "INSERT INTO experiment_arms (id, site_id, experiment_id, label, is_control, variant_id, weight, position) VALUES (?, ?, ?, 'Control', 1, NULL, 1, 0)",
-            [`arm_bench${p}c`, siteId, expId],
-          );
-          await tx.sql.run(
-            "INSERT INTO experiment_arms (id, site_id, experiment_id, label, is_control, variant_id, weight, position) VALUES (?, ?, ?, 'B', 0, ?, 1, 1)",
-            [`arm_bench${p}b`, siteId, expId, variants[1]],
-          );
-        }
-      }
-    }
-  });
-}
 
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'svc-decide-cpu-'));
 const store = await openConfiguredStore({
@@ -117,7 +74,7 @@ const store = await openConfiguredStore({
 });
 try {
   const site = await store.write((tx) => tx.sites.create({ name: 'decide-cpu' }));
-  await seed(store, site.id);
+  await seedDecideSite(store, site.id);
   const svc = decisionService(store);
   const pairs: { visitor: string; url: string }[] = [];
   for (let i = 0; i < PAIRS; i++) {

@@ -39,6 +39,7 @@ import { Histogram, type HistogramSummary } from './lib/histogram.js';
 import { BenchSchemas, databaseUrlError, redact } from './lib/pg.js';
 import { REPO_ROOT, removeTree } from './lib/targets.js';
 import { UsageError, intFlag } from './lib/args.js';
+import { PAGES, TESTS, VARIANTS_PER_ZONE, ZONES_PER_PAGE, seedDecideSite } from './lib/decide-site.js';
 import { openStore, type Store } from '../../src/store/store.js';
 import { openPgStore } from '../../src/store/pg/store.js';
 import { loadSnapshot } from '../../src/domain/web/decisions.js';
@@ -48,11 +49,6 @@ const SVC_BIN = path.join(REPO_ROOT, 'bin', 'svc.js');
 const BARE_SERVER = path.join(REPO_ROOT, 'test', 'bench', 'lib', 'bare-bytes-server.ts');
 const REGISTER = path.join(REPO_ROOT, 'test', 'bench', 'register.mjs');
 
-const PAGES = 10;
-const ZONES_PER_PAGE = 5;
-const VARIANTS_PER_ZONE = 10;
-const TESTS = 10;
-const SEGMENTS = 5;
 
 const HELP = `usage: npm run bench:decide -- [options]
   --seconds N        measured window per target (default 10, max 300)
@@ -102,44 +98,6 @@ function parse(argv: string[]) {
   };
 }
 
-/** The web-experience configuration of the benchmark site, written in one transaction. */
-async function seed(store: Store, siteId: string): Promise<void> {
-  await store.write(async (tx) => {
-    const now = Date.now();
-    const defaultContent = await tx.content.insert({ siteId, name: 'default', kind: 'html', body: '<h2>Welcome</h2><p>Default copy of this zone.</p>', now });
-    for (let p = 0; p < PAGES; p++) {
-      const pageId = await tx.pages.insert({ siteId, name: `Page ${p}`, matchType: p % 2 === 0 ? 'exact' : 'glob', pattern: p % 2 === 0 ? `/p${p}` : `/p${p}/*`, now });
-      for (let z = 0; z < ZONES_PER_PAGE; z++) {
-        const zoneId = await tx.zones.insert({ siteId, pageId, name: `zone${z}`, selector: `#zone-${z}`, defaultContentId: defaultContent, now });
-        const variants: string[] = [];
-        for (let v = 0; v < VARIANTS_PER_ZONE; v++) {
-          const contentId = await tx.content.insert({ siteId, name: `p${p}z${z}v${v}`, kind: 'html', body: `<h2>Offer ${p}.${z}.${v}</h2><p>${'Copy '.repeat(20)}</p>`, now });
-          const variantId = await tx.variants.insert({ siteId, zoneId, contentId, segmentId: null, name: `v${v}`, createdBy: 'bench', now });
-          await tx.variants.transition(siteId, variantId, 'draft', 'approved', 'bench', now);
-          await tx.variants.transition(siteId, variantId, 'approved', 'published', 'bench', now);
-          const segmentId = v % 2 === 0 ? `seg_bench${v % SEGMENTS}` : null;
-          await tx.placements.insert({ siteId, zoneId, variantId, segmentId, priority: (v * 7) % 10, enabled: true, now });
-          variants.push(variantId);
-        }
-        if (z === 0 && p < TESTS) {
-          const expId = `exp_bench${p}`;
-          await tx.sql.run(
-            "INSERT INTO experiments (id, site_id, name, page_id, zone_id, status, seed, primary_metric, created_by, created_at, updated_at, started_at) VALUES (?, ?, ?, ?, ?, 'running', ?, 'conversion', 'bench', ?, ?, ?)",
-            [expId, siteId, `Test ${p}`, pageId, zoneId, expId, now, now, now],
-          );
-          await tx.sql.run(
-            "INSERT INTO experiment_arms (id, site_id, experiment_id, label, is_control, variant_id, weight, position) VALUES (?, ?, ?, 'Control', 1, NULL, 1, 0)",
-            [`arm_bench${p}c`, siteId, expId],
-          );
-          await tx.sql.run(
-            "INSERT INTO experiment_arms (id, site_id, experiment_id, label, is_control, variant_id, weight, position) VALUES (?, ?, ?, 'B', 0, ?, 1, 1)",
-            [`arm_bench${p}b`, siteId, expId, variants[1]],
-          );
-        }
-      }
-    }
-  });
-}
 
 /** The pure decision function on the seeded snapshot: what one decision costs in CPU (bounded to 2 s and 200,000 calls). */
 async function pureDecisions(store: Store, siteId: string, opts: ReturnType<typeof parse>): Promise<{ perSecond: number; p99Us: number; n: number }> {
@@ -266,7 +224,7 @@ async function main(): Promise<number> {
       if (created.code !== 0) throw new Error(`site create: ${created.stderr}`);
       const siteId = (JSON.parse(created.stdout) as { site_id: string }).site_id;
       const store = t.pgUrl ? await openPgStore({ url: t.pgUrl, dataDir }) : openStore({ dataDir });
-      await seed(store, siteId);
+      await seedDecideSite(store, siteId);
       if (t.name === 'svc') pure = await pureDecisions(store, siteId, opts);
       await store.close();
       log(`${t.name}: ${t.pgUrl ? `PostgreSQL ${redact(t.pgUrl)}` : `SQLite in ${dataDir}`}, seeded`);
