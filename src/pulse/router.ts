@@ -15,6 +15,7 @@ import { ROUTES, type RouteSpec } from './routes.js';
 import { HANDLERS, lookUpProfile, type PulseDeps } from './handlers.js';
 import { asOneRead, profileSnapshotJson } from '../domain/profiles/service.js';
 import { buildOpenApi } from './openapi.js';
+import { LOOKUP_KEYS, SHA256_HEX, profileQuerySchema } from './schemas.js';
 
 /** Converts a zod failure into the profile API's 400 bad_request naming the field. */
 export function badRequest(error: z.ZodError, where: string): AppError {
@@ -45,14 +46,13 @@ const UNUSUAL_URL = /[\t\n\f\r #\u00a0\ufeff]/;
  * (and words the refusal). What the schema answers for such a query is an
  * object of the same keys and values, so the handler sees the same.
  */
-const PLAIN_BOUNDS = new Map<string, { min: number; max: number; re?: RegExp }>([
-  ['profile_id', { min: 1, max: 128 }],
-  ['visitor_id', { min: 1, max: 128 }],
-  ['email', { min: 1, max: 320 }],
-  ['external_id', { min: 1, max: 256 }],
-  ['email_sha256', { min: 64, max: 64, re: /^[0-9a-f]{64}$/ }],
-  ['phone_sha256', { min: 64, max: 64, re: /^[0-9a-f]{64}$/ }],
-]);
+const PLAIN_BOUNDS = new Map<string, { min: number; max: number; re?: RegExp }>(
+  LOOKUP_KEYS.map((k) => {
+    // The identifier's own string schema: its length bounds, and the SHA-256 pattern where it has one.
+    const str = profileQuerySchema.shape[k].unwrap();
+    return [k, { min: str.minLength ?? 0, max: str.maxLength ?? Infinity, ...(str.format === 'regex' ? { re: SHA256_HEX } : {}) }];
+  }),
+);
 export function plainProfileQuery(query: Record<string, unknown>): Record<string, unknown> | null {
   for (const k in query) {
     const v = query[k];

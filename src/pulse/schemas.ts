@@ -23,7 +23,9 @@ export const errorSchema = z
   })
   .meta({ id: 'Error', description: 'Every error response has this body.' });
 
-const sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex characters (SHA-256)');
+/** 64 lowercase hex digits: a SHA-256 identifier. */
+export const SHA256_HEX = /^[0-9a-f]{64}$/;
+const sha256 = z.string().regex(SHA256_HEX, 'must be 64 lowercase hex characters (SHA-256)');
 
 export const profileQuerySchema = z
   .strictObject({

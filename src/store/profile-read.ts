@@ -27,16 +27,11 @@ export interface ProfileFacts {
   mergedFrom: string[];
 }
 
-const PROFILE_BY_ID = 'SELECT * FROM profiles WHERE id = ? AND site_id = ?';
-/** The profile an identity or a hash names: the look-up of its owner and of the profile row in one statement. */
-const PROFILE_BY_IDENTITY = 'SELECT p.* FROM identities i JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id WHERE i.site_id = ? AND i.kind = ? AND i.value = ?';
-const PROFILE_BY_HASH = 'SELECT p.* FROM identity_hashes h JOIN profiles p ON p.id = h.profile_id AND p.site_id = h.site_id WHERE h.site_id = ? AND h.kind = ? AND h.hash = ?';
-
-/** The same look-ups on SQLite, columns named (read by position, see profileOf). */
+/** A profile by id, by identity, by identity hash: ProfileRow's columns, named (read by position on SQLite, see profileOf). */
 const PROFILE_COLUMNS = 'p.id, p.site_id, p.known, p.traits, p.primary_segment, p.merged_into, p.created_at, p.updated_at';
-const SQLITE_PROFILE_BY_ID = `SELECT ${PROFILE_COLUMNS} FROM profiles p WHERE p.id = ? AND p.site_id = ?`;
-const SQLITE_PROFILE_BY_IDENTITY = `SELECT ${PROFILE_COLUMNS} FROM identities i JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id WHERE i.site_id = ? AND i.kind = ? AND i.value = ?`;
-const SQLITE_PROFILE_BY_HASH = `SELECT ${PROFILE_COLUMNS} FROM identity_hashes h JOIN profiles p ON p.id = h.profile_id AND p.site_id = h.site_id WHERE h.site_id = ? AND h.kind = ? AND h.hash = ?`;
+const PROFILE_BY_ID = `SELECT ${PROFILE_COLUMNS} FROM profiles p WHERE p.id = ? AND p.site_id = ?`;
+const PROFILE_BY_IDENTITY = `SELECT ${PROFILE_COLUMNS} FROM identities i JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id WHERE i.site_id = ? AND i.kind = ? AND i.value = ?`;
+const PROFILE_BY_HASH = `SELECT ${PROFILE_COLUMNS} FROM identity_hashes h JOIN profiles p ON p.id = h.profile_id AND p.site_id = h.site_id WHERE h.site_id = ? AND h.kind = ? AND h.hash = ?`;
 
 /** A profile row of PROFILE_COLUMNS read as an array. */
 function profileOf(r: unknown[] | undefined): ProfileRow | undefined {
@@ -62,56 +57,37 @@ function withCount<T extends { count: number }>(row: T): T {
 export class ProfileReadRepo {
   constructor(private readonly x: Sql) {}
 
+  /**
+   * One profile row of a PROFILE_BY_* statement. On SQLite it is read as an array at once (SqliteSql.getRow): no
+   * object with a property per column, which cost more than the values on the hot profile read.
+   */
+  private one(sql: string, params: unknown[]): ProfileRow | undefined | Promise<ProfileRow | undefined> {
+    return this.x.dialect === 'sqlite' ? profileOf((this.x as SqliteSql).getRow(sql, params)) : this.x.get<ProfileRow>(sql, params);
+  }
+
   /** The surviving profile for a look-up, following merges; undefined when nothing matches in this site. */
   async find(siteId: string, kind: LookupKind, value: string): Promise<ProfileRow | undefined> {
-    if (this.x.dialect === 'sqlite') return this.sqliteFind(this.x as SqliteSql, siteId, kind, value);
     let row: ProfileRow | undefined;
     switch (kind) {
       case 'profile_id':
-        row = await this.x.get<ProfileRow>(PROFILE_BY_ID, [value, siteId]);
+        row = await this.one(PROFILE_BY_ID, [value, siteId]);
         break;
       case 'visitor_id':
-        row = await this.x.get<ProfileRow>(PROFILE_BY_IDENTITY, [siteId, 'visitor', value]);
+        row = await this.one(PROFILE_BY_IDENTITY, [siteId, 'visitor', value]);
         break;
       case 'email':
       case 'external_id':
-        row = await this.x.get<ProfileRow>(PROFILE_BY_IDENTITY, [siteId, kind, value]);
+        row = await this.one(PROFILE_BY_IDENTITY, [siteId, kind, value]);
         break;
       case 'email_sha256':
       case 'phone_sha256':
-        row = await this.x.get<ProfileRow>(PROFILE_BY_HASH, [siteId, kind, value]);
+        row = await this.one(PROFILE_BY_HASH, [siteId, kind, value]);
         break;
     }
     // A merged profile: its survivor (chains of merges followed up to 16 hops).
     for (let hops = 1; row !== undefined && row.merged_into !== null; hops++) {
       if (hops >= 16) return undefined;
-      row = await this.x.get<ProfileRow>(PROFILE_BY_ID, [row.merged_into, siteId]);
-    }
-    return row;
-  }
-
-  /** find on SQLite: the same statements with the columns named, rows read as arrays (SqliteSql.getRow). */
-  private sqliteFind(x: SqliteSql, siteId: string, kind: LookupKind, value: string): ProfileRow | undefined {
-    let row: ProfileRow | undefined;
-    switch (kind) {
-      case 'profile_id':
-        row = profileOf(x.getRow(SQLITE_PROFILE_BY_ID, [value, siteId]));
-        break;
-      case 'visitor_id':
-        row = profileOf(x.getRow(SQLITE_PROFILE_BY_IDENTITY, [siteId, 'visitor', value]));
-        break;
-      case 'email':
-      case 'external_id':
-        row = profileOf(x.getRow(SQLITE_PROFILE_BY_IDENTITY, [siteId, kind, value]));
-        break;
-      case 'email_sha256':
-      case 'phone_sha256':
-        row = profileOf(x.getRow(SQLITE_PROFILE_BY_HASH, [siteId, kind, value]));
-        break;
-    }
-    for (let hops = 1; row !== undefined && row.merged_into !== null; hops++) {
-      if (hops >= 16) return undefined;
-      row = profileOf(x.getRow(SQLITE_PROFILE_BY_ID, [row.merged_into, siteId]));
+      row = await this.one(PROFILE_BY_ID, [row.merged_into, siteId]);
     }
     return row;
   }

@@ -12,7 +12,7 @@
  * (a returning visitor's history; the facts read grew with it before first arms were kept apart).
  * Prints per decision, for each of `rounds` rounds of `decisions`: this process's CPU (process.cpuUsage),
  * the CPU of the PostgreSQL backends serving the store's pool (/proc utime + stime), and the statements
- * sent (every query of any pg client of this process, background polls included). CPU, not wall clock:
+ * sent.count (every query of any pg client of this process, background polls included). CPU, not wall clock:
  * on a shared host the clock measures the neighbours. The file is self-contained (its own copy of
  * bench:decide's seed), so it can be copied into another build's tree for A/B pairs.
  */
@@ -26,6 +26,7 @@ import { decisionService } from '../../src/domain/web/decisions.js';
 import { pgBackendPids } from './lib/sockets.js';
 import { processCpuMs } from './lib/child.js';
 import { intFlag } from './lib/args.js';
+import { watchPgStatements } from './lib/pg-statements.js';
 import { PAGES, ZONES_PER_PAGE, seedDecideSite } from './lib/decide-site.js';
 
 const { values } = parseArgs({
@@ -56,12 +57,7 @@ url.searchParams.set('schema', schema);
 const plainUrl = new URL(values['database-url']);
 plainUrl.searchParams.delete('schema');
 
-let sent = 0;
-const origQuery = pg.Client.prototype.query;
-pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-  sent++;
-  return (origQuery as (...x: unknown[]) => unknown).apply(this, args);
-} as typeof pg.Client.prototype.query;
+const sent = watchPgStatements();
 
 
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'svc-decide-cpu-'));
@@ -100,7 +96,7 @@ try {
     const pids = pgBackendPids([process.pid], Number(url.port || 5432));
     const b0 = cpuOf(pids);
     const c0 = process.cpuUsage();
-    const s0 = sent;
+    const s0 = sent.count;
     const t0 = process.hrtime.bigint();
     await run(perRound);
     const ms = Number(process.hrtime.bigint() - t0) / 1e6;
@@ -108,7 +104,7 @@ try {
     const b1 = cpuOf(pids);
     process.stdout.write(
       `round ${k + 1}: ${perRound} decisions, ${((perRound * 1000) / ms).toFixed(0)}/s, svc ${((c1.user + c1.system) / perRound).toFixed(1)} µs/decision, ` +
-        `backends ${(((b1 - b0) * 1000) / perRound).toFixed(1)} µs/decision (${pids.length}), ${((sent - s0) / perRound).toFixed(3)} statements/decision\n`,
+        `backends ${(((b1 - b0) * 1000) / perRound).toFixed(1)} µs/decision (${pids.length}), ${((sent.count - s0) / perRound).toFixed(3)} statements/decision\n`,
     );
   }
 } finally {

@@ -8,7 +8,7 @@
  * of `group` IngestionService.recordEvent calls submitted at once (pageviews of known sessions, one
  * session per call, as bench:ingest's load makes them), and prints per event: this process's CPU
  * (process.cpuUsage, µs), the CPU of the PostgreSQL backends serving the store's pool (/proc utime +
- * stime), statements sent, and per group the round trips (/metrics' figure). CPU, not wall clock: on a
+ * stime), statements sent.count, and per group the round trips (/metrics' figure). CPU, not wall clock: on a
  * shared host the clock measures the neighbours. With --statements, each statement text of one
  * measured group is then replayed alone (same parameters, inside BEGIN … ROLLBACK so nothing is
  * stored) `--repeat` times on a connection of its own, and its backend CPU per run printed, with
@@ -27,6 +27,7 @@ import type { GroupCommitInfo } from '../../src/store/observe.js';
 import { pgBackendPids } from './lib/sockets.js';
 import { processCpuMs } from './lib/child.js';
 import { intFlag } from './lib/args.js';
+import { watchPgStatements } from './lib/pg-statements.js';
 import { buildEventBodies } from './lib/event.js';
 
 const { values } = parseArgs({
@@ -59,18 +60,7 @@ plainUrl.searchParams.delete('schema');
 
 /** Statements sent through any pg client of this process (text, values), while `recording`. */
 let recording: { text: string; values: unknown[] }[] | null = null;
-let sent = 0;
-const origQuery = pg.Client.prototype.query;
-pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-  sent++;
-  if (recording !== null) {
-    const a = args[0] as string | { text: string; values?: unknown[] };
-    const text = typeof a === 'string' ? a : a.text;
-    const vals = typeof a === 'string' ? ((args[1] as unknown[]) ?? []) : (a.values ?? []);
-    recording.push({ text, values: vals });
-  }
-  return (origQuery as (...x: unknown[]) => unknown).apply(this, args);
-} as typeof pg.Client.prototype.query;
+const sent = watchPgStatements((s) => recording?.push(s));
 
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'svc-ingest-cpu-'));
 const store = await openConfiguredStore({
@@ -113,7 +103,7 @@ async function measure(label: string): Promise<void> {
   const pids = backends();
   const b0 = cpuOf(pids);
   const c0 = process.cpuUsage();
-  const s0 = sent;
+  const s0 = sent.count;
   for (let r = 0; r < rounds; r++) await Promise.all(Array.from({ length: groupSize }, () => event(n++)));
   const c1 = process.cpuUsage(c0);
   const b1 = cpuOf(pids);
@@ -123,7 +113,7 @@ async function measure(label: string): Promise<void> {
   process.stdout.write(
     `${label}: ${events} events in ${groups.length} groups (${(ops / groups.length).toFixed(1)}/group), ` +
       `svc ${((c1.user + c1.system) / events).toFixed(1)} µs/event, backends ${(((b1 - b0) * 1000) / events).toFixed(1)} µs/event ` +
-      `(${pids.length} backends), ${((sent - s0) / events).toFixed(3)} statements/event, ${(trips / groups.length).toFixed(1)} round trips/group\n`,
+      `(${pids.length} backends), ${((sent.count - s0) / events).toFixed(3)} statements/event, ${(trips / groups.length).toFixed(1)} round trips/group\n`,
   );
 }
 

@@ -9,11 +9,11 @@
  * inserts `backlog` events' deliveries to each (fan-out order, one insertDeliveries per 1,000 events), then
  * runs svc's WebhookDispatcher (default concurrency 16) until every delivery is recorded. Printed per
  * delivery: this process's CPU (process.cpuUsage), the CPU of the PostgreSQL backends serving the store's
- * pool (/proc utime + stime), statements sent (and the most frequent texts), group commits and their round
+ * pool (/proc utime + stime), statements sent.count (and the most frequent texts), group commits and their round
  * trips, rows inserted and updated (HOT or not) in the schema's tables (pg_stat_user_tables, read after
  * the store is closed so its backends have flushed their counters), and WAL bytes (pg_current_wal_lsn
  * before and after: the whole cluster's, so other work on a shared server adds to it). The receiver's
- * counts check that nothing was lost or sent twice. CPU, not wall clock: on a shared host the clock
+ * counts check that nothing was lost or sent.count twice. CPU, not wall clock: on a shared host the clock
  * measures the neighbours. Run it against a base build as interleaved A/B pairs. With --profile P, a CPU
  * profile of the drain alone (node:inspector) goes to P.<round>.cpuprofile.
  */
@@ -33,6 +33,7 @@ import { WebhookDispatcher } from '../../src/webhooks/dispatcher.js';
 import { pgBackendPids } from './lib/sockets.js';
 import { processCpuMs } from './lib/child.js';
 import { intFlag } from './lib/args.js';
+import { watchPgStatements } from './lib/pg-statements.js';
 
 const { values } = parseArgs({
   options: {
@@ -64,23 +65,15 @@ url.searchParams.set('schema', schema);
 const plainUrl = new URL(values['database-url']);
 plainUrl.searchParams.delete('schema');
 
-/** Statements sent through any pg client of this process, by the first words of their text. */
+/** Statements sent.count through any pg client of this process, by the first words of their text. */
 const texts = new Map<string, number>();
 /** The last statement (text and values) of each of the drain's kinds, for --explain. */
 const lastOf = new Map<string, { text: string; values: unknown[] }>();
-let sent = 0;
-const origQuery = pg.Client.prototype.query;
-pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-  sent++;
-  const a = args[0] as string | { text: string; values?: unknown[] };
-  const full = typeof a === 'string' ? a : a.text;
-  const text = full.replace(/\s+/g, ' ').slice(0, 60);
+const sent = watchPgStatements((s) => {
+  const text = s.text.replace(/\s+/g, ' ').slice(0, 60);
   texts.set(text, (texts.get(text) ?? 0) + 1);
-  if (/^(INSERT INTO health_log|UPDATE deliveries|SELECT id, site_id, destination_id)/.test(text)) {
-    lastOf.set(text.slice(0, 20), { text: full, values: typeof a === 'string' ? ((args[1] as unknown[]) ?? []) : (a.values ?? []) });
-  }
-  return (origQuery as (...x: unknown[]) => unknown).apply(this, args);
-} as typeof pg.Client.prototype.query;
+  if (/^(INSERT INTO health_log|UPDATE deliveries|SELECT id, site_id, destination_id)/.test(text)) lastOf.set(text.slice(0, 20), s);
+});
 
 const rx = fork(path.join(path.dirname(fileURLToPath(import.meta.url)), 'lib', 'count-receiver.ts'), [], { stdio: 'inherit' });
 const ask = (m: string) => {
@@ -93,8 +86,7 @@ const rxUrl = await new Promise<string>((r) => rx.once('message', (m: { url: str
 const admin = new pg.Client({ connectionString: plainUrl.toString(), application_name: 'svc-bench-admin' });
 await admin.connect();
 // The admin client's statements are not the drain's.
-const adminQuery = (sql: string, params: unknown[] = []) =>
-  (origQuery as (...x: unknown[]) => unknown).call(admin, sql, params) as Promise<pg.QueryResult>;
+const adminQuery = (sql: string, params: unknown[] = []) => sent.uncounted(admin, sql, params);
 
 const payload = (i: number) =>
   JSON.stringify({
@@ -134,7 +126,7 @@ async function round(k: number): Promise<void> {
   store.onGroupCommit((g) => groups.push(g));
   await ask('reset');
   texts.clear();
-  const s0 = sent;
+  const s0 = sent.count;
 
   const dispatcher = new WebhookDispatcher(store, {
     allowPrivate: true,
@@ -171,7 +163,7 @@ async function round(k: number): Promise<void> {
   // Backends opened during the drain count from zero.
   const b1 = cpuOf(after) - b0;
   const wal1 = (await adminQuery('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn) AS d', [wal0])).rows[0].d as string;
-  const statements = sent - s0;
+  const statements = sent.count - s0;
   await dispatcher.stop(2_000);
   const topTexts = [...texts].sort((a, b) => b[1] - a[1]).slice(0, 10);
   const rxStats = await ask('stats');
