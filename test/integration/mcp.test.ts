@@ -57,7 +57,13 @@ beforeAll(async () => {
   tok.other = mintToken(dataDir, otherSite, ['--scope', 'admin']);
   tok.areas = mintToken(dataDir, site, ['--scope', 'admin', '--areas', 'profiles']);
   tok.noDestroy = mintToken(dataDir, site, ['--scope', 'admin', '--block-destructive', '--propose-only']);
-  svc = await startSvc({ dataDir, args: ['--allow-private-destinations'], env: { SVC_LOG_LEVEL: 'debug', SVC_WEBHOOK_POLL_MS: '50' } });
+  // The per-token limit has its own server below (small): here one token makes well over the default burst of
+  // 120 calls (every mutating tool, twice), and on a fast host the bucket had no time to refill between tests.
+  svc = await startSvc({
+    dataDir,
+    args: ['--allow-private-destinations'],
+    env: { SVC_LOG_LEVEL: 'debug', SVC_WEBHOOK_POLL_MS: '50', SVC_MCP_BURST: '100000', SVC_MCP_RATE: '100000' },
+  });
   const u = svc.url;
   await post(`${u}/api/events`, { site_id: site, session_id: 'mcp-s1', visitor_id: 'mcp-v1', type: 'pageview' });
   await post(`${u}/api/events`, { site_id: site, session_id: 'mcp-s1', visitor_id: 'mcp-v1', type: 'add_to_cart', sku: 'A1' });
