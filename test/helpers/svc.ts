@@ -114,7 +114,18 @@ export async function startSvc(
   const proc = spawn(cmd, cmdArgs, {
     cwd: ROOT,
     // No drain delay on SIGTERM unless a test asks for one: stop() would otherwise wait 5 s for a balancer that is not there.
-    env: { ...process.env, SVC_LOG_LEVEL: 'warn', SVC_SHUTDOWN_DRAIN_MS: '0', ...backendEnv(dataDir), ...opts.env },
+    // The per-token MCP limit is lifted unless a test sets it: a file's tests share one token on one server, and on a
+    // fast host they make more calls than the default burst (120) before the bucket refills (the limit itself is
+    // tested on servers started with their own SVC_MCP_RATE/SVC_MCP_BURST).
+    env: {
+      ...process.env,
+      SVC_LOG_LEVEL: 'warn',
+      SVC_SHUTDOWN_DRAIN_MS: '0',
+      SVC_MCP_RATE: '1000000',
+      SVC_MCP_BURST: '1000000',
+      ...backendEnv(dataDir),
+      ...opts.env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let err = '';
