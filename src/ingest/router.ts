@@ -90,7 +90,9 @@ export async function handleIngest(deps: IngestDeps, path: IngestPath, req: Inco
         headers,
       );
     }
-    const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    // The two exact spellings clients send skip the split, trim and lower-casing (the same answer).
+    const given = req.headers['content-type'];
+    const type = given === 'application/json' || given === 'text/plain' ? given : (given ?? '').split(';')[0]!.trim().toLowerCase();
     if (type !== 'application/json' && type !== 'text/plain') {
       throw new AppError(
         'unsupported_media_type',

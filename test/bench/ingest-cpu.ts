@@ -12,6 +12,10 @@
  * --sessions below --events: the measured events are of sessions seen before
  * (the common case: a returning session); --new-sessions: every measured event
  * is of a session never seen (a session and a profile are created).
+ *
+ * --bare: the storing baseline of bench:ingest in-process instead (lib/durable-log.ts, as bare-store-server.ts:
+ * JSON.parse, JSON.stringify, one row into a table with svc's events columns and indexes, the same group commit
+ * and off-thread fsync), for svc's figure against it without HTTP.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -28,6 +32,7 @@ import * as schemas from '../../src/domain/ingestion/schemas.js';
 import { checkJsonText } from '../../src/http/json-guard.js';
 import { buildEventBodies } from './lib/event.js';
 import { intFlag } from './lib/args.js';
+import { DurableLog, svcTableSchema } from './lib/durable-log.js';
 
 const { values } = parseArgs({
   options: {
@@ -39,11 +44,12 @@ const { values } = parseArgs({
     statements: { type: 'boolean', default: false },
     dispatcher: { type: 'boolean', default: false },
     destination: { type: 'boolean', default: false },
+    bare: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (values.help) {
-  process.stdout.write('usage: ingest-cpu.ts [--events N (20000)] [--sessions N (2000)] [--concurrency N (64)] [--rounds N (3)] [--new-sessions] [--statements] [--dispatcher] [--destination]\n');
+  process.stdout.write('usage: ingest-cpu.ts [--events N (20000)] [--sessions N (2000)] [--concurrency N (64)] [--rounds N (3)] [--new-sessions] [--statements] [--dispatcher] [--destination] [--bare]\n');
   process.exit(0);
 }
 const events = intFlag('events', values.events, 20_000, 1, 1_000_000);
@@ -65,6 +71,14 @@ if (values.statements) {
   }
 }
 const dir = mkdtempSync(path.join(os.tmpdir(), 'svc-ingest-cpu-'));
+if (values.bare) {
+  try {
+    await runBare();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  process.exit(0);
+}
 const store = openStore({ dataDir: dir, synchronous: 'full', offThreadFsync: true });
 try {
   const site = await store.write((tx) => tx.sites.create({ name: 'cpu' }));
@@ -136,4 +150,42 @@ try {
 } finally {
   await store.close();
   rmSync(dir, { recursive: true, force: true });
+}
+
+/** --bare: what bare-store-server.ts does per request after reading the body, in waves of --concurrency. */
+async function runBare(): Promise<void> {
+  const log = new DurableLog(
+    path.join(dir, 'events.db'),
+    svcTableSchema(dir, 'events'),
+    'INSERT INTO events (site_id, session_id, profile_id, visitor_id, type, ts, body, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id',
+  );
+  const pool = fresh ? events * (rounds + 1) : sessions;
+  const bodies = buildEventBodies('site_BENCHbareSERVER0', pool).bodies;
+  let next = 0;
+  const one = async (buf: Buffer) => {
+    const e = JSON.parse(buf.toString('utf8')) as { site_id?: unknown; session_id?: unknown; visitor_id?: unknown; type?: unknown };
+    const now = Date.now();
+    const body = JSON.stringify(e);
+    await log.add([String(e.site_id), String(e.session_id), `prof_${String(e.session_id)}`, e.visitor_id === undefined ? null : String(e.visitor_id), String(e.type), now, body, now]);
+  };
+  const run = async (n: number) => {
+    for (let done = 0; done < n; ) {
+      const wave: Promise<void>[] = [];
+      for (let i = 0; i < concurrency && done < n; i++, done++) wave.push(one(bodies[next++ % bodies.length]!));
+      await Promise.all(wave);
+    }
+  };
+  await run(fresh ? events : Math.max(sessions, 5_000));
+  for (let r = 0; r < rounds; r++) {
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    await run(events);
+    const c = process.cpuUsage(c0);
+    const ms = performance.now() - t0;
+    process.stdout.write(
+      `round ${r + 1} (bare): ${events} events, concurrency ${concurrency}: ` +
+        `${((c.user + c.system) / events).toFixed(1)} µs CPU/event (user ${(c.user / events).toFixed(1)}, system ${(c.system / events).toFixed(1)}), ${ms.toFixed(0)} ms wall\n`,
+    );
+  }
+  await log.close();
 }

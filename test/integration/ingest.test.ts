@@ -580,4 +580,17 @@ describe('bad input never stores and never 500s', () => {
     const r = await post(`${svc.url}/api/events`, { site_id: site, session_id: 'beacon', type: 'pageview' }, { 'content-type': 'text/plain;charset=UTF-8' });
     expect(r.status).toBe(201);
   });
+
+  it.each([
+    ['application/json', 201],
+    ['text/plain', 201],
+    ['Application/JSON; charset=utf-8', 201],
+    [' text/plain ', 201],
+    ['application/jsonx', 415],
+    ['text/plainx', 415],
+  ])('takes the media type %j with %i', async (type, status) => {
+    const r = await post(`${svc.url}/api/events`, { site_id: site, session_id: 'media-type', type: 'pageview' }, { 'content-type': type });
+    expect(r.status).toBe(status);
+    if (status === 415) expect(r.body.error.code).toBe('unsupported_media_type');
+  });
 });
