@@ -124,6 +124,7 @@ async function measure(label: string): Promise<void> {
   const pids = backends();
   const b0 = cpuOf(pids);
   const c0 = process.cpuUsage();
+  const t0 = performance.now();
   const s0 = sent.count;
   const w0 = sends;
   const chained0 = chainedGroups();
@@ -140,6 +141,7 @@ async function measure(label: string): Promise<void> {
     await Promise.all(Array.from({ length: groupSize }, writer));
   }
   const c1 = process.cpuUsage(c0);
+  const wall = performance.now() - t0;
   const b1 = cpuOf(pids);
   const events = rounds * groupSize;
   const trips = groups.reduce((a, g) => a + g.roundTrips, 0);
@@ -147,7 +149,7 @@ async function measure(label: string): Promise<void> {
   process.stdout.write(
     `${label}: ${events} events in ${groups.length} groups (${(ops / groups.length).toFixed(1)}/group), ` +
       `svc ${((c1.user + c1.system) / events).toFixed(1)} µs/event, backends ${(((b1 - b0) * 1000) / events).toFixed(1)} µs/event ` +
-      `(${pids.length} backends), ${((sent.count - s0) / events).toFixed(3)} statements/event, ${(trips / groups.length).toFixed(1)} round trips/group, ` +
+      `(${pids.length} backends), ${Math.round((events * 1000) / wall)} events/s wall (the host's other work in it), ${((sent.count - s0) / events).toFixed(3)} statements/event, ${(trips / groups.length).toFixed(1)} round trips/group, ` +
       `${((sends - w0) / groups.length).toFixed(2)} sends/group, ${chainedGroups() - chained0} COMMITs sent with the next group\n`,
   );
 }
