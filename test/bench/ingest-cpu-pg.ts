@@ -114,8 +114,6 @@ for (let i = 0; i < sessions; i += 128) await Promise.all(Array.from({ length: M
 let n = sessions;
 for (let r = 0; r < 5; r++) await Promise.all(Array.from({ length: groupSize }, () => event(n++)));
 
-/** Groups whose COMMIT went with the next group's first write (PgWriteRunner's counter; 0 on a build without it). */
-const chainedGroups = () => (store.writeCounters as { chained?: number }).chained ?? 0;
 const backends = () => pgBackendPids([process.pid], Number(url.port || 5432));
 const cpuOf = (pids: number[]) => pids.reduce((a, p) => a + (processCpuMs(p) ?? 0), 0);
 
@@ -127,7 +125,6 @@ async function measure(label: string): Promise<void> {
   const t0 = performance.now();
   const s0 = sent.count;
   const w0 = sends;
-  const chained0 = chainedGroups();
   if (spread === 0) for (let r = 0; r < rounds; r++) await Promise.all(Array.from({ length: groupSize }, () => event(n++)));
   else {
     let left = rounds * groupSize;
@@ -150,7 +147,7 @@ async function measure(label: string): Promise<void> {
     `${label}: ${events} events in ${groups.length} groups (${(ops / groups.length).toFixed(1)}/group), ` +
       `svc ${((c1.user + c1.system) / events).toFixed(1)} µs/event, backends ${(((b1 - b0) * 1000) / events).toFixed(1)} µs/event ` +
       `(${pids.length} backends), ${Math.round((events * 1000) / wall)} events/s wall (the host's other work in it), ${((sent.count - s0) / events).toFixed(3)} statements/event, ${(trips / groups.length).toFixed(1)} round trips/group, ` +
-      `${((sends - w0) / groups.length).toFixed(2)} sends/group, ${chainedGroups() - chained0} COMMITs sent with the next group\n`,
+      `${((sends - w0) / groups.length).toFixed(2)} sends/group\n`,
   );
 }
 

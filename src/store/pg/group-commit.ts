@@ -41,106 +41,21 @@ class CommitQuery extends pg.Query {
  * (false when the COMMIT went through and the NOTIFY after it failed: the group is stored all the same).
  */
 async function commit(client: pg.PoolClient, notify: string | null = null): Promise<boolean> {
-  const c = new CarriedCommit(notify);
-  c.send(client);
-  return c.outcome();
-}
-
-/**
- * A group's COMMIT (+ NOTIFY), sent at once (commit) or handed to the next group on the same connection
- * (PgWriteRunner.finish), which sends it in the same write as its BEGIN and first statement.
- */
-class CarriedCommit {
-  private readonly q: CommitQuery;
-  private settle!: (err: unknown) => void;
-  private readonly answered: Promise<unknown>;
-  sent = false;
-
-  constructor(private readonly notify: string | null) {
-    this.q = new CommitQuery(notify !== null ? `COMMIT; NOTIFY ${notify}` : 'COMMIT');
-    this.answered = new Promise<unknown>((resolve) => (this.settle = resolve));
-    Object.assign(this.q, { callback: (err: unknown) => this.settle(err ?? undefined) });
+  const q = new CommitQuery(notify !== null ? `COMMIT; NOTIFY ${notify}` : 'COMMIT');
+  const failure = await new Promise<unknown>((resolve) => {
+    Object.assign(q, { callback: (err: unknown) => resolve(err ?? undefined) });
+    client.query(q);
+  });
+  if (failure !== undefined && failure !== null) {
+    if (q.tag === 'COMMIT') return false;
+    throw failure;
   }
-
-  /** Submits the COMMIT on `client` (once). */
-  send(client: pg.PoolClient): void {
-    if (this.sent) return;
-    this.sent = true;
-    client.query(this.q);
+  if (q.tag !== 'COMMIT') {
+    throw Object.assign(new Error('the transaction was rolled back at COMMIT: a statement in it failed and its error was caught'), {
+      code: ROLLED_BACK_AT_COMMIT,
+    });
   }
-
-  /** The COMMIT will never be sent (the connection broke first): the transaction did not commit. */
-  abandon(err: unknown): void {
-    if (this.sent) return;
-    this.sent = true;
-    this.settle(err);
-  }
-
-  /** As commit: whether the NOTIFY went out; throws when the COMMIT failed or rolled back. */
-  async outcome(): Promise<boolean> {
-    const failure = await this.answered;
-    if (failure !== undefined && failure !== null) {
-      if (this.q.tag === 'COMMIT') return false;
-      throw failure;
-    }
-    if (this.q.tag !== 'COMMIT') {
-      throw Object.assign(new Error('the transaction was rolled back at COMMIT: a statement in it failed and its error was caught'), {
-        code: ROLLED_BACK_AT_COMMIT,
-      });
-    }
-    return this.notify !== null;
-  }
-}
-
-/** A connection of one group transaction (PgWriteRunner.connect, or handed on by the group before: chained). */
-interface Conn {
-  client: pg.PoolClient;
-  release: () => void;
-  broken: () => boolean;
-}
-
-/** The stream of a pooled client, to cork so that several messages go in one write. */
-function streamOf(client: pg.PoolClient): { cork?: () => void; uncork?: () => void } | undefined {
-  return (client as unknown as { connection?: { stream?: { cork?: () => void; uncork?: () => void } } }).connection?.stream;
-}
-
-/**
- * `conn` for the next group while the previous group's COMMIT (`carry`) is not sent yet: the first query
- * sent through it goes behind that COMMIT, in the same write (so no statement of the next group can run in
- * the previous group's transaction). Released without having sent anything (the connection broke): the
- * COMMIT is abandoned (the previous group's callers hear the error; nothing of it was committed).
- */
-function chained(conn: Conn, carry: CarriedCommit): Conn {
-  const raw = conn.client;
-  const client = Object.create(raw as object) as pg.PoolClient;
-  (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]): unknown => {
-    const send = () => (raw.query as (...a: unknown[]) => unknown).apply(raw, args);
-    if (carry.sent) return send();
-    const stream = streamOf(raw);
-    stream?.cork?.();
-    try {
-      carry.send(raw);
-      return send();
-    } finally {
-      stream?.uncork?.();
-    }
-  };
-  return {
-    client,
-    broken: conn.broken,
-    release: () => {
-      if (!carry.sent) {
-        if (conn.broken()) carry.abandon(new Error('the connection broke before the group committed'));
-        else {
-          // Never back to the pool inside the previous group's transaction: its COMMIT first.
-          carry.send(raw);
-          void carry.outcome().catch(() => undefined).finally(conn.release);
-          return;
-        }
-      }
-      conn.release();
-    },
-  };
+  return notify !== null;
 }
 
 /** At most one NOTIFY of the work channel per this many milliseconds (see PgWriteRunner.carryNotify). */
@@ -182,8 +97,7 @@ const MAX_GROUP = 256;
  * group therefore commit in the order they were submitted.
  */
 export class PgWriteRunner implements WriteRunner {
-  /** `chained`: groups whose COMMIT went out with the next group's first write (finish). */
-  readonly counters = { batches: 0, ops: 0, stalled: 0, regrouped: 0, chained: 0 };
+  readonly counters = { batches: 0, ops: 0, stalled: 0, regrouped: 0 };
   readonly groupCommits = new GroupCommitListeners();
   private readonly queue: QueuedOp[] = [];
   /** oneStatement operations waiting for the end of the event-loop turn (runStandalone). */
@@ -331,7 +245,7 @@ export class PgWriteRunner implements WriteRunner {
   }
 
   /** A pooled connection for one transaction, with an 'error' listener (a connection that breaks between statements reports there). */
-  private async connect(): Promise<Conn> {
+  private async connect(): Promise<{ client: pg.PoolClient; release: () => void; broken: () => boolean }> {
     const client = await this.pool.connect();
     let broken: Error | undefined;
     const onError = (err: Error) => (broken = err);
@@ -346,51 +260,24 @@ export class PgWriteRunner implements WriteRunner {
     };
   }
 
-  /** `preset`: the connection handed on by the group before, whose COMMIT goes out with this group's first write (finish). */
-  private async runGroup(group: QueuedOp[], preset?: Conn): Promise<void> {
+  private async runGroup(group: QueuedOp[]): Promise<void> {
     if (group.length === 1) {
       // A keyed operation alone still has its statements batched: those it asks together (independent,
       // see Store.write) share a wave, and a wave of reads and plain inserts is one statement.
       const op = group[0]!;
-      await this.runAlone(op.fn, 'in_turn', op.key !== undefined, preset).then(op.resolve, op.reject);
+      await this.runAlone(op.fn, 'in_turn', op.key !== undefined).then(op.resolve, op.reject);
       return;
     }
     let keyed = 0;
     for (const op of group) if (op.key !== undefined) keyed++;
     if (keyed >= 2) {
-      const done = await this.runConcurrent(group, preset);
+      const done = await this.runConcurrent(group);
       if (done) return;
       this.counters.regrouped++;
       await this.runSequential(group, 'rerun');
       return;
     }
-    await this.runSequential(group, 'in_turn', preset);
-  }
-
-  /**
-   * Ends a group transaction whose operations all succeeded: COMMIT (+ NOTIFY, see commit), resolving as
-   * commit does. When operations are queued meanwhile, the next group starts at once on this connection
-   * and the COMMIT is handed to it (`handed.to` set: the connection is no longer this group's to roll back
-   * or release): it goes out in the same write as the next group's BEGIN and first statement, one send
-   * and one wake-up of each side fewer per group under load. The COMMIT is the first thing the backend
-   * reads of that write, so this group's locks go as soon as it arrives; this group waits at most until
-   * the next group's first wave is asked (the end of an event-loop turn), then the COMMIT goes alone.
-   */
-  private finish(conn: Conn, notify: string | null, handed: { to: boolean }): Promise<boolean> {
-    if (this.queue.length === 0 || conn.broken()) return commit(conn.client, notify);
-    const carry = new CarriedCommit(notify);
-    handed.to = true;
-    this.counters.chained++;
-    const next = this.queue.splice(0, MAX_GROUP);
-    this.activeLanes++;
-    void this.runGroup(next, chained(conn, carry)).finally(() => {
-      this.activeLanes--;
-      this.pump();
-    });
-    // BatchPgSql sends a wave at the end of the turn in which its statements were asked (setImmediate): a
-    // turn later, a COMMIT still held goes alone.
-    setImmediate(() => setImmediate(() => carry.send(conn.client)));
-    return carry.outcome();
+    await this.runSequential(group, 'in_turn');
   }
 
   /**
@@ -402,10 +289,10 @@ export class PgWriteRunner implements WriteRunner {
    * run again the sequential way, which finds the failing operation and keeps
    * the other operations' writes.
    */
-  private async runConcurrent(group: QueuedOp[], preset?: Conn): Promise<boolean> {
-    let conn: Conn;
+  private async runConcurrent(group: QueuedOp[]): Promise<boolean> {
+    let conn: Awaited<ReturnType<PgWriteRunner['connect']>>;
     try {
-      conn = preset ?? (await this.connect());
+      conn = await this.connect();
     } catch (err) {
       for (const op of group) op.reject(err);
       return true;
@@ -415,7 +302,6 @@ export class PgWriteRunner implements WriteRunner {
     const values: unknown[] = new Array(group.length);
     let failed = false;
     let notified = false;
-    const handed = { to: false };
     try {
       const sql = new BatchPgSql(trips.client, new PgSql(trips.client));
       const tx = new Repos(sql, this.shared);
@@ -447,18 +333,16 @@ export class PgWriteRunner implements WriteRunner {
       if (failed) {
         if (!conn.broken()) await conn.client.query('ROLLBACK');
       } else {
-        notified = await this.finish(conn, this.carryNotify(before) ? this.workChannel : null, handed);
+        notified = await commit(conn.client, this.carryNotify(before) ? this.workChannel : null);
       }
     } catch (err) {
-      if (!handed.to) {
-        if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
-        conn.release();
-      }
+      if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
+      conn.release();
       if (isRetryable(err) || (err as { code?: unknown }).code === ROLLED_BACK_AT_COMMIT) return false;
       for (const op of group) op.reject(err);
       return true;
     }
-    if (!handed.to) conn.release();
+    conn.release();
     if (failed) return false;
     this.committed(group.length, before, trips.count + 2, trips.started, 'set_based', notified);
     for (let i = 0; i < group.length; i++) group[i]!.resolve(values[i]);
@@ -466,15 +350,15 @@ export class PgWriteRunner implements WriteRunner {
   }
 
   /** Runs the group's operations one after another in one transaction (see the class comment). */
-  private async runSequential(group: QueuedOp[], mode: 'in_turn' | 'rerun', preset?: Conn): Promise<void> {
+  private async runSequential(group: QueuedOp[], mode: 'in_turn' | 'rerun'): Promise<void> {
     if (group.length === 1) {
       const op = group[0]!;
-      await this.runAlone(op.fn, mode, false, preset).then(op.resolve, op.reject);
+      await this.runAlone(op.fn, mode).then(op.resolve, op.reject);
       return;
     }
-    let conn: Conn;
+    let conn: Awaited<ReturnType<PgWriteRunner['connect']>>;
     try {
-      conn = preset ?? (await this.connect());
+      conn = await this.connect();
     } catch (err) {
       for (const op of group) op.reject(err);
       return;
@@ -483,7 +367,6 @@ export class PgWriteRunner implements WriteRunner {
     const values: unknown[] = new Array(group.length);
     let failedAt = -1;
     let notified = false;
-    const handed = { to: false };
     const trips = transaction(conn.client);
     try {
       const tx = new Repos(new PgSql(trips.client), this.shared);
@@ -499,13 +382,11 @@ export class PgWriteRunner implements WriteRunner {
       if (failedAt >= 0) {
         if (!conn.broken()) await conn.client.query('ROLLBACK');
       } else {
-        notified = await this.finish(conn, this.carryNotify(before) ? this.workChannel : null, handed);
+        notified = await commit(conn.client, this.carryNotify(before) ? this.workChannel : null);
       }
     } catch (err) {
-      if (!handed.to) {
-        if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
-        conn.release();
-      }
+      if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
+      conn.release();
       // BEGIN or COMMIT itself failed. A lost race at commit (serialization), or a COMMIT that rolled
       // back (an operation swallowed a failed statement's error; which one is unknown), is worth re-running
       // one by one; a connection that died at COMMIT leaves the outcome unknown, so the callers hear it.
@@ -515,7 +396,7 @@ export class PgWriteRunner implements WriteRunner {
       } else for (const op of group) op.reject(err);
       return;
     }
-    if (!handed.to) conn.release();
+    conn.release();
     if (failedAt >= 0) {
       this.counters.regrouped++;
       if (failedAt > 0) await this.runSequential(group.slice(0, failedAt), mode);
@@ -529,28 +410,25 @@ export class PgWriteRunner implements WriteRunner {
   }
 
   /** One operation in its own transaction, run again from the start after a lost race; `batched`: its statements through BatchPgSql. */
-  private async runAlone<T>(fn: WriteOp<T>, mode: 'in_turn' | 'rerun' = 'in_turn', batched = false, preset?: Conn): Promise<T> {
+  private async runAlone<T>(fn: WriteOp<T>, mode: 'in_turn' | 'rerun' = 'in_turn', batched = false): Promise<T> {
     for (let attempt = 1; ; attempt++) {
-      const conn = attempt === 1 && preset !== undefined ? preset : await this.connect();
+      const conn = await this.connect();
       const before = this.enqueuedCount();
       const trips = transaction(conn.client);
-      const handed = { to: false };
       let value: T;
       let notified: boolean;
       try {
         const plain = new PgSql(trips.client);
         value = await fn(new Repos(batched ? new BatchPgSql(trips.client, plain) : plain, this.shared));
         await trips.begun();
-        notified = await this.finish(conn, this.carryNotify(before) ? this.workChannel : null, handed);
+        notified = await commit(conn.client, this.carryNotify(before) ? this.workChannel : null);
       } catch (err) {
-        if (!handed.to) {
-          if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
-          conn.release();
-        }
+        if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
+        conn.release();
         if (attempt < MAX_ATTEMPTS && isRetryable(err)) continue;
         throw err;
       }
-      if (!handed.to) conn.release();
+      conn.release();
       this.committed(1, before, trips.count + 2, trips.started, mode, notified);
       return value;
     }
@@ -665,7 +543,7 @@ function transaction(client: pg.PoolClient): Transaction {
         const send = () => (client.query as (...a: unknown[]) => unknown).apply(client, args);
         if (begin !== null) return send();
         // One write for both (node-pg corks each message group on its own; nested corks add up).
-        const stream = streamOf(client);
+        const stream = (client as unknown as { connection?: { stream?: { cork?: () => void; uncork?: () => void } } }).connection?.stream;
         stream?.cork?.();
         try {
           begin = sendBegin();
