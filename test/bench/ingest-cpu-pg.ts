@@ -19,6 +19,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import net from 'node:net';
 import pg from 'pg';
 import { openConfiguredStore } from '../../src/store/open.js';
 import { IngestionService, type RequestContext } from '../../src/domain/ingestion/service.js';
@@ -39,11 +40,12 @@ const { values } = parseArgs({
     repeat: { type: 'string' },
     statements: { type: 'boolean', default: false },
     destination: { type: 'boolean', default: false },
+    spread: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (values.help || values['database-url'] === undefined) {
-  process.stdout.write('usage: ingest-cpu-pg.ts --database-url URL [--group 64] [--rounds 40] [--sessions 2000] [--statements] [--repeat 200] [--destination]\n');
+  process.stdout.write('usage: ingest-cpu-pg.ts --database-url URL [--group 64] [--rounds 40] [--sessions 2000] [--statements] [--repeat 200] [--destination] [--spread 0]\n');
   process.exit(values.help ? 0 : 2);
 }
 const baseUrl = values['database-url'];
@@ -51,6 +53,12 @@ const groupSize = intFlag('group', values.group, 64, 1, 256);
 const rounds = intFlag('rounds', values.rounds, 40, 1, 10_000);
 const sessions = intFlag('sessions', values.sessions, 2000, 1, 1_000_000);
 const repeat = intFlag('repeat', values.repeat, 200, 1, 100_000);
+// --spread K: `group` writers, each submitting its next event 0 to K event-loop turns (random, seeded) after its
+// last was acknowledged, instead of all at once: arrivals spread as HTTP requests' are, so that operations
+// queue while both write lanes are busy (as under bench:ingest). 0 (the default): rounds of `group` events.
+const spread = intFlag('spread', values.spread, 0, 0, 1000);
+let seed = 20;
+const random = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
 
 const schema = `bench_cpu_${process.pid}`;
 const url = new URL(baseUrl);
@@ -61,6 +69,17 @@ plainUrl.searchParams.delete('schema');
 /** Statements sent through any pg client of this process (text, values), while `recording`. */
 let recording: { text: string; values: unknown[] }[] | null = null;
 const sent = watchPgStatements((s) => recording?.push(s));
+
+/** Writes to PostgreSQL sockets (each one a send that wakes a backend): net.Socket's _write and _writev. */
+let sends = 0;
+for (const m of ['_write', '_writev'] as const) {
+  const proto = net.Socket.prototype as unknown as Record<string, (...a: unknown[]) => unknown>;
+  const orig = proto[m]!;
+  proto[m] = function (this: net.Socket, ...a: unknown[]) {
+    if (this.remotePort === Number(url.port || 5432)) sends++;
+    return orig.apply(this, a);
+  };
+}
 
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'svc-ingest-cpu-'));
 const store = await openConfiguredStore({
@@ -103,9 +122,23 @@ async function measure(label: string): Promise<void> {
   const pids = backends();
   const b0 = cpuOf(pids);
   const c0 = process.cpuUsage();
+  const t0 = performance.now();
   const s0 = sent.count;
-  for (let r = 0; r < rounds; r++) await Promise.all(Array.from({ length: groupSize }, () => event(n++)));
+  const w0 = sends;
+  if (spread === 0) for (let r = 0; r < rounds; r++) await Promise.all(Array.from({ length: groupSize }, () => event(n++)));
+  else {
+    let left = rounds * groupSize;
+    const writer = async (): Promise<void> => {
+      while (left > 0) {
+        left--;
+        await event(n++);
+        for (let k = Math.floor(random() * (spread + 1)); k > 0; k--) await new Promise((r) => setImmediate(r));
+      }
+    };
+    await Promise.all(Array.from({ length: groupSize }, writer));
+  }
   const c1 = process.cpuUsage(c0);
+  const wall = performance.now() - t0;
   const b1 = cpuOf(pids);
   const events = rounds * groupSize;
   const trips = groups.reduce((a, g) => a + g.roundTrips, 0);
@@ -113,7 +146,8 @@ async function measure(label: string): Promise<void> {
   process.stdout.write(
     `${label}: ${events} events in ${groups.length} groups (${(ops / groups.length).toFixed(1)}/group), ` +
       `svc ${((c1.user + c1.system) / events).toFixed(1)} µs/event, backends ${(((b1 - b0) * 1000) / events).toFixed(1)} µs/event ` +
-      `(${pids.length} backends), ${((sent.count - s0) / events).toFixed(3)} statements/event, ${(trips / groups.length).toFixed(1)} round trips/group\n`,
+      `(${pids.length} backends), ${Math.round((events * 1000) / wall)} events/s wall (the host's other work in it), ${((sent.count - s0) / events).toFixed(3)} statements/event, ${(trips / groups.length).toFixed(1)} round trips/group, ` +
+      `${((sends - w0) / groups.length).toFixed(2)} sends/group\n`,
   );
 }
 

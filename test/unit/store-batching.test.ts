@@ -259,6 +259,29 @@ describe(`set-based group commits (${onPg ? 'PostgreSQL' : 'SQLite'})`, () => {
     if (onPg) expect(modes).toContain('rerun');
   });
 
+  it("a new session of a known visitor goes to the visitor's profile, a known session keeps its own, a new visitor gets a new one: alone and together in one group", async () => {
+    const { store, svc, siteId } = await open();
+    const withVisitor = (session: string, visitor?: string) => event(svc, siteId, session, 'pageview', visitor === undefined ? {} : { visitor_id: visitor });
+    const first = await withVisitor('o1', 'vis_1');
+    // Alone: a new session of vis_1, and o1 again with another visitor id (a known session keeps its profile).
+    expect((await withVisitor('o2', 'vis_1')).profile_id).toBe(first.profile_id);
+    expect((await withVisitor('o1', 'vis_other')).profile_id).toBe(first.profile_id);
+    // Together, several groups' worth so that on PostgreSQL they share waves.
+    const together = await Promise.all([
+      ...Array.from({ length: 20 }, (_, i) => withVisitor(`o_new${i}`, 'vis_1')),
+      ...Array.from({ length: 20 }, () => withVisitor('o1', 'vis_1')),
+      ...Array.from({ length: 10 }, (_, i) => withVisitor(`o_fresh${i}`, `vis_fresh${i}`)),
+      ...Array.from({ length: 5 }, (_, i) => withVisitor(`o_anon${i}`)),
+    ]);
+    for (const r of together.slice(0, 40)) expect(r.profile_id).toBe(first.profile_id);
+    const fresh = together.slice(40).map((r) => r.profile_id);
+    expect(new Set([...fresh, first.profile_id]).size).toBe(16);
+    // The fresh visitors' identities point at their new profiles; o2 and the o_new sessions at the first one.
+    const owner = await store.sql.get<{ profile_id: string }>("SELECT profile_id FROM identities WHERE site_id = ? AND kind = 'visitor' AND value = ?", [siteId, 'vis_fresh3']);
+    expect(owner?.profile_id).toBe(fresh[3]);
+    expect(await count(store, 'SELECT COUNT(*) AS n FROM sessions WHERE site_id = ? AND profile_id = ?', [siteId, first.profile_id])).toBe(22);
+  });
+
   it('two events of one new session in one group create it once (same-session operations run in turn)', async () => {
     const { store, svc, siteId } = await open();
     const out = await Promise.all(Array.from({ length: 60 }, (_, i) => event(svc, siteId, `dup${i % 6}`)));
