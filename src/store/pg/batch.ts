@@ -30,6 +30,9 @@ import { statementName } from './names.js';
  *   INSERT …` whose inserts read those rows (the parameters all in the unnest; ON CONFLICT DO NOTHING at
  *   most, at the end): the sets' arrays concatenated, sent as the same text, so a
  *   fixed-text named statement parsed and planned once per connection whatever the number of rows;
+ *   likewise `WITH q (cols, svc_i) AS (SELECT * FROM ROWS FROM (json_array_elements_text(array_to_json(?::type[])), …)
+ *   WITH ORDINALITY), …` whose sets stand alone, with the rows it returns handed back to the set their
+ *   `svc_i` names (the checked exposure insert of a decision, ExposuresRepo.insertIfFacts);
  * - anything else, or a text whose rewrite PostgreSQL refused once, as sent;
  * - and a wave whose texts are all reads and inserts (plain, or DO NOTHING), as one statement
  *   (`WITH c1 AS (…), c2 AS (…) SELECT …`, see combine), named when all its parts' texts are fixed.
