@@ -101,16 +101,17 @@ ${IDENTITY_FACTS_PG}) f`;
 /**
  * A decision's exposures stored only if the visitor's facts are still those it was decided from (PostgreSQL):
  * one statement that reads the facts (IDENTITY_FACTS_PG), compares them with the ones the caller gives (`x`, the
- * FactsRow list as JSON, kinds 1 to 3), inserts the rows (`z`, the zones as JSON; the exposures and their first
+ * rows of kinds 1 to 3 rendered by renderFacts), inserts the rows (`z`, the zones as JSON; the exposures and their first
  * arms, as INSERT_EXPOSURES_PG) where they are equal, and returns the facts read where they are not (`got`: a JSON
  * array of [k, a, b, c]; one row per such decision, none for a decision stored). One decision per position of
  * the arrays; concurrent decisions' arrays are joined end to end (pg/batch.ts, a tagged append: each returned row
  * names its decision by `svc_i`). A decision's facts from an in-process cache (DecisionService) then cost no
  * statement of their own: one round trip, committed on its own, where a read and then the insert took two.
- * Both sides are put in one order and rendered by PostgreSQL (json_agg over json_build_array), so the comparison
- * does not depend on how svc ordered or formatted them (no facts expected, `[]`, the common case of a new visitor, is
- * taken as it is). The arrays are read through JSON (json_array_elements_text
- * of array_to_json), not unnest: PostgreSQL estimates an unnest of a known array by its length, so every execution's
+ * The expected facts come rendered as PostgreSQL renders the facts it reads (renderFacts: json_agg of json_build_array
+ * in code point order), so where they hold the comparison is of two texts; where the texts differ, the expected facts
+ * are parsed, ordered and rendered by PostgreSQL and compared again, so a rendering of svc's that is not
+ * PostgreSQL's (say, a string escaped otherwise) costs a parse, never a wrong answer. The arrays are read through
+ * JSON (json_array_elements_text of array_to_json), not unnest: PostgreSQL estimates an unnest of a known array by its length, so every execution's
  * custom plan looked cheaper than the generic one and the statement was planned every time (1.1 ms; measured:
  * custom_plans only); this form's estimate is fixed, and the plan cache settles on the generic plan.
  */
@@ -118,11 +119,11 @@ export const INSERT_EXPOSURES_IF_FACTS_PG =
   'WITH q (s, v, p, u, t, x, z, svc_i) AS (SELECT * FROM ROWS FROM (' +
   Array.from({ length: 7 }, () => 'json_array_elements_text(array_to_json(?::text[]))').join(', ') +
   ') WITH ORDINALITY), ' +
-  'g AS MATERIALIZED (SELECT q.s, q.v, q.p, q.u, q.t::int8 AS t, q.z, q.svc_i, ' +
-  `(SELECT coalesce(json_agg(json_build_array(h.k, h.a, h.b, h.c) ORDER BY h.k, h.a, h.b, h.c), '[]')::text FROM (${IDENTITY_FACTS_PG}) h) AS got, ` +
-  "CASE WHEN q.x = '[]' THEN '[]' ELSE (SELECT coalesce(json_agg(json_build_array(w.k, w.a, w.b, w.c) ORDER BY w.k, w.a, w.b, w.c), '[]')::text " +
-  'FROM json_to_recordset(q.x::json) AS w(k int, a text, b text, c text)) END AS want ' +
-  'FROM q), ' +
+  'g AS MATERIALIZED (SELECT f.*, CASE WHEN f.x = f.got THEN f.got ELSE (SELECT coalesce(json_agg(json_build_array(w.k, w.a, w.b, w.c) ' +
+  'ORDER BY w.k, w.a COLLATE "C", w.b COLLATE "C", w.c COLLATE "C"), \'[]\')::text FROM (SELECT (j->>0)::int AS k, j->>1 AS a, j->>2 AS b, j->>3 AS c ' +
+  'FROM json_array_elements(f.x::json) j) w) END AS want FROM (SELECT q.s, q.v, q.p, q.u, q.t::int8 AS t, q.x, q.z, q.svc_i, ' +
+  `(SELECT coalesce(json_agg(json_build_array(h.k, h.a, h.b, h.c) ORDER BY h.k, h.a COLLATE "C", h.b COLLATE "C", h.c COLLATE "C"), '[]')::text FROM (${IDENTITY_FACTS_PG}) h) AS got ` +
+  'FROM q) f), ' +
   'r AS (SELECT g.s, g.v, g.p, y.zone_id, y.variant_id, y.experiment_id, y.arm_id, y.holdout, g.u, g.t FROM g ' +
   'CROSS JOIN LATERAL json_to_recordset(g.z::json) AS y(zone_id text, variant_id text, experiment_id text, arm_id text, holdout int) WHERE g.got = g.want), ' +
   'e AS (INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) SELECT * FROM r), ' +
@@ -226,6 +227,17 @@ export interface DecisionFacts {
   earlierArms: Map<string, string>;
 }
 
+/**
+ * Facts rows as the checked exposure statement renders what it reads: `json_agg(json_build_array(k, a, b, c) ORDER BY
+ * k, a, b, c)` with the strings in code point order (COLLATE "C"; UTF-16 order is the same but for characters past
+ * U+FFFF against U+E000–U+FFFF, where the statement then parses them instead) and NULL last; ", " between items.
+ */
+export function renderFacts(rows: readonly FactsRow[]): string {
+  const cmp = (x: string | null, y: string | null) => (x === y ? 0 : x === null ? 1 : y === null ? -1 : x < y ? -1 : 1);
+  const sorted = rows.map((r) => ({ k: Number(r.k), a: r.a, b: r.b, c: r.c })).sort((x, y) => x.k - y.k || cmp(x.a, y.a) || cmp(x.b, y.b) || cmp(x.c, y.c));
+  return `[${sorted.map((r) => `[${r.k}, ${JSON.stringify(r.a)}, ${JSON.stringify(r.b)}, ${JSON.stringify(r.c)}]`).join(', ')}]`;
+}
+
 /** The rows of kinds 1 to 3 (the visitor's; kind 0 is the site's), as {k, a, b, c} with `k` a number. */
 function visitorRows(rows: readonly FactsRow[]): FactsRow[] {
   const out: FactsRow[] = [];
@@ -315,7 +327,7 @@ export class ExposuresRepo {
       [d.profileId],
       [d.url],
       [d.at],
-      [JSON.stringify(expected.map((r) => ({ k: Number(r.k), a: r.a, b: r.b, c: r.c })))],
+      [renderFacts(expected)],
       [JSON.stringify(rows.map((r) => ({ zone_id: r.zoneId, variant_id: r.variantId, experiment_id: r.experimentId, arm_id: r.armId, holdout: r.holdout ? 1 : 0 })))],
     ]);
     if (got.length === 0) return null;

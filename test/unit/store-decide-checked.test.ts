@@ -4,7 +4,7 @@ import pg from 'pg';
 import type { Store } from '../../src/store/store.js';
 import type { GroupCommitInfo } from '../../src/store/observe.js';
 import { decisionService } from '../../src/domain/web/decisions.js';
-import { ExposuresRepo, INSERT_EXPOSURES_IF_FACTS_PG, type ExposureInsert, type FactsRow } from '../../src/store/exposures.js';
+import { ExposuresRepo, INSERT_EXPOSURES_IF_FACTS_PG, renderFacts, type ExposureInsert, type FactsRow } from '../../src/store/exposures.js';
 import { shapeOf } from '../../src/store/pg/batch.js';
 import { PgSql } from '../../src/store/pg/sql.js';
 import { pgClientConfig } from '../../src/store/pg/store.js';
@@ -221,6 +221,23 @@ describe.runIf(onPg)('the checked exposure statement (PostgreSQL)', () => {
     );
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect((await exposuresOf('st-ok1')).length + (await exposuresOf('st-ok2')).length + (await exposuresOf('st-bad')).length).toBe(4);
+  });
+
+  it('is given the expected facts as PostgreSQL renders them (so a holding check compares two texts)', async () => {
+    const rows: FactsRow[] = [
+      { k: 3, a: 'seg_b', b: null, c: null },
+      { k: 2, a: 'exp_é"q\\', b: 'arm\n1\u0001', c: null },
+      { k: 2, a: 'exp_B', b: 'arm_a', c: null },
+      { k: 1, a: 'prof_1', b: null, c: 'prof_1' },
+      { k: 3, a: 'seg_a', b: null, c: null },
+      { k: 2, a: 'exp_a', b: 'arm_中', c: null },
+    ];
+    const pgText = await store.sql.get<{ t: string }>(
+      'SELECT json_agg(json_build_array(w.k, w.a, w.b, w.c) ORDER BY w.k, w.a COLLATE "C", w.b COLLATE "C", w.c COLLATE "C")::text AS t FROM json_to_recordset(?::json) AS w(k int, a text, b text, c text)',
+      [JSON.stringify(rows)],
+    );
+    expect(renderFacts(rows)).toBe(pgText!.t);
+    expect(renderFacts([])).toBe('[]');
   });
 
   it('is planned once per connection (a generic plan after the first five)', async () => {
