@@ -113,7 +113,8 @@ ${IDENTITY_FACTS_PG}) f`;
  * PostgreSQL's (say, a string escaped otherwise) costs a parse, never a wrong answer. The arrays are read through
  * JSON (json_array_elements_text of array_to_json), not unnest: PostgreSQL estimates an unnest of a known array by its length, so every execution's
  * custom plan looked cheaper than the generic one and the statement was planned every time (1.1 ms; measured:
- * custom_plans only); this form's estimate is fixed, and the plan cache settles on the generic plan.
+ * custom_plans only); this form's estimate is fixed, and the plan cache settles on the generic plan. `OFFSET 0` keeps the
+ * facts read a subquery of its own: pulled up, it was run once for each of its two uses.
  */
 export const INSERT_EXPOSURES_IF_FACTS_PG =
   'WITH q (s, v, p, u, t, x, z, svc_i) AS (SELECT * FROM ROWS FROM (' +
@@ -123,7 +124,7 @@ export const INSERT_EXPOSURES_IF_FACTS_PG =
   'ORDER BY w.k, w.a COLLATE "C", w.b COLLATE "C", w.c COLLATE "C"), \'[]\')::text FROM (SELECT (j->>0)::int AS k, j->>1 AS a, j->>2 AS b, j->>3 AS c ' +
   'FROM json_array_elements(f.x::json) j) w) END AS want FROM (SELECT q.s, q.v, q.p, q.u, q.t::int8 AS t, q.x, q.z, q.svc_i, ' +
   `(SELECT coalesce(json_agg(json_build_array(h.k, h.a, h.b, h.c) ORDER BY h.k, h.a COLLATE "C", h.b COLLATE "C", h.c COLLATE "C"), '[]')::text FROM (${IDENTITY_FACTS_PG}) h) AS got ` +
-  'FROM q) f), ' +
+  'FROM q OFFSET 0) f), ' +
   'r AS (SELECT g.s, g.v, g.p, y.zone_id, y.variant_id, y.experiment_id, y.arm_id, y.holdout, g.u, g.t FROM g ' +
   'CROSS JOIN LATERAL json_to_recordset(g.z::json) AS y(zone_id text, variant_id text, experiment_id text, arm_id text, holdout int) WHERE g.got = g.want), ' +
   'e AS (INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) SELECT * FROM r), ' +
