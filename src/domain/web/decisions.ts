@@ -183,7 +183,7 @@ interface KnownFacts {
 
 /** At most this many visitors' facts are kept per store (the oldest entry goes first). */
 const MAX_KNOWN = 20_000;
-/** Stored decisions made from facts not yet checked, after this many misses the facts are those just read. */
+/** After this many checks in a row that found other facts, a decision is stored as made from the facts just read (the plain insert, as before the check). */
 const MAX_CHECKED_TRIES = 3;
 const NO_FACTS: KnownFacts = { rows: [], visitor: { profileId: null, segmentIds: [], earlierArms: new Map() } };
 
