@@ -98,10 +98,45 @@ ${IDENTITY_FACTS_PG}) f`;
 const FACTS_MANY_PG = `SELECT q.o, f.k, f.a, f.b, f.c, f.n FROM json_to_recordset(?::json) AS q(o int, s text, v text) CROSS JOIN LATERAL (
 ${IDENTITY_FACTS_PG}) f`;
 
+/**
+ * A decision's exposures stored only if the visitor's facts are still those it was decided from (PostgreSQL):
+ * one statement that reads the facts (IDENTITY_FACTS_PG), compares them with the ones the caller gives (`x`, the
+ * rows of kinds 1 to 3 rendered by renderFacts), inserts the rows (`z`, the zones as JSON; the exposures and their first
+ * arms, as INSERT_EXPOSURES_PG) where they are equal, and returns the facts read where they are not (`got`: a JSON
+ * array of [k, a, b, c]; one row per such decision, none for a decision stored). One decision per position of
+ * the arrays; concurrent decisions' arrays are joined end to end (pg/batch.ts, a tagged append: each returned row
+ * names its decision by `svc_i`). A decision's facts from an in-process cache (DecisionService) then cost no
+ * statement of their own: one round trip, committed on its own, where a read and then the insert took two.
+ * The expected facts come rendered as PostgreSQL renders the facts it reads (renderFacts: json_agg of json_build_array
+ * in code point order), so where they hold the comparison is of two texts; where the texts differ, the expected facts
+ * are parsed, ordered and rendered by PostgreSQL and compared again, so a rendering of svc's that is not
+ * PostgreSQL's (say, a string escaped otherwise) costs a parse, never a wrong answer. The arrays are read through
+ * JSON (json_array_elements_text of array_to_json), not unnest: PostgreSQL estimates an unnest of a known array by its length, so every execution's
+ * custom plan looked cheaper than the generic one and the statement was planned every time (1.1 ms; measured:
+ * custom_plans only); this form's estimate is fixed, and the plan cache settles on the generic plan. `OFFSET 0` keeps the
+ * facts read a subquery of its own: pulled up, it was run once for each of its two uses.
+ */
+export const INSERT_EXPOSURES_IF_FACTS_PG =
+  'WITH q (s, v, p, u, t, x, z, svc_i) AS (SELECT * FROM ROWS FROM (' +
+  Array.from({ length: 7 }, () => 'json_array_elements_text(array_to_json(?::text[]))').join(', ') +
+  ') WITH ORDINALITY), ' +
+  'g AS MATERIALIZED (SELECT f.*, CASE WHEN f.x = f.got THEN f.got ELSE (SELECT coalesce(json_agg(json_build_array(w.k, w.a, w.b, w.c) ' +
+  'ORDER BY w.k, w.a COLLATE "C", w.b COLLATE "C", w.c COLLATE "C"), \'[]\')::text FROM (SELECT (j->>0)::int AS k, j->>1 AS a, j->>2 AS b, j->>3 AS c ' +
+  'FROM json_array_elements(f.x::json) j) w) END AS want FROM (SELECT q.s, q.v, q.p, q.u, q.t::int8 AS t, q.x, q.z, q.svc_i, ' +
+  `(SELECT coalesce(json_agg(json_build_array(h.k, h.a, h.b, h.c) ORDER BY h.k, h.a COLLATE "C", h.b COLLATE "C", h.c COLLATE "C"), '[]')::text FROM (${IDENTITY_FACTS_PG}) h) AS got ` +
+  'FROM q OFFSET 0) f), ' +
+  'r AS (SELECT g.s, g.v, g.p, y.zone_id, y.variant_id, y.experiment_id, y.arm_id, y.holdout, g.u, g.t FROM g ' +
+  'CROSS JOIN LATERAL json_to_recordset(g.z::json) AS y(zone_id text, variant_id text, experiment_id text, arm_id text, holdout int) WHERE g.got = g.want), ' +
+  'e AS (INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) SELECT * FROM r), ' +
+  'a AS (INSERT INTO first_arms (site_id, visitor_id, experiment_id, arm_id, created_at) ' +
+  'SELECT s, v, experiment_id, arm_id, t FROM r WHERE experiment_id IS NOT NULL AND arm_id IS NOT NULL ON CONFLICT DO NOTHING) ' +
+  'SELECT svc_i, got FROM g WHERE got <> want';
+
 /** At most this many visitors in one FACTS_MANY_PG statement. */
 const MAX_FACTS_BATCH = 256;
 
-type FactsRow = { k: number | string; a: string | null; b: string | null; c: string | null; n: number | string | null };
+/** A row of the facts read (FACTS_VISITOR): `k` the kind, `n` SQLite's configuration version (kind 0). */
+export type FactsRow = { k: number | string; a: string | null; b: string | null; c: string | null; n?: number | string | null };
 
 interface FactsAsk {
   siteId: string;
@@ -193,6 +228,51 @@ export interface DecisionFacts {
   earlierArms: Map<string, string>;
 }
 
+/**
+ * Facts rows as the checked exposure statement renders what it reads: `json_agg(json_build_array(k, a, b, c) ORDER BY
+ * k, a, b, c)` with the strings in code point order (COLLATE "C"; UTF-16 order is the same but for characters past
+ * U+FFFF against U+E000–U+FFFF, where the statement then parses them instead) and NULL last; ", " between items.
+ */
+export function renderFacts(rows: readonly FactsRow[]): string {
+  const cmp = (x: string | null, y: string | null) => (x === y ? 0 : x === null ? 1 : y === null ? -1 : x < y ? -1 : 1);
+  const sorted = rows.map((r) => ({ k: Number(r.k), a: r.a, b: r.b, c: r.c })).sort((x, y) => x.k - y.k || cmp(x.a, y.a) || cmp(x.b, y.b) || cmp(x.c, y.c));
+  return `[${sorted.map((r) => `[${r.k}, ${JSON.stringify(r.a)}, ${JSON.stringify(r.b)}, ${JSON.stringify(r.c)}]`).join(', ')}]`;
+}
+
+/** The rows of kinds 1 to 3 (the visitor's; kind 0 is the site's), as {k, a, b, c} with `k` a number. */
+function visitorRows(rows: readonly FactsRow[]): FactsRow[] {
+  const out: FactsRow[] = [];
+  for (const r of rows) {
+    const k = Number(r.k);
+    if (k !== 0) out.push({ k, a: r.a, b: r.b, c: r.c });
+  }
+  return out;
+}
+
+/** DecisionFacts from the rows of the facts read (`version`: when no kind 0 row says otherwise). */
+export function factsFromRows(rows: readonly FactsRow[], version: number | null = null): DecisionFacts {
+  let profileId: string | null | undefined = null;
+  const segmentIds: string[] = [];
+  const earlierArms = new Map<string, string>();
+  for (const r of rows) {
+    switch (Number(r.k)) {
+      case 0:
+        version = Number(r.n);
+        break;
+      case 1:
+        // No profile row: none (as profileOf); merged: the caller follows the merge.
+        profileId = r.c === null ? null : r.b === null ? r.a : undefined;
+        break;
+      case 2:
+        earlierArms.set(r.a!, r.b!);
+        break;
+      default:
+        segmentIds.push(r.a!);
+    }
+  }
+  return { version, profileId, segmentIds: profileId === undefined ? [] : segmentIds, earlierArms };
+}
+
 /** Exposures: what each decided zone showed a visitor, and the arm a visitor keeps. */
 export class ExposuresRepo {
   constructor(private readonly x: Sql) {}
@@ -218,6 +298,11 @@ export class ExposuresRepo {
    * segmentsOfProfile when the profile is not merged) and its earlier arms (earlierArms).
    */
   async decisionFacts(siteId: string, visitorId: string): Promise<DecisionFacts> {
+    return (await this.decisionFactsRead(siteId, visitorId)).facts;
+  }
+
+  /** decisionFacts, and the rows of kinds 1 to 3 they come from (what insertIfFacts compares). */
+  async decisionFactsRead(siteId: string, visitorId: string): Promise<{ facts: DecisionFacts; rows: FactsRow[] }> {
     const sqlite = this.x.dialect === 'sqlite';
     let rows: FactsRow[];
     if (sqlite) rows = await this.x.all<FactsRow>(FACTS_SQLITE, [siteId, siteId, visitorId, siteId, visitorId, siteId, visitorId]);
@@ -226,28 +311,30 @@ export class ExposuresRepo {
       if (batcher === undefined) factsBatchers.set(this.x, (batcher = new FactsBatcher(this.x)));
       rows = await batcher.rows(siteId, visitorId);
     }
-    let version: number | null = sqlite ? 0 : null;
-    let profileId: string | null | undefined = null;
-    const segmentIds: string[] = [];
-    const earlierArms = new Map<string, string>();
-    for (const r of rows) {
-      switch (Number(r.k)) {
-        case 0:
-          version = Number(r.n);
-          break;
-        case 1:
-          // No profile row: none (as profileOf); merged: the caller follows the merge.
-          profileId = r.c === null ? null : r.b === null ? r.a : undefined;
-          break;
-        case 2:
-          earlierArms.set(r.a!, r.b!);
-          break;
-        default:
-          segmentIds.push(r.a!);
-      }
-    }
-    return { version, profileId, segmentIds: profileId === undefined ? [] : segmentIds, earlierArms };
+    return { facts: factsFromRows(rows, sqlite ? 0 : null), rows: visitorRows(rows) };
   }
+
+  /**
+   * PostgreSQL: stores one decision's exposures (as `insert`, in one statement) if the visitor's facts are still
+   * `expected` (the rows of kinds 1 to 3 the decision was made from, as decisionFactsRead gives them), and returns null;
+   * else stores nothing and returns the facts as they are (the same kinds), for the decision to be made again.
+   * The rows are one decision's: one site, visitor, profile, URL and time.
+   */
+  async insertIfFacts(expected: readonly FactsRow[], rows: readonly ExposureInsert[]): Promise<FactsRow[] | null> {
+    const d = rows[0]!;
+    const got = await this.x.all<{ got: string }>(INSERT_EXPOSURES_IF_FACTS_PG, [
+      [d.siteId],
+      [d.visitorId],
+      [d.profileId],
+      [d.url],
+      [d.at],
+      [renderFacts(expected)],
+      [JSON.stringify(rows.map((r) => ({ zone_id: r.zoneId, variant_id: r.variantId, experiment_id: r.experimentId, arm_id: r.armId, holdout: r.holdout ? 1 : 0 })))],
+    ]);
+    if (got.length === 0) return null;
+    return (JSON.parse(got[0]!.got) as [number, string | null, string | null, string | null][]).map(([k, a, b, c]) => ({ k, a, b, c }));
+  }
+
 
   /**
    * Writes one row per zone a request decided, in one statement. On PostgreSQL the rows go as

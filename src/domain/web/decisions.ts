@@ -1,6 +1,7 @@
 import type { Store } from '../../store/store.js';
 import type { Repos, RepoShared } from '../../store/repos.js';
 import { decide, orderPlacements, type Decision, type SiteSnapshot, type SnapshotContent, type SnapshotExperiment, type SnapshotVariant } from '../decide/decide.js';
+import { factsFromRows, type ExposureInsert, type FactsRow } from '../../store/exposures.js';
 
 /**
  * On PostgreSQL, other instances' changes arrive as notifications (svc_web, sent
@@ -170,9 +171,27 @@ export interface DecisionResult {
   visitor: VisitorFacts;
 }
 
+/**
+ * What a PostgreSQL instance last knew of a visitor's facts (DecisionService.decideAndRecord): the rows a decision
+ * is made from without reading them, checked by the statement that stores its exposures. `null`: read them
+ * first (a merged profile: what the decision uses is then read past the merge, which the check does not cover).
+ */
+interface KnownFacts {
+  rows: FactsRow[];
+  visitor: Omit<VisitorFacts, 'visitorId'>;
+}
+
+/** At most this many visitors' facts are kept per store (the oldest entry goes first). */
+const MAX_KNOWN = 20_000;
+/** After this many checks in a row that found other facts, a decision is stored as made from the facts just read (the plain insert, as before the check). */
+const MAX_CHECKED_TRIES = 3;
+const NO_FACTS: KnownFacts = { rows: [], visitor: { profileId: null, segmentIds: [], earlierArms: new Map() } };
+
 /** Decisions over the cached snapshot: for the preview and explain tools (nothing stored) and GET /api/decide (exposures stored). */
 export class DecisionService {
   private readonly cache: DecisionCache;
+  /** PostgreSQL: visitors' facts as this instance's last decision or read left them (site and visitor as key). */
+  private readonly known = new Map<string, KnownFacts | null>();
 
   constructor(private readonly store: Store) {
     this.cache = decisionCache(store);
@@ -183,9 +202,17 @@ export class DecisionService {
     this.cache.invalidate(siteId);
   }
 
-  /** The site's snapshot and the visitor's facts: one statement, and the snapshot's reload when the site changed. */
-  private async inputs(siteId: string, visitorId: string): Promise<{ snap: SiteSnapshot; visitor: VisitorFacts }> {
-    const f = await this.store.exposures.decisionFacts(siteId, visitorId);
+  /** The visitor's facts read (one statement), past a merged profile; `rows`: what was read. */
+  private async readFacts(siteId: string, visitorId: string): Promise<{ version: number | null; rows: FactsRow[]; visitor: VisitorFacts }> {
+    const { facts: f, rows } = await this.store.exposures.decisionFactsRead(siteId, visitorId);
+    return { version: f.version, rows, visitor: { visitorId, ...(await this.followMerge(siteId, visitorId, f)) } };
+  }
+
+  private async followMerge(
+    siteId: string,
+    visitorId: string,
+    f: Pick<VisitorFacts, 'segmentIds' | 'earlierArms'> & { profileId: string | null | undefined },
+  ): Promise<Omit<VisitorFacts, 'visitorId'>> {
     let profileId = f.profileId;
     let segmentIds = f.segmentIds;
     if (profileId === undefined) {
@@ -193,8 +220,14 @@ export class DecisionService {
       profileId = await this.store.visitors.profileOf(siteId, visitorId);
       segmentIds = profileId === null ? [] : await this.store.visitors.segmentsOfProfile(profileId);
     }
+    return { profileId, segmentIds, earlierArms: f.earlierArms };
+  }
+
+  /** The site's snapshot and the visitor's facts: one statement, and the snapshot's reload when the site changed. */
+  private async inputs(siteId: string, visitorId: string): Promise<{ snap: SiteSnapshot; visitor: VisitorFacts }> {
+    const f = await this.readFacts(siteId, visitorId);
     const snap = await this.cache.get(this.store, siteId, f.version);
-    return { snap, visitor: { visitorId, profileId, segmentIds, earlierArms: f.earlierArms } };
+    return { snap, visitor: f.visitor };
   }
 
   /** Decides without recording anything; undefined when the URL is not a URL or a path. */
@@ -204,28 +237,110 @@ export class DecisionService {
     return decision ? { decision, visitor } : undefined;
   }
 
-  /** Decides and records one exposure per zone decided, in one write. */
+  /**
+   * Decides and records one exposure per zone decided, in one write.
+   *
+   * PostgreSQL: a decision is made from the visitor's facts as this instance last knew them (none for a visitor
+   * it has not seen), and its exposures are stored by a statement that first checks those facts against the
+   * database (ExposuresRepo.insertIfFacts): when they still hold, the decision took one round trip (the facts read
+   * and the insert were two); when not, nothing was stored, the statement returned the facts as they are, and the
+   * decision is made again from them and stored the same way. Every stored decision was made from the facts
+   * its statement found, as when they were read just before. A page with no zone, or a visitor whose profile was
+   * merged, reads its facts first (the result names them, and a merged profile's are read past the merge).
+   */
   async decideAndRecord(siteId: string, visitorId: string, url: string): Promise<DecisionResult | undefined> {
+    if (this.store.sql.dialect !== 'sqlite') return this.decideAndRecordChecked(siteId, visitorId, url);
     const r = await this.preview(siteId, visitorId, url);
     if (!r || r.decision.zones.length === 0) return r;
-    const at = Date.now();
-    const rows = r.decision.zones.map((z) => ({
-      siteId,
-      visitorId,
-      profileId: r.visitor.profileId,
-      zoneId: z.zone_id,
-      variantId: z.variant_id,
-      experimentId: z.experiment_id,
-      armId: z.arm_id,
-      holdout: z.holdout,
-      url,
-      at,
-    }));
-    // Keyed by visitor: decisions of different visitors share their group commit's insert (Store.write);
-    // one statement, so on PostgreSQL the inserts of concurrent decisions commit without a transaction around them.
-    await this.store.write((tx) => tx.exposures.insert(rows), { key: `x\u0000${siteId}\u0000${visitorId}`, ack: 'commit', oneStatement: true });
+    await this.record(exposureRows(siteId, visitorId, url, r));
     return r;
   }
+
+  private record(rows: ExposureInsert[]): Promise<void> {
+    const d = rows[0]!;
+    // Keyed by visitor: decisions of different visitors share their group commit's insert (Store.write);
+    // one statement, so on PostgreSQL the inserts of concurrent decisions commit without a transaction around them.
+    return this.store.write((tx) => tx.exposures.insert(rows), { key: `x\u0000${d.siteId}\u0000${d.visitorId}`, ack: 'commit', oneStatement: true });
+  }
+
+  private async decideAndRecordChecked(siteId: string, visitorId: string, url: string): Promise<DecisionResult | undefined> {
+    const key = `${siteId}\u0000${visitorId}`;
+    const known = this.known.get(key);
+    let f: KnownFacts;
+    let read = false;
+    if (known === undefined) f = NO_FACTS;
+    else if (known !== null) f = known;
+    else {
+      const r = await this.readFacts(siteId, visitorId);
+      f = { rows: r.rows, visitor: r.visitor };
+      read = true;
+    }
+    for (let tries = 1; ; tries++) {
+      const snap = await this.cache.get(this.store, siteId, null);
+      const visitor: VisitorFacts = { visitorId, ...f.visitor };
+      const decision = decide(snap, { visitorId, url, segmentIds: new Set(visitor.segmentIds), earlierArms: visitor.earlierArms });
+      if (!decision) return undefined;
+      if (decision.zones.length === 0) {
+        if (read) return { decision, visitor };
+        // Nothing to store, so nothing checks the facts: read them (the result names them).
+        return this.preview(siteId, visitorId, url);
+      }
+      const r: DecisionResult = { decision, visitor };
+      const rows = exposureRows(siteId, visitorId, url, r);
+      if (tries > MAX_CHECKED_TRIES) {
+        // The facts changed under every try: stored as decided from the ones just read, as without the check.
+        await this.record(rows);
+        this.remember(key, f.rows, rows);
+        return r;
+      }
+      const now = await this.store.write((tx) => tx.exposures.insertIfFacts(f.rows, rows), {
+        key: `x\u0000${key}`,
+        ack: 'commit',
+        oneStatement: true,
+      });
+      if (now === null) {
+        this.remember(key, f.rows, rows);
+        return r;
+      }
+      // The facts were not those: decide again from the ones the statement read.
+      const parsed = factsFromRows(now);
+      f = { rows: now, visitor: await this.followMerge(siteId, visitorId, parsed) };
+      read = true;
+    }
+  }
+
+  /** The facts after a stored decision: `rows` and the first arms it stored (a test's first exposure keeps its arm). */
+  private remember(key: string, rows: FactsRow[], stored: readonly ExposureInsert[]): void {
+    const next = [...rows];
+    const seen = new Set<string>();
+    for (const r of rows) if (Number(r.k) === 2) seen.add(r.a!);
+    for (const e of stored) {
+      if (e.experimentId === null || e.armId === null || seen.has(e.experimentId)) continue;
+      seen.add(e.experimentId);
+      next.push({ k: 2, a: e.experimentId, b: e.armId, c: null });
+    }
+    const parsed = factsFromRows(next);
+    this.known.delete(key);
+    if (this.known.size >= MAX_KNOWN) this.known.delete(this.known.keys().next().value!);
+    this.known.set(key, parsed.profileId === undefined ? null : { rows: next, visitor: { profileId: parsed.profileId, segmentIds: parsed.segmentIds, earlierArms: parsed.earlierArms } });
+  }
+}
+
+/** One exposure row per zone decided. */
+function exposureRows(siteId: string, visitorId: string, url: string, r: DecisionResult): ExposureInsert[] {
+  const at = Date.now();
+  return r.decision.zones.map((z) => ({
+    siteId,
+    visitorId,
+    profileId: r.visitor.profileId,
+    zoneId: z.zone_id,
+    variantId: z.variant_id,
+    experimentId: z.experiment_id,
+    armId: z.arm_id,
+    holdout: z.holdout,
+    url,
+    at,
+  }));
 }
 
 const services = new WeakMap<Store, DecisionService>();

@@ -30,6 +30,9 @@ import { statementName } from './names.js';
  *   INSERT …` whose inserts read those rows (the parameters all in the unnest; ON CONFLICT DO NOTHING at
  *   most, at the end): the sets' arrays concatenated, sent as the same text, so a
  *   fixed-text named statement parsed and planned once per connection whatever the number of rows;
+ *   likewise `WITH q (cols, svc_i) AS (SELECT * FROM ROWS FROM (json_array_elements_text(array_to_json(?::type[])), …)
+ *   WITH ORDINALITY), …` whose sets stand alone, with the rows it returns handed back to the set their
+ *   `svc_i` names (the checked exposure insert of a decision, ExposuresRepo.insertIfFacts);
  * - anything else, or a text whose rewrite PostgreSQL refused once, as sent;
  * - and a wave whose texts are all reads and inserts (plain, or DO NOTHING), as one statement
  *   (`WITH c1 AS (…), c2 AS (…) SELECT …`, see combine), named when all its parts' texts are fixed.
@@ -175,7 +178,7 @@ export class BatchPgSql implements Sql {
       if (shape === null) return await this.oneByOne(items);
       if (shape.kind === 'select') return await this.select(sql, shape, items);
       if (shape.kind === 'insert') return await this.insert(sql, shape, items);
-      if (shape.kind === 'append') return await this.append(sql, items);
+      if (shape.kind === 'append') return await this.append(sql, shape, items);
       return await this.update(sql, shape, items);
     } catch (err) {
       if (rewriteRefused(err) && !unnestRefusals.has(err as object)) unbatchable.add(sql);
@@ -353,8 +356,12 @@ export class BatchPgSql implements Sql {
     return true;
   }
 
-  /** Rows given as arrays (AppendShape): every set's arrays end to end, as one statement of the same text, in chunks of MAX_ROWS sets. */
-  private async append(sql: string, items: Pending[]): Promise<void> {
+  /**
+   * Rows given as arrays (AppendShape): every set's arrays end to end, as one statement of the same text, in chunks of
+   * MAX_ROWS sets. A tagged text's rows come back to the set they name (`svc_i`, a position in the first array of the
+   * statement), renumbered from 1 within the set, as the set alone would have had them.
+   */
+  private async append(sql: string, shape: AppendShape, items: Pending[]): Promise<void> {
     if (!items.every((p) => p.params.every((v) => Array.isArray(v)))) return this.oneByOne(items);
     for (const chunk of chunks(items, MAX_ROWS)) {
       const width = chunk[0]!.params.length;
@@ -367,8 +374,29 @@ export class BatchPgSql implements Sql {
         }
       }
       this.stats.statements++;
-      await this.plain.run(sql, values);
-      for (const p of chunk) p.outcome = { rows: [], changes: (p.params[0] as unknown[] | undefined)?.length ?? 0 };
+      if (shape.tagged !== true) {
+        await this.plain.run(sql, values);
+        for (const p of chunk) p.outcome = { rows: [], changes: (p.params[0] as unknown[] | undefined)?.length ?? 0 };
+        continue;
+      }
+      const rows = await this.plain.all<Record<string, unknown>>(sql, values);
+      // The set of each position of the first array, and where the set starts.
+      const owner: number[] = [];
+      const start: number[] = [];
+      chunk.forEach((p, k) => {
+        start.push(owner.length);
+        for (let j = 0; j < (p.params[0] as unknown[]).length; j++) owner.push(k);
+      });
+      const per: Record<string, unknown>[][] = chunk.map(() => []);
+      for (const r of rows) {
+        const at = Number(r.svc_i) - 1;
+        const k = owner[at];
+        if (k === undefined) throw new Error(`batched statement returned a row for position ${at + 1} of ${owner.length}`);
+        per[k]!.push({ ...r, svc_i: at - start[k]! + 1 });
+      }
+      chunk.forEach((p, k) => {
+        p.outcome = { rows: per[k]!, changes: per[k]!.length };
+      });
     }
   }
 
@@ -722,10 +750,16 @@ interface UpdateShape {
   whereFrom: number;
 }
 
-/** `INSERT INTO t (cols) SELECT * FROM unnest(?::type[], …)`: every parameter an array of one column's values. */
+/**
+ * `INSERT INTO t (cols) SELECT * FROM unnest(?::type[], …)`: every parameter an array of one column's values.
+ * `tagged`: `WITH name (cols, svc_i) AS (SELECT * FROM ROWS FROM (json_array_elements_text(array_to_json(?::type[])), …)
+ * WITH ORDINALITY), …` (a row estimate that does not depend on the arrays, so a generic plan) with no other parameter, whose every set stands alone (what it reads and writes is its own, so it does the same whatever
+ * the other sets of the statement; ExposuresRepo.insertIfFacts) and whose rows name their set by `svc_i`.
+ */
 interface AppendShape {
   kind: 'append';
   params: number;
+  tagged?: true;
 }
 
 type Shape = SelectShape | InsertShape | UpdateShape | AppendShape;
@@ -756,6 +790,17 @@ function parseShape(sql: string): Shape | null {
     const args = append[1]!.split(',').map((a) => a.trim());
     if (marks.length === 0 || args.length !== marks.length || !args.every((a) => /^\?::[a-z0-9_]+\[\]$/.test(a))) return null;
     return { kind: 'append', params: marks.length };
+  }
+  // Rows that come back tagged with the position of their set (AppendShape.tagged): the ordinality column last.
+  const tagged =
+    /^\s*with\s+[a-z_][a-z0-9_]*\s*\(([^)]*)\)\s*as\s*\(\s*select\s+\*\s+from\s+rows\s+from\s*\(((?:\s*json_array_elements_text\s*\(\s*array_to_json\s*\(\s*\?::[a-z0-9_]+\[\]\s*\)\s*\)\s*,?)+)\)\s*with\s+ordinality\s*\)\s*,[^?]*$/.exec(
+      lower,
+    );
+  if (tagged !== null) {
+    const columns = tagged[1]!.split(',').map((c) => c.trim());
+    const args = tagged[2]!.split(',').map((a) => a.trim());
+    if (columns[columns.length - 1] !== 'svc_i' || columns.length !== args.length + 1 || args.length !== marks.length) return null;
+    return { kind: 'append', params: marks.length, tagged: true };
   }
   if (/^\s*select\b/.test(lower)) {
     // Row locks, set operations at top level and statements that write are left alone.
