@@ -154,15 +154,17 @@ export class ProfileReadRepo {
     const x = this.x;
     const id = profile.id;
     const row = factsOf((x as SqliteSql).getRow(SQLITE_FACTS, [id, id, id, id, id, id, id, id, id, profile.site_id, id])!);
-    const identities = sortedBy(JSON.parse(row.identities) as [string, string, number][], byKindThenTime).map(([kind, value]) => ({ kind, value }));
-    const hashes = sortedBy(JSON.parse(row.hashes) as [string, string, number][], byKindThenNewest).map(([kind, hash]) => ({ kind, hash }));
-    const segments = sortedBy(JSON.parse(row.segments) as [string, string, number, number][], byPriorityThenId).map(([id, name, priority, since]) => ({
+    // The five lists in one JSON text: one parse.
+    const [identityList, hashList, segmentList, eventList, merged] = JSON.parse(row.lists) as FactLists;
+    const identities = sortedBy(identityList, byKindThenTime).map(([kind, value]) => ({ kind, value }));
+    const hashes = sortedBy(hashList, byKindThenNewest).map(([kind, hash]) => ({ kind, hash }));
+    const segments = sortedBy(segmentList, byPriorityThenId).map(([id, name, priority, since]) => ({
       id,
       name,
       priority,
       since,
     }));
-    const events = sortedBy(JSON.parse(row.events) as [string, number, number][], byCountThenType).map(([type, n, last]) => ({ type, n, last }));
+    const events = sortedBy(eventList, byCountThenType).map(([type, n, last]) => ({ type, n, last }));
     return {
       profile,
       identities,
@@ -176,7 +178,7 @@ export class ProfileReadRepo {
           : { count: row.conv_count, revenue: row.conv_revenue, last: row.conv_last, currency: row.site_currency ?? '', otherCurrencies: [] },
       leads: row.leads,
       lastScore: row.score_at === null ? null : { score: row.score, at: row.score_at },
-      mergedFrom: sortedBy(JSON.parse(row.merged) as string[], binaryOrder),
+      mergedFrom: sortedBy(merged, binaryOrder),
     };
   }
 }
@@ -219,16 +221,16 @@ const byPriorityThenId = (a: [string, string, number, number], b: [string, strin
 /** ORDER BY n DESC, type (event counts: type, n, last). */
 const byCountThenType = (a: [string, number, number], b: [string, number, number]) => b[1] - a[1] || binaryOrder(a[0], b[0]);
 
+/** SQLITE_FACTS's `lists`, parsed: identities (kind, value, created_at), hashes (kind, hash, created_at), segments (id, name, priority, since), event counts (type, n, last), merged profile ids. */
+type FactLists = [[string, string, number][], [string, string, number][], [string, string, number, number][], [string, number, number][], string[]];
+
 interface SqliteFactsRow {
-  identities: string;
-  hashes: string;
-  segments: string;
+  /** The five lists as one JSON array (FactLists). */
+  lists: string;
   session_count: number;
   first_seen: number | null;
   last_seen: number | null;
-  events: string;
   leads: number;
-  merged: string;
   site_currency: string | null;
   conv_count: number;
   conv_last: number | null;
@@ -244,29 +246,25 @@ interface SqliteFactsRow {
 /** SQLITE_FACTS's row, read as an array (its columns in the order of the statement). */
 function factsOf(r: unknown[]): SqliteFactsRow {
   return {
-    identities: r[0] as string,
-    hashes: r[1] as string,
-    segments: r[2] as string,
-    session_count: r[3] as number,
-    first_seen: r[4] as number | null,
-    last_seen: r[5] as number | null,
-    events: r[6] as string,
-    leads: r[7] as number,
-    merged: r[8] as string,
-    site_currency: r[9] as string | null,
-    conv_count: r[10] as number,
-    conv_last: r[11] as number | null,
-    conv_revenue: r[12] as number,
-    conv_other: r[13] as number,
-    score: r[14] as number | null,
-    score_at: r[15] as number | null,
+    lists: r[0] as string,
+    session_count: r[1] as number,
+    first_seen: r[2] as number | null,
+    last_seen: r[3] as number | null,
+    leads: r[4] as number,
+    site_currency: r[5] as string | null,
+    conv_count: r[6] as number,
+    conv_last: r[7] as number | null,
+    conv_revenue: r[8] as number,
+    conv_other: r[9] as number,
+    score: r[10] as number | null,
+    score_at: r[11] as number | null,
   };
 }
 
 /**
  * The facts of one profile in one row (SQLite; every `?` is the profile id but the tenth, its site; see
- * ProfileReadRepo.sqliteFacts). The lists come unordered (sorted by sqliteFacts), with the sort keys the
- * portable statements order by; the events' top 50 stay chosen here (ORDER BY ... LIMIT 50), so that a
+ * ProfileReadRepo.sqliteFacts). The lists come as one JSON array of five (json_group_array gives `[]`, never
+ * NULL, for no rows), unordered (sorted by sqliteFacts), with the sort keys the portable statements order by; the events' top 50 stay chosen here (ORDER BY ... LIMIT 50), so that a
  * profile with very many event types still returns 50 of them. No subquery is in FROM but the sessions'
  * (ss, the outer loop: a co-routine, no temporary table); the site and its conversions are joined to it
  * (LEFT JOIN: one row whether or not the site or conversions exist) and aggregated by the statement itself:
@@ -275,13 +273,13 @@ function factsOf(r: unknown[]): SqliteFactsRow {
  */
 const SQLITE_FACTS =
   'SELECT ' +
-  '(SELECT json_group_array(json_array(kind, value, created_at)) FROM identities WHERE profile_id = ?) AS identities, ' +
-  '(SELECT json_group_array(json_array(kind, hash, created_at)) FROM identity_hashes WHERE profile_id = ?) AS hashes, ' +
-  '(SELECT json_group_array(json_array(s.id, s.name, s.priority, m.since)) FROM segment_members m JOIN segments s ON s.id = m.segment_id WHERE m.profile_id = ?) AS segments, ' +
+  "'[' || (SELECT json_group_array(json_array(kind, value, created_at)) FROM identities WHERE profile_id = ?) || ',' || " +
+  "(SELECT json_group_array(json_array(kind, hash, created_at)) FROM identity_hashes WHERE profile_id = ?) || ',' || " +
+  "(SELECT json_group_array(json_array(s.id, s.name, s.priority, m.since)) FROM segment_members m JOIN segments s ON s.id = m.segment_id WHERE m.profile_id = ?) || ',' || " +
+  "(SELECT json_group_array(json_array(type, n, last)) FROM (SELECT type, count(*) AS n, max(ts) AS last FROM events WHERE profile_id = ? GROUP BY type ORDER BY n DESC, type LIMIT 50)) || ',' || " +
+  "(SELECT json_group_array(id) FROM profiles WHERE merged_into = ?) || ']' AS lists, " +
   'ss.session_count, ss.first_seen, ss.last_seen, ' +
-  '(SELECT json_group_array(json_array(type, n, last)) FROM (SELECT type, count(*) AS n, max(ts) AS last FROM events WHERE profile_id = ? GROUP BY type ORDER BY n DESC, type LIMIT 50)) AS events, ' +
   '(SELECT count(*) FROM leads WHERE profile_id = ?) AS leads, ' +
-  '(SELECT json_group_array(id) FROM profiles WHERE merged_into = ?) AS merged, ' +
   's.currency AS site_currency, count(c.id) AS conv_count, max(c.created_at) AS conv_last, ' +
   'coalesce(sum(CASE WHEN c.currency = s.currency THEN c.revenue END), 0) AS conv_revenue, count(CASE WHEN c.currency <> s.currency THEN 1 END) AS conv_other, ' +
   '(SELECT score FROM scores WHERE profile_id = ? ORDER BY received_at DESC, id DESC LIMIT 1) AS score, ' +
