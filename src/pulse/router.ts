@@ -172,8 +172,11 @@ export function createPulseApi(store: Store, deps: Omit<PulseDeps, 'store'>, log
       const { profile, pii } = await lookUpProfile(store, key, query);
       return profileSnapshotJson(store, profile, pii);
     });
-    res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text, 'utf8') });
-    res.end(text, 'utf8');
+    // Encoded once: its length and its bytes from one pass (a string would be measured, then joined to the
+    // head and flattened and encoded again by the socket write).
+    const body = Buffer.from(text, 'utf8');
+    res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': body.length });
+    res.end(body);
   }
 
   const answerProfile = (req: IncomingMessage, res: ServerResponse, url: string): boolean => {

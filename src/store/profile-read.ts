@@ -136,20 +136,35 @@ export class ProfileReadRepo {
   /**
    * The same facts on SQLite in one statement instead of ten: the lists
    * and counts whose values are text and integers come back as JSON arrays
-   * of one row (the same queries, orders and limits as above); the
-   * conversion totals and the last score, whose values may be REAL, come as
-   * columns of that row so that no number goes through a JSON rendering. A
-   * profile with conversions in another currency than the site's (rare)
-   * reads its totals with conversionTotals, as above.
+   * of one row; the conversion totals and the last score, whose values may
+   * be REAL, come as columns of that row so that no number goes through a
+   * JSON rendering. A profile with conversions in another currency than the
+   * site's (rare) reads its totals with conversionTotals, as above.
+   *
+   * The lists are put in the portable statements' orders here, not by an
+   * ORDER BY inside json_group_array: SQLite builds each such aggregate's
+   * order in a temporary b-tree of its own (open, a page allocated and
+   * zeroed, close), which cost more than the rest of the list. Each list
+   * comes in the order its index is scanned and is sorted stably by the
+   * ORDER BY's keys (byFacts): rows whose keys tie keep the scan order,
+   * which is the order an aggregate's ORDER BY gives them too (SQLite breaks
+   * such ties by a sequence number in scan order).
    */
   private async sqliteFacts(profile: ProfileRow): Promise<ProfileFacts> {
     const x = this.x;
     const id = profile.id;
-    const row = factsOf((x as SqliteSql).getRow(SQLITE_FACTS, [id, id, id, id, id, id, id, id, profile.site_id, id])!);
-    const identities = (JSON.parse(row.identities) as [string, string][]).map(([kind, value]) => ({ kind, value }));
-    const hashes = (JSON.parse(row.hashes) as [string, string][]).map(([kind, hash]) => ({ kind, hash }));
-    const segments = (JSON.parse(row.segments) as [string, string, number, number][]).map(([id, name, priority, since]) => ({ id, name, priority, since }));
-    const events = (JSON.parse(row.events) as [string, number, number][]).map(([type, n, last]) => ({ type, n, last }));
+    const row = factsOf((x as SqliteSql).getRow(SQLITE_FACTS, [id, id, id, id, id, id, id, id, id, profile.site_id, id])!);
+    // The five lists in one JSON text: one parse.
+    const [identityList, hashList, segmentList, eventList, merged] = JSON.parse(row.lists) as FactLists;
+    const identities = sortedBy(identityList, byKindThenTime).map(([kind, value]) => ({ kind, value }));
+    const hashes = sortedBy(hashList, byKindThenNewest).map(([kind, hash]) => ({ kind, hash }));
+    const segments = sortedBy(segmentList, byPriorityThenId).map(([id, name, priority, since]) => ({
+      id,
+      name,
+      priority,
+      since,
+    }));
+    const events = sortedBy(eventList, byCountThenType).map(([type, n, last]) => ({ type, n, last }));
     return {
       profile,
       identities,
@@ -163,21 +178,59 @@ export class ProfileReadRepo {
           : { count: row.conv_count, revenue: row.conv_revenue, last: row.conv_last, currency: row.site_currency ?? '', otherCurrencies: [] },
       leads: row.leads,
       lastScore: row.score_at === null ? null : { score: row.score, at: row.score_at },
-      mergedFrom: JSON.parse(row.merged) as string[],
+      mergedFrom: sortedBy(merged, binaryOrder),
     };
   }
 }
 
+/**
+ * SQLite's BINARY collation of two texts read from it: the order of their
+ * UTF-8 bytes, which is the order of their code points. JavaScript's `<`
+ * compares UTF-16 code units, which differs only between a surrogate (a code
+ * point above U+FFFF) and U+E000..U+FFFF; those two ranges are swapped here.
+ */
+export function binaryOrder(a: string, b: string): number {
+  if (a === b) return 0;
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    let x = a.charCodeAt(i);
+    let y = b.charCodeAt(i);
+    if (x !== y) {
+      if (x >= 0xd800 && y >= 0xd800) {
+        x = x >= 0xe000 ? x - 0x800 : x + 0x2000;
+        y = y >= 0xe000 ? y - 0x800 : y + 0x2000;
+      }
+      return x - y;
+    }
+  }
+  return a.length - b.length;
+}
+
+/** `list` in `order`, stably (Array#sort is stable); left as it is when it already is in that order, the usual case. */
+function sortedBy<T>(list: T[], order: (a: T, b: T) => number): T[] {
+  for (let i = 1; i < list.length; i++) if (order(list[i - 1]!, list[i]!) > 0) return list.sort(order);
+  return list;
+}
+
+/** ORDER BY kind, created_at (identities: kind, value, created_at). */
+const byKindThenTime = (a: [string, string, number], b: [string, string, number]) => binaryOrder(a[0], b[0]) || a[2] - b[2];
+/** ORDER BY kind, created_at DESC (identity hashes: kind, hash, created_at). */
+const byKindThenNewest = (a: [string, string, number], b: [string, string, number]) => binaryOrder(a[0], b[0]) || b[2] - a[2];
+/** ORDER BY s.priority DESC, s.id (segments: id, name, priority, since). */
+const byPriorityThenId = (a: [string, string, number, number], b: [string, string, number, number]) => b[2] - a[2] || binaryOrder(a[0], b[0]);
+/** ORDER BY n DESC, type (event counts: type, n, last). */
+const byCountThenType = (a: [string, number, number], b: [string, number, number]) => b[1] - a[1] || binaryOrder(a[0], b[0]);
+
+/** SQLITE_FACTS's `lists`, parsed: identities (kind, value, created_at), hashes (kind, hash, created_at), segments (id, name, priority, since), event counts (type, n, last), merged profile ids. */
+type FactLists = [[string, string, number][], [string, string, number][], [string, string, number, number][], [string, number, number][], string[]];
+
 interface SqliteFactsRow {
-  identities: string;
-  hashes: string;
-  segments: string;
+  /** The five lists as one JSON array (FactLists). */
+  lists: string;
   session_count: number;
   first_seen: number | null;
   last_seen: number | null;
-  events: string;
   leads: number;
-  merged: string;
   site_currency: string | null;
   conv_count: number;
   conv_last: number | null;
@@ -193,45 +246,46 @@ interface SqliteFactsRow {
 /** SQLITE_FACTS's row, read as an array (its columns in the order of the statement). */
 function factsOf(r: unknown[]): SqliteFactsRow {
   return {
-    identities: r[0] as string,
-    hashes: r[1] as string,
-    segments: r[2] as string,
-    session_count: r[3] as number,
-    first_seen: r[4] as number | null,
-    last_seen: r[5] as number | null,
-    events: r[6] as string,
-    leads: r[7] as number,
-    merged: r[8] as string,
-    site_currency: r[9] as string | null,
-    conv_count: r[10] as number,
-    conv_last: r[11] as number | null,
-    conv_revenue: r[12] as number,
-    conv_other: r[13] as number,
-    score: r[14] as number | null,
-    score_at: r[15] as number | null,
+    lists: r[0] as string,
+    session_count: r[1] as number,
+    first_seen: r[2] as number | null,
+    last_seen: r[3] as number | null,
+    leads: r[4] as number,
+    site_currency: r[5] as string | null,
+    conv_count: r[6] as number,
+    conv_last: r[7] as number | null,
+    conv_revenue: r[8] as number,
+    conv_other: r[9] as number,
+    score: r[10] as number | null,
+    score_at: r[11] as number | null,
   };
 }
 
 /**
- * The facts of one profile in one row (SQLite; every `?` is the profile id but the ninth, its site; see
- * ProfileReadRepo.sqliteFacts). cv: conversionTotals's figures over the site's currency (one row, the site
- * existing); ls: the last score, if any (the statement of the portable path).
+ * The facts of one profile in one row (SQLite; every `?` is the profile id but the tenth, its site; see
+ * ProfileReadRepo.sqliteFacts). The lists come as one JSON array of five (json_group_array gives `[]`, never
+ * NULL, for no rows), unordered (sorted by sqliteFacts), with the sort keys the portable statements order by; the events' top 50 stay chosen here (ORDER BY ... LIMIT 50), so that a
+ * profile with very many event types still returns 50 of them. No subquery is in FROM but the sessions'
+ * (ss, the outer loop: a co-routine, no temporary table); the site and its conversions are joined to it
+ * (LEFT JOIN: one row whether or not the site or conversions exist) and aggregated by the statement itself:
+ * conversionTotals's figures over the site's currency. The last score is two scalar subqueries (its score,
+ * its time) over the same ordered index: two short descents instead of a materialized subquery.
  */
 const SQLITE_FACTS =
   'SELECT ' +
-  "(SELECT json_group_array(json_array(kind, value) ORDER BY kind, created_at) FROM identities WHERE profile_id = ?) AS identities, " +
-  "(SELECT json_group_array(json_array(kind, hash) ORDER BY kind, created_at DESC) FROM identity_hashes WHERE profile_id = ?) AS hashes, " +
-  '(SELECT json_group_array(json_array(s.id, s.name, s.priority, m.since) ORDER BY s.priority DESC, s.id) FROM segment_members m JOIN segments s ON s.id = m.segment_id WHERE m.profile_id = ?) AS segments, ' +
+  "'[' || (SELECT json_group_array(json_array(kind, value, created_at)) FROM identities WHERE profile_id = ?) || ',' || " +
+  "(SELECT json_group_array(json_array(kind, hash, created_at)) FROM identity_hashes WHERE profile_id = ?) || ',' || " +
+  "(SELECT json_group_array(json_array(s.id, s.name, s.priority, m.since)) FROM segment_members m JOIN segments s ON s.id = m.segment_id WHERE m.profile_id = ?) || ',' || " +
+  "(SELECT json_group_array(json_array(type, n, last)) FROM (SELECT type, count(*) AS n, max(ts) AS last FROM events WHERE profile_id = ? GROUP BY type ORDER BY n DESC, type LIMIT 50)) || ',' || " +
+  "(SELECT json_group_array(id) FROM profiles WHERE merged_into = ?) || ']' AS lists, " +
   'ss.session_count, ss.first_seen, ss.last_seen, ' +
-  "(SELECT json_group_array(json_array(type, n, last) ORDER BY n DESC, type) FROM (SELECT type, count(*) AS n, max(ts) AS last FROM events WHERE profile_id = ? GROUP BY type ORDER BY n DESC, type LIMIT 50)) AS events, " +
   '(SELECT count(*) FROM leads WHERE profile_id = ?) AS leads, ' +
-  '(SELECT json_group_array(id ORDER BY id) FROM profiles WHERE merged_into = ?) AS merged, ' +
-  'cv.site_currency, cv.conv_count, cv.conv_last, cv.conv_revenue, cv.conv_other, ls.score, ls.at AS score_at ' +
+  's.currency AS site_currency, count(c.id) AS conv_count, max(c.created_at) AS conv_last, ' +
+  'coalesce(sum(CASE WHEN c.currency = s.currency THEN c.revenue END), 0) AS conv_revenue, count(CASE WHEN c.currency <> s.currency THEN 1 END) AS conv_other, ' +
+  '(SELECT score FROM scores WHERE profile_id = ? ORDER BY received_at DESC, id DESC LIMIT 1) AS score, ' +
+  '(SELECT received_at FROM scores WHERE profile_id = ? ORDER BY received_at DESC, id DESC LIMIT 1) AS score_at ' +
   'FROM (SELECT count(*) AS session_count, min(first_seen) AS first_seen, max(last_seen) AS last_seen FROM sessions WHERE profile_id = ?) AS ss ' +
-  'CROSS JOIN (SELECT s.currency AS site_currency, count(c.id) AS conv_count, max(c.created_at) AS conv_last, ' +
-  'coalesce(sum(CASE WHEN c.currency = s.currency THEN c.revenue END), 0) AS conv_revenue, count(CASE WHEN c.currency <> s.currency THEN 1 END) AS conv_other ' +
-  'FROM sites s LEFT JOIN conversions c ON c.site_id = s.id AND c.profile_id = ? WHERE s.id = ?) AS cv ' +
-  'LEFT JOIN (SELECT score, received_at AS at FROM scores WHERE profile_id = ? ORDER BY received_at DESC, id DESC LIMIT 1) AS ls ON 1';
+  'LEFT JOIN sites s ON s.id = ? LEFT JOIN conversions c ON c.site_id = s.id AND c.profile_id = ?';
 
 /**
  * A profile's conversions: count and last time over all of them; revenue summed

@@ -10,6 +10,7 @@
  *                                 on a busy host as on a quiet one; use small --requests and --warmup
  *   ... --bare                    each round also measures the bare node:http server answering one fixed
  *                                 snapshot (lib/bare-snapshot-server.ts): the issue's ratio is bare/svc CPU
+ *                                 (with --callgrind the bare server runs under valgrind too: its Ir/request)
  *
  * What matters on a shared, noisy host is what the server spends, not how fast
  * it answers: each round starts `svc serve` of each checkout in turn (order
@@ -196,10 +197,11 @@ async function main(): Promise<number> {
         root === BARE
           ? await spawnServer(registry, {
               name: 'bare-snapshot',
-              command: process.execPath,
-              args: ['--import', REGISTER_HREF, BARE_SNAPSHOT, '--body', bareBody],
+              command: values.callgrind ? 'valgrind' : process.execPath,
+              args: [...callgrind(BARE), '--import', REGISTER_HREF, BARE_SNAPSHOT, '--body', bareBody],
               cwd: REPO_ROOT,
               ready: /^bare-snapshot listening on (http:\/\/127\.0\.0\.1:\d+)$/,
+              ...(values.callgrind ? { timeoutMs: 600_000 } : {}),
             })
           : await spawnServer(registry, {
               name: `svc ${root}`,
@@ -222,9 +224,9 @@ async function main(): Promise<number> {
           answers.set(root, got);
         }
         await load(pool, key, list, round * 7919, warmup, root === BARE);
-        if (values.callgrind && root !== BARE) {
+        if (values.callgrind) {
           execFileSync('callgrind_control', ['-z', String(server.child.pid)], { stdio: 'ignore' });
-          await load(pool, key, list, round * 7919 + warmup, requests, false);
+          await load(pool, key, list, round * 7919 + warmup, requests, root === BARE);
           const ir = instructions(server.child.pid!) / requests;
           cpu.get(root)!.push(ir);
           log(`round ${round + 1} ${root}: ${Math.round(ir).toLocaleString('en-US')} instructions/request`);
@@ -256,13 +258,13 @@ async function main(): Promise<number> {
   }
   const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)];
   for (const [root, list] of cpu) {
-    log(`${root}: median ${median(list)?.toFixed(1)} ${values.callgrind && root !== BARE ? 'instructions' : 'µs CPU'}/request (${list.map((x) => x.toFixed(1)).join(', ')})`);
+    log(`${root}: median ${median(list)?.toFixed(1)} ${values.callgrind ? 'instructions' : 'µs CPU'}/request (${list.map((x) => x.toFixed(1)).join(', ')})`);
   }
   if (values.bare) {
     const bare = cpu.get(BARE)!;
     for (const root of builds) {
       const ratios = cpu.get(root)!.map((us, i) => (bare[i] ?? NaN) / us);
-      log(`${root}: bare/svc CPU per request ${median(ratios)?.toFixed(3)} (per round ${ratios.map((r) => r.toFixed(3)).join(', ')}; target >= 0.3)`);
+      log(`${root}: bare/svc ${values.callgrind ? 'instructions' : 'CPU'} per request ${median(ratios)?.toFixed(3)} (per round ${ratios.map((r) => r.toFixed(3)).join(', ')}; target >= 0.3)`);
     }
   }
   if (!values.keep && !values.data) log(`(data directory ${dir} kept only with --keep; removing is left to you: rm -r ${dir})`);

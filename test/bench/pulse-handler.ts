@@ -37,7 +37,7 @@ function one(api: { answerProfile: (...a: unknown[]) => boolean }, url: string):
       statusCode: 0, headersSent: false, h: {} as Record<string, unknown>,
       setHeader(k: string, v: unknown) { this.h[k] = v; },
       writeHead(s: number, h: Record<string, unknown>) { this.statusCode = s; Object.assign(this.h, h); return this; },
-      end(t: string) { if (this.statusCode !== 200) console.log(this.statusCode, t); resolve(t); },
+      end(t: string | Buffer) { const s = typeof t === 'string' ? t : t.toString('utf8'); if (this.statusCode !== 200) console.log(this.statusCode, s); resolve(s); },
     };
     api.answerProfile({ method: 'GET', headers, url } as never, res as never, url);
   });

@@ -19,6 +19,9 @@ import { SegmentMembership } from '../../src/domain/segments/membership.js';
 describe.skipIf(PG_BASE_URL !== undefined)('profile facts on SQLite', () => {
   let dataDir: string;
   let site: string;
+  /** A second site whose profiles are made by hand: ties in every ordered list, non-ASCII text, over 50 event types. */
+  let tieSite: string;
+  const tied = { profile: 'p-tied', many: 'p-many' };
 
   beforeAll(async () => {
     dataDir = tempDir();
@@ -42,6 +45,8 @@ describe.skipIf(PG_BASE_URL !== undefined)('profile facts on SQLite', () => {
       db2.prepare("UPDATE conversions SET currency = 'JPY' WHERE id = ?").run(some[0]!.id);
       db2.prepare('UPDATE conversions SET revenue = NULL WHERE id = ?').run(some[1]!.id);
       db2.close();
+      tieSite = createSite(dataDir, 'Ties');
+      addTiedProfiles(path.join(dataDir, 'svc.db'), tieSite, tied);
     } finally {
       await store.close();
     }
@@ -93,6 +98,50 @@ describe.skipIf(PG_BASE_URL !== undefined)('profile facts on SQLite', () => {
     }
   });
 
+  it('lists identities, hashes, segments, event counts and merged ids in the order an ORDER BY inside each aggregate gives', async () => {
+    const db = new Database(path.join(dataDir, 'svc.db'), { readonly: true });
+    try {
+      const repo = new ProfileReadRepo(new SqliteSql(db));
+      const reference = db.prepare(ORDERED_LISTS).raw(true);
+      const listsOf = (f: Awaited<ReturnType<ProfileReadRepo['facts']>>) => ({
+        identities: f.identities,
+        hashes: f.hashes,
+        segments: f.segments,
+        events: f.events,
+        merged: f.mergedFrom,
+      });
+      const expected = (id: string) => {
+        const r = reference.get(id, id, id, id, id) as string[];
+        return {
+          identities: (JSON.parse(r[0]!) as [string, string][]).map(([kind, value]) => ({ kind, value })),
+          hashes: (JSON.parse(r[1]!) as [string, string][]).map(([kind, hash]) => ({ kind, hash })),
+          segments: (JSON.parse(r[2]!) as [string, string, number, number][]).map(([id, name, priority, since]) => ({ id, name, priority, since })),
+          events: (JSON.parse(r[3]!) as [string, number, number][]).map(([type, n, last]) => ({ type, n, last })),
+          merged: JSON.parse(r[4]!) as string[],
+        };
+      };
+      const rows = db.prepare('SELECT * FROM profiles WHERE site_id IN (?, ?) ORDER BY id').all(site, tieSite) as ProfileRow[];
+      const differing: string[] = [];
+      for (const row of rows) if (!isDeepStrictEqual(listsOf(await repo.facts(row)), expected(row.id))) differing.push(row.id);
+      expect(differing).toEqual([]);
+      // The hand-made profile's lists, spelled out: ties keep the index's order (identities and hashes by value),
+      // text compares as SQLite compares it (UTF-8 bytes: U+FF21 before U+1F600, which JavaScript's < puts first).
+      const row = rows.find((r) => r.id === tied.profile)!;
+      const f = await repo.facts(row);
+      expect(f.identities.map((i) => `${i.kind}:${i.value}`)).toEqual(['email:e@x', 'external_id:x-1', 'external_id:x-2', 'visitor:v-a', 'visitor:v-b', 'visitor:v-c']);
+      expect(f.hashes.map((h) => `${h.kind}:${h.hash}`)).toEqual(['email_sha256:h0', 'email_sha256:h1', 'email_sha256:h2', 'email_sha256:h3', 'phone_sha256:h9']);
+      expect(f.segments.map((s) => s.id)).toEqual(['s-a', 's-b', 's-\u00e9', 's-\uff21', 's-\u{1f600}', 's-lo']);
+      expect(f.events.map((e) => `${e.type}:${e.n}`)).toEqual(['one:3', 'alpha:2', 'zeta:2', '\u00e9:2', '\uff21:2', '\u{1f600}:2']);
+      expect(f.mergedFrom).toEqual(['p-aa', 'p-zz', 'p-\uff21', 'p-\u{1f600}']);
+      const many = await repo.facts(rows.find((r) => r.id === tied.many)!);
+      expect(many.events.length).toBe(50);
+      expect(many.events[0]).toMatchObject({ type: 't-59', n: 60 });
+      expect(many.events[49]).toMatchObject({ type: 't-10', n: 11 });
+    } finally {
+      db.close();
+    }
+  });
+
   it('finds the surviving profile by every identifier, in one statement per hop', async () => {
     const db = new Database(path.join(dataDir, 'svc.db'), { readonly: true });
     try {
@@ -127,3 +176,55 @@ describe.skipIf(PG_BASE_URL !== undefined)('profile facts on SQLite', () => {
     }
   });
 });
+
+/**
+ * The lists of a profile's facts each ordered by an ORDER BY inside its aggregate (the facts statement of the
+ * release before did so): the order ProfileReadRepo.facts must keep on SQLite, ties included.
+ */
+const ORDERED_LISTS =
+  'SELECT ' +
+  '(SELECT json_group_array(json_array(kind, value) ORDER BY kind, created_at) FROM identities WHERE profile_id = ?), ' +
+  '(SELECT json_group_array(json_array(kind, hash) ORDER BY kind, created_at DESC) FROM identity_hashes WHERE profile_id = ?), ' +
+  '(SELECT json_group_array(json_array(s.id, s.name, s.priority, m.since) ORDER BY s.priority DESC, s.id) FROM segment_members m JOIN segments s ON s.id = m.segment_id WHERE m.profile_id = ?), ' +
+  '(SELECT json_group_array(json_array(type, n, last) ORDER BY n DESC, type) FROM (SELECT type, count(*) AS n, max(ts) AS last FROM events WHERE profile_id = ? GROUP BY type ORDER BY n DESC, type LIMIT 50)), ' +
+  '(SELECT json_group_array(id ORDER BY id) FROM profiles WHERE merged_into = ?)';
+
+/**
+ * Two profiles of `site` written row by row: `ids.profile` with ties in every ordered list and text whose
+ * UTF-8 order differs from JavaScript's, four profiles merged into it (inserted out of id order), and
+ * `ids.many` with 60 event types (the snapshot keeps the 50 most frequent).
+ */
+function addTiedProfiles(file: string, site: string, ids: { profile: string; many: string }): void {
+  const db = new Database(file);
+  try {
+    db.transaction(() => {
+      const profile = db.prepare('INSERT INTO profiles (id, site_id, created_at, updated_at, merged_into) VALUES (?, ?, 1, 1, ?)');
+      profile.run(ids.profile, site, null);
+      profile.run(ids.many, site, null);
+      for (const m of ['p-zz', 'p-\u{1f600}', 'p-aa', 'p-\uff21']) profile.run(m, site, ids.profile);
+      const identity = db.prepare('INSERT INTO identities (site_id, kind, value, profile_id, created_at) VALUES (?, ?, ?, ?, ?)');
+      for (const [kind, value, at] of [['visitor', 'v-c', 1000], ['visitor', 'v-a', 1000], ['external_id', 'x-2', 2000], ['email', 'e@x', 500], ['visitor', 'v-b', 1000], ['external_id', 'x-1', 2000]] as const) {
+        identity.run(site, kind, value, ids.profile, at);
+      }
+      const hash = db.prepare('INSERT INTO identity_hashes (site_id, kind, hash, profile_id, created_at) VALUES (?, ?, ?, ?, ?)');
+      for (const [kind, h, at] of [['email_sha256', 'h3', 1000], ['phone_sha256', 'h9', 3000], ['email_sha256', 'h1', 1000], ['email_sha256', 'h0', 2000], ['email_sha256', 'h2', 1000]] as const) {
+        hash.run(site, kind, h, ids.profile, at);
+      }
+      const segment = db.prepare("INSERT INTO segments (id, site_id, name, rule, priority, created_at, updated_at) VALUES (?, ?, ?, '{}', ?, 1, 1)");
+      const member = db.prepare('INSERT INTO segment_members (segment_id, profile_id, site_id, since) VALUES (?, ?, ?, ?)');
+      for (const [id, priority] of [['s-lo', 1], ['s-\u{1f600}', 5], ['s-b', 5], ['s-\uff21', 5], ['s-a', 5], ['s-\u00e9', 5]] as const) {
+        segment.run(id, site, `name ${id} \u2713`, priority);
+        member.run(id, ids.profile, site, 7);
+      }
+      const event = db.prepare("INSERT INTO events (site_id, session_id, profile_id, type, ts, body, received_at) VALUES (?, 's', ?, ?, ?, '{}', ?)");
+      let ts = 1;
+      for (const [type, n] of [['zeta', 2], ['\u{1f600}', 2], ['one', 3], ['\uff21', 2], ['alpha', 2], ['\u00e9', 2]] as const) {
+        for (let i = 0; i < n; i++, ts++) event.run(site, ids.profile, type, ts, ts);
+      }
+      // t-k occurs k + 1 times: the 50 most frequent are t-59 down to t-10.
+      for (let k = 0; k < 60; k++) for (let i = 0; i <= k; i++, ts++) event.run(site, ids.many, `t-${k}`, ts, ts);
+    })();
+  } finally {
+    db.close();
+  }
+}
