@@ -106,7 +106,6 @@ try {
   const type = process.env.SVC_BENCH_EVENT_TYPE;
   const bodies = buildEventBodies(site.id, pool).bodies.map((b) => (type ? Buffer.from(b.toString().replace('"pageview"', JSON.stringify(type))) : b));
   const fast = (schemas as { commonEvent?: (b: Record<string, unknown>) => schemas.EventRequest | null }).commonEvent;
-  let next = 0;
   const one = async (buf: Buffer) => {
     if (!isUtf8(buf)) throw new Error('not utf8');
     const raw = buf.toString('utf8');
@@ -122,27 +121,7 @@ try {
     const site = await service.site(input.site_id);
     await service.recordEvent(input, raw, { ip: '127.0.0.1', userAgent: 'bench' }, site);
   };
-  const run = async (n: number) => {
-    for (let done = 0; done < n; ) {
-      const wave: Promise<void>[] = [];
-      for (let i = 0; i < concurrency && done < n; i++, done++) wave.push(one(bodies[next++ % bodies.length]!));
-      await Promise.all(wave);
-    }
-  };
-  // Warm-up: every session of the pool seen once (unless each event is to be a new session) and the code hot.
-  await run(fresh ? events : Math.max(sessions, 5_000));
-  counted.clear();
-  for (let r = 0; r < rounds; r++) {
-    const c0 = process.cpuUsage();
-    const t0 = performance.now();
-    await run(events);
-    const c = process.cpuUsage(c0);
-    const ms = performance.now() - t0;
-    process.stdout.write(
-      `round ${r + 1}: ${events} events (${fresh ? 'new sessions' : `${sessions} returning sessions`}), concurrency ${concurrency}: ` +
-        `${((c.user + c.system) / events).toFixed(1)} µs CPU/event (user ${(c.user / events).toFixed(1)}, system ${(c.system / events).toFixed(1)}), ${ms.toFixed(0)} ms wall\n`,
-    );
-  }
+  await measure(bodies, one, '', () => counted.clear());
   await dispatcher?.stop(1000);
   for (const [sql, n] of [...counted].sort((a, b) => b[1] - a[1])) {
     process.stdout.write(`${(n / (events * rounds)).toFixed(3)} per event: ${sql.replace(/\s+/g, ' ').slice(0, 140)}\n`);
@@ -161,13 +140,23 @@ async function runBare(): Promise<void> {
   );
   const pool = fresh ? events * (rounds + 1) : sessions;
   const bodies = buildEventBodies('site_BENCHbareSERVER0', pool).bodies;
-  let next = 0;
   const one = async (buf: Buffer) => {
     const e = JSON.parse(buf.toString('utf8')) as { site_id?: unknown; session_id?: unknown; visitor_id?: unknown; type?: unknown };
     const now = Date.now();
     const body = JSON.stringify(e);
     await log.add([String(e.site_id), String(e.session_id), `prof_${String(e.session_id)}`, e.visitor_id === undefined ? null : String(e.visitor_id), String(e.type), now, body, now]);
   };
+  await measure(bodies, one, ' (bare)');
+  await log.close();
+}
+
+/**
+ * Warm-up (every session of the pool seen once, unless each event is to be a new session, and the code hot), then
+ * --rounds rounds of --events events in waves of --concurrency awaited together, each printing this process's CPU
+ * per event.
+ */
+async function measure(bodies: Buffer[], one: (body: Buffer) => Promise<void>, label: string, afterWarmUp?: () => void): Promise<void> {
+  let next = 0;
   const run = async (n: number) => {
     for (let done = 0; done < n; ) {
       const wave: Promise<void>[] = [];
@@ -176,16 +165,17 @@ async function runBare(): Promise<void> {
     }
   };
   await run(fresh ? events : Math.max(sessions, 5_000));
+  afterWarmUp?.();
   for (let r = 0; r < rounds; r++) {
     const c0 = process.cpuUsage();
     const t0 = performance.now();
     await run(events);
     const c = process.cpuUsage(c0);
     const ms = performance.now() - t0;
+    const what = label === '' ? `${events} events (${fresh ? 'new sessions' : `${sessions} returning sessions`})` : `${events} events`;
     process.stdout.write(
-      `round ${r + 1} (bare): ${events} events, concurrency ${concurrency}: ` +
+      `round ${r + 1}${label}: ${what}, concurrency ${concurrency}: ` +
         `${((c.user + c.system) / events).toFixed(1)} µs CPU/event (user ${(c.user / events).toFixed(1)}, system ${(c.system / events).toFixed(1)}), ${ms.toFixed(0)} ms wall\n`,
     );
   }
-  await log.close();
 }

@@ -10,7 +10,7 @@ import { PgSql } from '../../src/store/pg/sql.js';
 import { pgClientConfig } from '../../src/store/pg/store.js';
 import { databaseUrlFor, PG_BASE_URL } from '../helpers/backend.js';
 import { tempDir } from '../helpers/svc.js';
-import { openTestStore } from '../helpers/store.js';
+import { openTestStore, publishedVariant, runningTest } from '../helpers/store.js';
 
 /**
  * GET /api/decide on PostgreSQL decides from the visitor's facts as the instance last knew them and stores the
@@ -39,27 +39,10 @@ beforeAll(async () => {
     const contentId = await tx.content.insert({ siteId, name: 'c', kind: 'html', body: '<p>c</p>', now });
     const z1 = await tx.zones.insert({ siteId, pageId, name: 'z1', selector: '#z1', defaultContentId: contentId, now });
     const z2 = await tx.zones.insert({ siteId, pageId, name: 'z2', selector: '#z2', defaultContentId: contentId, now });
-    const variant = async (zoneId: string) => {
-      const id = await tx.variants.insert({ siteId, zoneId, contentId, segmentId: null, name: 'v', createdBy: 'test', now });
-      await tx.variants.transition(siteId, id, 'draft', 'approved', 'test', now);
-      await tx.variants.transition(siteId, id, 'approved', 'published', 'test', now);
-      return id;
-    };
-    const v1 = await variant(z1);
-    const v2 = await variant(z2);
+    const v1 = await publishedVariant(tx, { siteId, zoneId: z1, contentId, now });
+    const v2 = await publishedVariant(tx, { siteId, zoneId: z2, contentId, now });
     await tx.placements.insert({ siteId, zoneId: z2, variantId: v2, segmentId: 'seg_c', priority: 5, enabled: true, now });
-    await tx.sql.run(
-      "INSERT INTO experiments (id, site_id, name, page_id, zone_id, status, seed, primary_metric, created_by, created_at, updated_at, started_at) VALUES ('exp_c', ?, 't', ?, ?, 'running', 'seed', 'conversion', 'test', ?, ?, ?)",
-      [siteId, pageId, z1, now, now, now],
-    );
-    await tx.sql.run(
-      "INSERT INTO experiment_arms (id, site_id, experiment_id, label, is_control, variant_id, weight, position) VALUES ('arm_cc', ?, 'exp_c', 'Control', 1, NULL, 1, 0)",
-      [siteId],
-    );
-    await tx.sql.run(
-      "INSERT INTO experiment_arms (id, site_id, experiment_id, label, is_control, variant_id, weight, position) VALUES ('arm_cb', ?, 'exp_c', 'B', 0, ?, 1, 1)",
-      [siteId, v1],
-    );
+    await runningTest(tx, { siteId, id: 'exp_c', pageId, zoneId: z1, variantId: v1, arms: ['arm_cc', 'arm_cb'], now });
   });
   pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
     statements++;

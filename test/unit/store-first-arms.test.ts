@@ -8,6 +8,7 @@ import { PG_MIGRATIONS } from '../../src/store/pg/migrations.js';
 import { migratePg, pgClientConfig } from '../../src/store/pg/store.js';
 import { openStore, type Store } from '../../src/store/store.js';
 import { openPgStore } from '../../src/store/pg/store.js';
+import { publishedVariant, runningTest } from '../helpers/store.js';
 import { decisionService } from '../../src/domain/web/decisions.js';
 import { ExposuresRepo, INSERT_EXPOSURES_PG, type ExposureInsert } from '../../src/store/exposures.js';
 import { shapeOf } from '../../src/store/pg/batch.js';
@@ -162,21 +163,8 @@ describe(`first arms on ${pg_ ? 'PostgreSQL' : 'SQLite'}`, () => {
       const pageId = await tx.pages.insert({ siteId, name: 'p', matchType: 'exact', pattern: '/p', now });
       const contentId = await tx.content.insert({ siteId, name: 'c', kind: 'html', body: '<p>c</p>', now });
       const zoneId = await tx.zones.insert({ siteId, pageId, name: 'z', selector: '#z', defaultContentId: contentId, now });
-      const variantId = await tx.variants.insert({ siteId, zoneId, contentId, segmentId: null, name: 'v', createdBy: 'test', now });
-      await tx.variants.transition(siteId, variantId, 'draft', 'approved', 'test', now);
-      await tx.variants.transition(siteId, variantId, 'approved', 'published', 'test', now);
-      await tx.sql.run(
-        "INSERT INTO experiments (id, site_id, name, page_id, zone_id, status, seed, primary_metric, created_by, created_at, updated_at, started_at) VALUES ('exp_k', ?, 't', ?, ?, 'running', 'seed', 'conversion', 'test', ?, ?, ?)",
-        [siteId, pageId, zoneId, now, now, now],
-      );
-      await tx.sql.run(
-        "INSERT INTO experiment_arms (id, site_id, experiment_id, label, is_control, variant_id, weight, position) VALUES ('arm_kc', ?, 'exp_k', 'Control', 1, NULL, 1, 0)",
-        [siteId],
-      );
-      await tx.sql.run(
-        "INSERT INTO experiment_arms (id, site_id, experiment_id, label, is_control, variant_id, weight, position) VALUES ('arm_kb', ?, 'exp_k', 'B', 0, ?, 1, 1)",
-        [siteId, variantId],
-      );
+      const variantId = await publishedVariant(tx, { siteId, zoneId, contentId, now });
+      await runningTest(tx, { siteId, id: 'exp_k', pageId, zoneId, variantId, arms: ['arm_kc', 'arm_kb'], now });
     });
     const svc = decisionService(store);
     const visitors = Array.from({ length: 12 }, (_, i) => `keep-${i}`);
