@@ -18,7 +18,7 @@
  * stopped: with --sessions at or below --warmup they are returning sessions, far above it new ones).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -27,6 +27,7 @@ import { Pool } from 'undici';
 import { ChildRegistry, processCpuMs, runCommand, spawnServer, stopChild, type SpawnedServer } from './lib/child.js';
 import { buildEventBodies } from './lib/event.js';
 import { intFlag } from './lib/args.js';
+import { callgrindArgs, callgrindInstructions } from './lib/callgrind.js';
 import { REPO_ROOT } from './lib/targets.js';
 
 const { values } = parseArgs({
@@ -57,21 +58,8 @@ const log = (s: string) => process.stdout.write(`${s}\n`);
 /** SVC_BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") go to every server's node. */
 const NODE_ARGS = process.env.SVC_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
 
-function valgrind(name: string): string[] {
-  if (!values.callgrind) return [];
-  const out = path.resolve(values.callgrind, `${name}-%p`);
-  return ['--tool=callgrind', '--smc-check=all-non-file', '--separate-threads=no', `--callgrind-out-file=${out}`, process.execPath];
-}
-
-function instructions(pid: number): number {
-  execFileSync('callgrind_control', ['-d', `m${Date.now()}`, String(pid)], { stdio: 'ignore' });
-  const dir = path.resolve(values.callgrind!);
-  const dumps = readdirSync(dir).filter((f) => f.includes(`-${pid}.`)).sort();
-  const last = dumps[dumps.length - 1]!;
-  const m = /^(?:summary|totals): (\d+)/m.exec(readFileSync(path.join(dir, last), 'utf8'));
-  if (!m) throw new Error(`no totals in ${last}`);
-  return Number(m[1]);
-}
+const valgrind = (name: string): string[] => callgrindArgs(values.callgrind, name);
+const instructions = (pid: number): number => callgrindInstructions(values.callgrind!, pid);
 
 async function send(origin: string, siteId: string, bodies: Buffer[], start: number, n: number): Promise<void> {
   const pool = new Pool(origin, { connections, pipelining: 1, keepAliveTimeout: 60_000, headersTimeout: 600_000, bodyTimeout: 600_000 });

@@ -27,7 +27,7 @@
  * identical. Exit status 1 on a wrong answer or differing bytes.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import os from 'node:os';
 import path from 'node:path';
@@ -37,6 +37,7 @@ import { Database } from '../../src/store/sqlite-driver.js';
 import { ChildRegistry, processCpuMs, runCommand, spawnServer, stopChild } from './lib/child.js';
 import { REPO_ROOT } from './lib/targets.js';
 import { intFlag } from './lib/args.js';
+import { callgrindArgs, callgrindInstructions } from './lib/callgrind.js';
 
 const API = '/api/pulse/v1';
 const BARE = 'bare';
@@ -129,24 +130,10 @@ function samples(dir: string, siteId: string, want: number): Sample[] {
   }
 }
 
-/** valgrind's arguments before node's when --callgrind is given (a file per process and thread). */
-function callgrind(root: string): string[] {
-  if (!values.callgrind) return [];
-  const out = path.resolve(values.callgrind, `${path.basename(root)}-%p`);
-  return ['--tool=callgrind', '--smc-check=all-non-file', '--separate-threads=no', `--callgrind-out-file=${out}`, process.execPath];
-}
-
-/** Instructions of process `pid` since its counters were zeroed: dumps them (callgrind_control -d) and sums the dump's totals. */
-function instructions(pid: number): number {
-  execFileSync('callgrind_control', ['-d', `pulse-cpu-${Date.now()}`, String(pid)], { stdio: 'ignore' });
-  const dir = path.resolve(values.callgrind!);
-  const dumps = readdirSync(dir).filter((f) => f.includes(`-${pid}.`));
-  dumps.sort();
-  const last = dumps[dumps.length - 1]!;
-  const m = /^(?:summary|totals): (\d+)/m.exec(readFileSync(path.join(dir, last), 'utf8'));
-  if (!m) throw new Error(`no totals in ${last}`);
-  return Number(m[1]);
-}
+/** valgrind's arguments before node's when --callgrind is given (a file per process, threads together). */
+const callgrind = (root: string): string[] => callgrindArgs(values.callgrind, path.basename(root));
+/** Instructions of process `pid` since its counters were zeroed. */
+const instructions = (pid: number): number => callgrindInstructions(values.callgrind!, pid);
 
 const pathOf = (s: Sample) => `${API}/profile?${s.kind}=${encodeURIComponent(s.value)}`;
 
