@@ -57,10 +57,9 @@ export class ActivityRepo {
     if (this.eventIds !== null && this.x.dialect === 'pg') {
       const id = await this.eventIds.take();
       const n = notice?.(id);
-      await Promise.all([
-        this.x.run(INSERT_EVENT_WITH_ID, [id, r.siteId, r.sessionId, r.profileId, r.visitorId, r.type, r.ts, r.body, r.now]),
-        n === undefined ? undefined : this.enqueue(r.siteId, n.eventType, n.payload, r.now),
-      ]);
+      const inserted = this.x.run(INSERT_EVENT_WITH_ID, [id, r.siteId, r.sessionId, r.profileId, r.visitorId, r.type, r.ts, r.body, r.now]);
+      if (n === undefined) await inserted;
+      else await Promise.all([inserted, this.enqueue(r.siteId, n.eventType, n.payload, r.now)]);
       return id;
     }
     const id = await this.insertId(INSERT_EVENT, [r.siteId, r.sessionId, r.profileId, r.visitorId, r.type, r.ts, r.body, r.now]);

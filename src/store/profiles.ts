@@ -140,35 +140,34 @@ export class ProfilesRepo {
           SESSION_OR_OWNER,
           [siteId, sessionId, siteId, visitorId],
         );
-        if (r !== undefined && r.profile_id !== null) {
-          row = { profile_id: r.profile_id, visitor_id: r.visitor_id, last_seen: r.last_seen, fbclid: r.fbclid, gclid: r.gclid };
-        } else visitorOwner = r?.owner != null ? { id: r.owner } : undefined;
+        // The statement's row serves as the session's (its owner column unused then): no copy per event.
+        if (r !== undefined && r.profile_id !== null) row = r as SessionRow;
+        else visitorOwner = r?.owner != null ? { id: r.owner } : undefined;
       } else row = await this.x.get<SessionRow>(SESSION, [siteId, sessionId]);
     }
     if (row) {
       const was: SessionRow = row;
       // The row as it is once the writes below are done (what the cache keeps): a copy once one of them
       // changes it (the cached object stays as it is until then), else the row itself.
-      let next = was;
-      const edit = (): SessionRow => (next === was ? (next = { ...was }) : next);
+      let next: SessionRow | undefined;
       if (now - was.last_seen > TOUCH_INTERVAL_MS) {
         await this.x.run(TOUCH_SESSION, [now, siteId, sessionId]);
-        edit().last_seen = now;
+        (next ??= { ...was }).last_seen = now;
       }
       if (visitorId !== undefined && was.visitor_id === null) {
         await this.x.run(SESSION_VISITOR, [visitorId, siteId, sessionId]);
         await this.x.run(INSERT_IDENTITY, [siteId, 'visitor', visitorId, was.profile_id, now]);
-        edit().visitor_id = visitorId;
+        (next ??= { ...was }).visitor_id = visitorId;
       }
       if ((ctx.fbclid && ctx.fbclid !== was.fbclid) || (ctx.gclid && ctx.gclid !== was.gclid)) {
         const fb = ctx.fbclid ?? null;
         await this.x.run(SESSION_CLICK_IDS, [fb, fb === null ? null : now, ctx.gclid ?? null, siteId, sessionId]);
-        const n = edit();
+        const n = (next ??= { ...was });
         n.fbclid = fb ?? was.fbclid;
         n.gclid = ctx.gclid ?? was.gclid;
       }
       // A cached row nothing changed is already the cache's entry (re-setting a key keeps its place in the eviction order).
-      if (!cached || next !== was) caches?.putSession(siteId, sessionId, next);
+      if (!cached || next !== undefined) caches?.putSession(siteId, sessionId, next ?? was);
       return { profileId: was.profile_id, visitorId: was.visitor_id ?? visitorId ?? null };
     }
     let profileId =

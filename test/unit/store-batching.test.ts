@@ -359,6 +359,56 @@ describe(`set-based group commits (${onPg ? 'PostgreSQL' : 'SQLite'})`, () => {
     expect(maxTrips(alone, 1)).toBeLessThanOrEqual(4);
   });
 
+  it("one read text asked by many operations of a group: each gets its own set's rows in order, identical sets share a statement but not their row objects", async () => {
+    const { store, siteId } = await open();
+    const now = Date.now();
+    // Sessions with 0 to 3 events each (ids in insertion order).
+    await store.write(async (tx) => {
+      for (let s = 0; s < 12; s++) {
+        for (let e = 0; e < s % 4; e++) {
+          await tx.activity.insertEvent({ siteId, sessionId: `m${s}`, profileId: `prf_m${s}`, visitorId: null, type: `t${e}`, ts: 10 - e, body: '{}', now });
+        }
+      }
+    });
+    // The last parameter distinct per session, or shared by all (more sets than distinctSets keeps per value of it).
+    const lastDistinct = 'SELECT type, ts FROM events WHERE site_id = ? AND session_id = ? ORDER BY id';
+    const lastShared = 'SELECT type, ts FROM events WHERE session_id = ? AND site_id = ? ORDER BY id';
+    for (const [sql, params] of [
+      [lastDistinct, (s: string) => [siteId, s]],
+      [lastShared, (s: string) => [s, siteId]],
+    ] as const) {
+      const expected = new Map<string, unknown[]>();
+      for (let s = 0; s < 12; s++) expected.set(`m${s}`, await store.sql.all(sql, params(`m${s}`)));
+      expect(expected.get('m3')).toEqual([
+        { type: 't0', ts: 10 },
+        { type: 't1', ts: 9 },
+        { type: 't2', ts: 8 },
+      ]);
+      // Twice as a wave of reads alone, then with an insert beside each read (a combined wave on PostgreSQL); operations
+      // 2k and 2k+1 ask the same set, and each changes the rows it got.
+      for (const withInsert of [false, true]) {
+        const got = new Map<number, unknown[]>();
+        const groups = await groupsOf(store, 24, (i) =>
+          store.write(
+            async (tx) => {
+              const session = `m${Math.floor(i / 2)}`;
+              const [rows] = await Promise.all([
+                tx.sql.all<{ type: string; ts: number }>(sql, params(session)),
+                withInsert ? tx.activity.insertEvent({ siteId, sessionId: `n${i}`, profileId: 'prf_n', visitorId: null, type: 'x', ts: 0, body: '{}', now }) : null,
+              ]);
+              got.set(i, structuredClone(rows));
+              for (const r of rows) r.type = `changed by ${i}`;
+            },
+            { key: `op${i}` },
+          ),
+        );
+        for (let i = 0; i < 24; i++) expect(got.get(i)).toEqual(expected.get(`m${Math.floor(i / 2)}`));
+        // BEGIN with the wave's one statement (the reads, and the inserts with them), COMMIT.
+        if (onPg) expect(maxTrips(groups, 10)).toBeLessThanOrEqual(3);
+      }
+    }
+  });
+
   it('a combined wave that fails (one insert breaks a constraint) is run again in turn: only the breaking operation fails', async () => {
     const { store, siteId } = await open();
     const modes: (string | undefined)[] = [];

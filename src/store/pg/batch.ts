@@ -214,7 +214,7 @@ export class BatchPgSql implements Sql {
     if (sets.length === 1) {
       this.stats.statements++;
       const rows = await this.plain.all<Record<string, unknown>>(sql, sets[0]![0]!.params);
-      for (const p of sets[0]!) p.outcome = { rows: rows.map((r) => ({ ...r })), changes: rows.length };
+      settleShared(sets[0]!, rows);
       return;
     }
     const width = shape.params;
@@ -225,7 +225,7 @@ export class BatchPgSql implements Sql {
       const values = unnestValues(chunk.map((set) => set[0]!.params), types.length);
       const r = await this.query(text, width === 0 ? [] : values, true);
       noteColumns(sql, r.fields);
-      settleSets(chunk, r.rows);
+      settleSets(chunk, r.rows, untagged);
     }
   }
 
@@ -348,7 +348,7 @@ export class BatchPgSql implements Sql {
     this.stats.combined++;
     parts.forEach((p, i) => {
       try {
-        p.settle(per[i]!.map((row) => fromJson(row, p.columns!)));
+        p.settle(per[i]!);
       } catch (error) {
         for (const it of p.items) it.outcome ??= { error };
       }
@@ -447,8 +447,43 @@ interface Column {
   type: number;
 }
 
-/** A read's items grouped by identical parameters (each distinct set is asked once), in first-asked order. */
+/**
+ * A read's items grouped by identical parameters (each distinct set is asked once), in first-asked order.
+ * Sets are told apart without a string key per set: a map on the value of the last parameter (in the
+ * ingestion path a session or visitor id, distinct per operation) holds the few distinct sets sharing it,
+ * compared value by value; when that value does not tell the sets apart (more than LAST_BUCKET distinct
+ * sets share it), every set is keyed by its JSON form instead, as before.
+ */
 function distinctSets(items: Pending[]): Pending[][] {
+  if (items.length === 1) return [items];
+  const width = items[0]!.params.length;
+  if (width > 0) {
+    const out: Pending[][] = [];
+    const byLast = new Map<unknown, Pending[][]>();
+    let i = 0;
+    for (; i < items.length; i++) {
+      const p = items[i]!;
+      if (p.params.length !== width) break;
+      const last = keyValue(p.params[width - 1]);
+      if (last === NOT_PRIMITIVE) break;
+      const bucket = byLast.get(last);
+      if (bucket === undefined) {
+        const set = [p];
+        byLast.set(last, [set]);
+        out.push(set);
+        continue;
+      }
+      const same = bucket.find((set) => sameParams(set[0]!.params, p.params, width - 1));
+      if (same !== undefined) same.push(p);
+      else if (bucket.length >= LAST_BUCKET) break;
+      else {
+        const set = [p];
+        bucket.push(set);
+        out.push(set);
+      }
+    }
+    if (i === items.length) return out;
+  }
   const distinct = new Map<string, Pending[]>();
   for (const p of items) {
     const k = JSON.stringify(p.params);
@@ -457,6 +492,35 @@ function distinctSets(items: Pending[]): Pending[][] {
     else list.push(p);
   }
   return [...distinct.values()];
+}
+
+/** At most this many distinct sets share the value of their last parameter before distinctSets keys them by JSON. */
+const LAST_BUCKET = 8;
+const NOT_PRIMITIVE = Symbol('not primitive');
+
+/**
+ * A parameter as a map key that groups what the set's JSON form would (null and undefined alike, numbers
+ * without a JSON form as null); NOT_PRIMITIVE for objects (arrays, buffers, dates), keyed by JSON then.
+ */
+function keyValue(v: unknown): unknown {
+  if (v === undefined || v === null) return null;
+  const t = typeof v;
+  if (t === 'string' || t === 'boolean') return v;
+  if (t === 'number') return Number.isFinite(v) ? (Object.is(v, -0) ? 0 : v) : null;
+  return NOT_PRIMITIVE;
+}
+
+/** Whether the first `n` parameters of two sets are the same (as their JSON forms would be). */
+function sameParams(a: Params, b: Params, n: number): boolean {
+  for (let i = 0; i < n; i++) {
+    if (a[i] === b[i]) continue;
+    const x = keyValue(a[i]);
+    const y = keyValue(b[i]);
+    if (x === NOT_PRIMITIVE || y === NOT_PRIMITIVE) {
+      if (JSON.stringify(a[i]) !== JSON.stringify(b[i])) return false;
+    } else if (x !== y) return false;
+  }
+  return true;
 }
 
 /** A read of a combined wave: the text as it is (one distinct parameter set), or its unnest form. */
@@ -470,9 +534,7 @@ function selectPart(sql: string, shape: SelectShape, items: Pending[], base: num
       text: replaceMarks(sql, (i) => `$${base + i + 1}`),
       values: [...sets[0]![0]!.params],
       columns: learned,
-      settle: (rows) => {
-        for (const p of items) p.outcome = { rows: rows.map((r) => ({ ...r })), changes: rows.length };
-      },
+      settle: (rows) => settleShared(items, rows.map((row) => fromJson(row, learned))),
       fixed: true,
     };
   }
@@ -488,10 +550,7 @@ function selectPart(sql: string, shape: SelectShape, items: Pending[], base: num
     text: unnestSelect(sql, types, base),
     values: unnestValues(sets.map((set) => set[0]!.params), types.length),
     columns: [{ name: 'svc_i', type: INT8 }, { name: 'svc_o', type: INT8 }, ...learned],
-    settle: (rows) => {
-      rows.sort((a, b) => (a.svc_i as number) - (b.svc_i as number) || (a.svc_o as number) - (b.svc_o as number));
-      settleSets(sets, rows);
-    },
+    settle: (rows) => settleSets(sets, rows, (row) => fromJson(row, learned)),
     fixed: true,
   };
 }
@@ -510,18 +569,42 @@ function unnestSelect(sql: string, types: string[], base: number): string {
   );
 }
 
-/** Settles each set's items with the rows tagged with its ordinal (rows in svc_i, svc_o order; the tags are removed). */
-function settleSets(sets: Pending[][], rows: Record<string, unknown>[]): void {
+/**
+ * Settles each set's items with the rows tagged with its ordinal (svc_i) and their place among the set's
+ * rows (svc_o): `row` makes each row as the caller sees it, without the tags (a new object, so no
+ * `delete`, which would turn every row into a slow dictionary-mode object). Rows come in any order.
+ */
+function settleSets(sets: Pending[][], rows: Record<string, unknown>[], row: (r: Record<string, unknown>) => Record<string, unknown>): void {
   const per: Record<string, unknown>[][] = sets.map(() => []);
+  const last: number[] = sets.map(() => 0);
+  let sorted = true;
   for (const r of rows) {
     const at = Number(r.svc_i) - 1;
-    delete r.svc_i;
-    delete r.svc_o;
-    per[at]!.push(r);
+    const o = Number(r.svc_o);
+    if (o < last[at]!) sorted = false;
+    last[at] = o;
+    per[at]!.push(row(r));
   }
-  sets.forEach((set, i) => {
-    for (const p of set) p.outcome = { rows: per[i]!.map((r) => ({ ...r })), changes: per[i]!.length };
-  });
+  if (!sorted) {
+    const inOrder = [...rows].sort((a, b) => Number(a.svc_i) - Number(b.svc_i) || Number(a.svc_o) - Number(b.svc_o));
+    return settleSets(sets, inOrder, row);
+  }
+  for (let i = 0; i < sets.length; i++) settleShared(sets[i]!, per[i]!);
+}
+
+/** The row of an unnest read (pg's own object) without its svc_i/svc_o tags. */
+function untagged(r: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k in r) if (k !== 'svc_i' && k !== 'svc_o') out[k] = r[k];
+  return out;
+}
+
+/**
+ * The same rows for every item of a set: the first caller gets them as they are, each other one its own
+ * copies (a caller may change its rows).
+ */
+function settleShared(set: Pending[], rows: Record<string, unknown>[]): void {
+  for (let k = 0; k < set.length; k++) set[k]!.outcome = { rows: k === 0 ? rows : rows.map((r) => ({ ...r })), changes: rows.length };
 }
 
 /**
@@ -543,7 +626,7 @@ function insertPart(sql: string, shape: InsertShape, items: Pending[], base: num
     settle: (rows) => {
       if (shape.returning && rows.length !== items.length) throw new Error(`batched insert returned ${rows.length} rows for ${items.length}`);
       items.forEach((p, i) => {
-        p.outcome = { rows: shape.returning ? [rows[i]!] : [], changes: 1 };
+        p.outcome = { rows: shape.returning ? [fromJson(rows[i]!, columns!)] : [], changes: 1 };
       });
     },
   };
@@ -560,7 +643,7 @@ function doNothingPart(sql: string, shape: InsertShape, items: Pending[], base: 
     ...form,
     columns: shape.keyColumns.map((name) => ({ name, type: TEXT })),
     settle: (rows) => {
-      const inserted = new Set(rows.map((row) => JSON.stringify(shape.keyColumns.map((c) => String(row[c])))));
+      const inserted = new Set(rows.map((row) => JSON.stringify(shape.keyColumns.map((c) => String(row[c] ?? null)))));
       for (const x of keyed) x.p.outcome = { rows: [], changes: inserted.has(x.k) ? 1 : 0 };
     },
   };

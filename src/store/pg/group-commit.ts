@@ -305,19 +305,27 @@ export class PgWriteRunner implements WriteRunner {
     try {
       const sql = new BatchPgSql(trips.client, new PgSql(trips.client));
       const tx = new Repos(sql, this.shared);
-      const chains = new Map<string, Promise<unknown>>();
-      const running: Promise<unknown>[] = [];
-      group.forEach((op, i) => {
-        if (op.key === undefined) return;
-        const prev = chains.get(op.key) ?? Promise.resolve();
-        const p = prev.then(async () => {
-          values[i] = await op.fn(tx);
-        });
-        // A failure fails the pass; the chain goes on so that every operation settles before the rollback.
-        chains.set(op.key, p.catch(() => undefined));
+      // One chain per key: an operation starts when the one before it of its key has settled. A failure fails the
+      // pass (each run notes its own, so no chain rejects); the chain goes on so that every operation settles before
+      // the rollback.
+      const run = async (i: number): Promise<void> => {
+        try {
+          values[i] = await group[i]!.fn(tx);
+        } catch {
+          failed = true;
+        }
+      };
+      const chains = new Map<string, Promise<void>>();
+      const running: Promise<void>[] = [];
+      for (let i = 0; i < group.length; i++) {
+        const key = group[i]!.key;
+        if (key === undefined) continue;
+        const prev = chains.get(key);
+        const p = prev === undefined ? run(i) : prev.then(() => run(i));
+        chains.set(key, p);
         running.push(p);
-      });
-      for (const r of await Promise.allSettled(running)) if (r.status === 'rejected') failed = true;
+      }
+      await Promise.all(running);
       await trips.begun();
       if (!failed) {
         for (let i = 0; i < group.length; i++) {
