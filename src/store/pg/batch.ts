@@ -221,7 +221,7 @@ export class BatchPgSql implements Sql {
     const types = paramTypes(sets.map((s) => s[0]!.params), width);
     if (types === null) return this.oneByOne(items);
     for (const chunk of chunks(sets, Math.max(1, Math.min(MAX_ROWS, Math.floor(MAX_PARAMS / Math.max(1, width)))))) {
-      const text = `${unnestSelect(sql, types, 0)} ORDER BY b.svc_i, s.svc_o`;
+      const text = builtText(sql, `o${types.join()}`, () => `${unnestSelect(sql, types, 0)} ORDER BY b.svc_i, s.svc_o`);
       const values = unnestValues(chunk.map((set) => set[0]!.params), types.length);
       const r = await this.query(text, width === 0 ? [] : values, true);
       noteColumns(sql, r.fields);
@@ -260,7 +260,11 @@ export class BatchPgSql implements Sql {
         const json = types === null ? null : jsonColumns(chunk.map((row) => row.params), types.length);
         if (types !== null && json !== null) {
           try {
-            r = await this.query(unnestInsert(shape, types, 0) + returning, json, true);
+            r = await this.query(
+              builtText(sql, `i0${returning}${types.join()}`, () => unnestInsert(shape, types, 0) + returning),
+              json,
+              true,
+            );
           } catch (err) {
             if (rewriteRefused(err)) {
               noUnnest.add(sql);
@@ -322,10 +326,15 @@ export class BatchPgSql implements Sql {
       if (base > MAX_PARAMS) return false;
       parts.push(part);
     }
-    const outputs = parts.flatMap((p, i) => (p.columns === null ? [] : [`SELECT ${i + 1} AS svc_k, row_number() OVER () AS svc_o, to_json(c${i + 1}.*) AS svc_r FROM c${i + 1}`]));
-    const text =
-      `WITH ${parts.map((p, i) => `c${i + 1} AS (${p.text})`).join(', ')} ` +
-      (outputs.length === 0 ? 'SELECT NULL::int AS svc_k, NULL::json AS svc_r WHERE false' : `SELECT svc_k, svc_r FROM (${outputs.join(' UNION ALL ')}) x ORDER BY svc_k, svc_o`);
+    // The text depends on the parts' texts only (whether a part returns rows is a property of its text): kept per
+    // list of part ids, so a wave of the same texts as an earlier one reuses its string (builtText).
+    const text = builtText('', parts.map((p) => partId(p.text)).join(), () => {
+      const outputs = parts.flatMap((p, i) => (p.columns === null ? [] : [`SELECT ${i + 1} AS svc_k, row_number() OVER () AS svc_o, to_json(c${i + 1}.*) AS svc_r FROM c${i + 1}`]));
+      return (
+        `WITH ${parts.map((p, i) => `c${i + 1} AS (${p.text})`).join(', ')} ` +
+        (outputs.length === 0 ? 'SELECT NULL::int AS svc_k, NULL::json AS svc_r WHERE false' : `SELECT svc_k, svc_r FROM (${outputs.join(' UNION ALL ')}) x ORDER BY svc_k, svc_o`)
+      );
+    });
     const per: Record<string, unknown>[][] = parts.map(() => []);
     try {
       const r = await this.query(
@@ -531,7 +540,7 @@ function selectPart(sql: string, shape: SelectShape, items: Pending[], base: num
   if (sets.length === 1) {
     return {
       items,
-      text: replaceMarks(sql, (i) => `$${base + i + 1}`),
+      text: builtText(sql, `n${base}`, () => replaceMarks(sql, (i) => `$${base + i + 1}`)),
       values: [...sets[0]![0]!.params],
       columns: learned,
       settle: (rows) => settleShared(items, rows.map((row) => fromJson(row, learned))),
@@ -547,7 +556,7 @@ function selectPart(sql: string, shape: SelectShape, items: Pending[], base: num
   if (types === null) return null;
   return {
     items,
-    text: unnestSelect(sql, types, base),
+    text: builtText(sql, `s${base},${types.join()}`, () => unnestSelect(sql, types, base)),
     values: unnestValues(sets.map((set) => set[0]!.params), types.length),
     columns: [{ name: 'svc_i', type: INT8 }, { name: 'svc_o', type: INT8 }, ...learned],
     settle: (rows) => settleSets(sets, rows, (row) => fromJson(row, learned)),
@@ -660,7 +669,10 @@ function insertForm(
 ): { text: string; values: unknown[]; fixed: boolean; unnested?: string } {
   const types = unnest ? insertTypes(shape, rows) : null;
   const json = types === null ? null : jsonColumns(rows, types.length);
-  if (types !== null && json !== null) return { text: unnestInsert(shape, types, base) + returning, values: json, fixed: true, unnested: sql };
+  if (types !== null && json !== null) {
+    const text = builtText(sql, `i${base}${returning}${types.join()}`, () => unnestInsert(shape, types, base) + returning);
+    return { text, values: json, fixed: true, unnested: sql };
+  }
   let n = base;
   const tuples = rows.map(() => replaceMarks(shape.tuple, () => `$${++n}`));
   return { text: `${shape.head} ${tuples.join(', ')}${shape.tail}${returning}`, values: rows.flat(), fixed: false };
@@ -1073,6 +1085,44 @@ function replaceMarks(sql: string, to: (i: number) => string): string {
   let out = cut[0]!;
   for (let i = 1; i < cut.length; i++) out += to(i - 1) + cut[i]!;
   return out;
+}
+
+/**
+ * The texts built from a repository text for a wave (its unnest forms, numbered from a base; combined
+ * waves), kept per source text and form: the same string object every wave, so that its hash (the
+ * prepared statement's name, parts' ids) is computed once and node-pg's check of a named statement's text
+ * is a pointer comparison, instead of a new string of a few kilobytes built, hashed and compared per wave.
+ */
+const built = new Map<string, Map<string, string>>();
+
+function builtText(source: string, form: string, build: () => string): string {
+  let forms = built.get(source);
+  if (forms === undefined) {
+    if (built.size > 2000) built.clear();
+    built.set(source, (forms = new Map()));
+  }
+  let text = forms.get(form);
+  if (text === undefined) {
+    text = build();
+    if (forms.size > 200) forms.clear();
+    forms.set(form, text);
+  }
+  return text;
+}
+
+/** A small number per part text of a combined wave (see combinedText), bounded like the other caches. */
+const partIds = new Map<string, number>();
+
+function partId(text: string): number {
+  let id = partIds.get(text);
+  if (id === undefined) {
+    if (partIds.size > 5000) {
+      partIds.clear();
+      built.clear();
+    }
+    partIds.set(text, (id = partIds.size + 1));
+  }
+  return id;
 }
 
 /**
