@@ -11,6 +11,23 @@ function unauthorized(message: string): AppError {
   return new AppError('unauthorized', message, {}, { 'WWW-Authenticate': `${CHALLENGE}, error="invalid_token"` });
 }
 
+/** `Authorization: Bearer <credential>`: the scheme in any case, whitespace around the credential. */
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+/**
+ * The credential of the usual header, `Bearer ` and printable ASCII without a space, without the regular
+ * expression (what BEARER captures of such a header: the rest after the one space); else undefined, and
+ * BEARER reads the header.
+ */
+export function plainBearer(header: string): string | undefined {
+  if (header.length <= 7 || !header.startsWith('Bearer ')) return undefined;
+  for (let i = 7; i < header.length; i++) {
+    const c = header.charCodeAt(i);
+    if (c <= 0x20 || c >= 0x7f) return undefined;
+  }
+  return header.slice(7);
+}
+
 /**
  * The API key of a request: `Authorization: Bearer pls_live_...`. Missing,
  * malformed, unknown or revoked keys are 401. A revoked key stops working at
@@ -21,9 +38,9 @@ export async function authenticateKey(keys: PresentedKeys, req: { headers: Incom
   if (!header) {
     throw new AppError('unauthorized', 'missing Authorization: Bearer <API key>', {}, { 'WWW-Authenticate': CHALLENGE });
   }
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (!m || !m[1]!.startsWith(API_KEY_PREFIX)) throw unauthorized(`Authorization must be "Bearer ${API_KEY_PREFIX}..."`);
-  const key = await keys.check(m[1]!);
+  const credential = plainBearer(header) ?? BEARER.exec(header)?.[1];
+  if (credential === undefined || !credential.startsWith(API_KEY_PREFIX)) throw unauthorized(`Authorization must be "Bearer ${API_KEY_PREFIX}..."`);
+  const key = await keys.check(credential);
   if (key === 'unknown') throw unauthorized('unknown API key');
   if (key === 'revoked') throw unauthorized('this API key was revoked');
   return key;

@@ -25,6 +25,8 @@ const EXACT = new Map<string, RouteLabel>([
   ['/api/mcp/', { surface: 'mcp', route: '/api/mcp' }],
   ['/api/mcp/report', { surface: 'mcp', route: '/api/mcp/report' }],
   [`${PULSE_BASE}/openapi.json`, { surface: 'pulse', route: `${PULSE_BASE}/openapi.json` }],
+  // The profile API's paths without a parameter (GET /profile among them): found here, not by a regular expression each.
+  ...PULSE_ROUTES.filter((r) => !r.path.includes('{')).map((r) => [`${PULSE_BASE}${r.path}`, { surface: 'pulse', route: `${PULSE_BASE}${r.path}` }] as const),
 ]);
 const TEMPLATES: { re: RegExp; label: RouteLabel }[] = [...new Set(PULSE_ROUTES.map((r) => r.path))].map((path) => ({
   re: new RegExp(`^${PULSE_BASE}${path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{\w+\}/g, '[^/]+')}$`),
@@ -69,17 +71,20 @@ export function instrument(req: IncomingMessage, res: ServerResponse, pathname: 
   res.setHeader('X-Request-Id', ctx.id);
   if (opts.draining()) res.setHeader('Connection', 'close');
   res.once('close', () => {
+    const m = opts.metrics;
+    const debug = opts.logger.isLevelEnabled('debug');
+    // Nothing to report (no metrics, no debug line): no route label, no clock read.
+    if (m === null && !debug) return;
     const seconds = (performance.now() - ctx.startedAt) / 1000;
     // Abandoned before the answer was written: nginx's 499 (client closed request).
     const status = res.writableFinished || res.headersSent ? res.statusCode : 499;
     const { surface, route } = routeLabel(pathname);
-    const m = opts.metrics;
     if (m) {
       m.httpRequest({ surface, route, method: req.method ?? 'other', status, seconds });
       if (surface === 'ingest' && req.method === 'POST') m.ingestion(route, status < 400 ? null : (ctx.error?.code ?? `http_${status}`));
       if (ctx.error?.code === 'rate_limited' || (status === 429 && ctx.error === null)) m.rateLimit(surface, ctx.error?.scope ?? DEFAULT_SCOPE[surface]);
     }
-    if (opts.logger.isLevelEnabled('debug')) {
+    if (debug) {
       ctx.log.debug(
         { method: req.method, route, status, duration_ms: Math.round(seconds * 1000), error: ctx.error?.code },
         'request',

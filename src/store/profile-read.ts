@@ -153,7 +153,7 @@ export class ProfileReadRepo {
   private async sqliteFacts(profile: ProfileRow): Promise<ProfileFacts> {
     const x = this.x;
     const id = profile.id;
-    const row = factsOf((x as SqliteSql).getRow(SQLITE_FACTS, [id, id, id, id, id, id, id, id, id, profile.site_id, id])!);
+    const row = factsOf((x as SqliteSql).getRow(SQLITE_FACTS, [{ id, site: profile.site_id }])!);
     // The five lists in one JSON text: one parse.
     const [identityList, hashList, segmentList, eventList, merged] = JSON.parse(row.lists) as FactLists;
     const identities = sortedBy(identityList, byKindThenTime).map(([kind, value]) => ({ kind, value }));
@@ -164,7 +164,8 @@ export class ProfileReadRepo {
       priority,
       since,
     }));
-    const events = sortedBy(eventList, byCountThenType).map(([type, n, last]) => ({ type, n, last }));
+    // The top 50 by count, then type (each type once: the order is total, so the cut is the portable statement's).
+    const events = topEvents(eventList).map(([type, n, last]) => ({ type, n, last }));
     return {
       profile,
       identities,
@@ -211,6 +212,13 @@ function sortedBy<T>(list: T[], order: (a: T, b: T) => number): T[] {
   for (let i = 1; i < list.length; i++) if (order(list[i - 1]!, list[i]!) > 0) return list.sort(order);
   return list;
 }
+
+/** The events' ORDER BY n DESC, type LIMIT 50 (the groups of GROUP BY type: no two of the same type). */
+function topEvents(list: [string, number, number][]): [string, number, number][] {
+  const sorted = sortedBy(list, byCountThenType);
+  return sorted.length > EVENT_TYPES_SHOWN ? sorted.slice(0, EVENT_TYPES_SHOWN) : sorted;
+}
+const EVENT_TYPES_SHOWN = 50;
 
 /** ORDER BY kind, created_at (identities: kind, value, created_at). */
 const byKindThenTime = (a: [string, string, number], b: [string, string, number]) => binaryOrder(a[0], b[0]) || a[2] - b[2];
@@ -262,30 +270,33 @@ function factsOf(r: unknown[]): SqliteFactsRow {
 }
 
 /**
- * The facts of one profile in one row (SQLite; every `?` is the profile id but the tenth, its site; see
- * ProfileReadRepo.sqliteFacts). The lists come as one JSON array of five (json_group_array gives `[]`, never
- * NULL, for no rows), unordered (sorted by sqliteFacts), with the sort keys the portable statements order by; the events' top 50 stay chosen here (ORDER BY ... LIMIT 50), so that a
- * profile with very many event types still returns 50 of them. No subquery is in FROM but the sessions'
- * (ss, the outer loop: a co-routine, no temporary table); the site and its conversions are joined to it
- * (LEFT JOIN: one row whether or not the site or conversions exist) and aggregated by the statement itself:
- * conversionTotals's figures over the site's currency. The last score is two scalar subqueries (its score,
- * its time) over the same ordered index: two short descents instead of a materialized subquery.
+ * The facts of one profile in one row (SQLite; `@id` is the profile id, `@site` its site: two bound values, not
+ * one per use; see ProfileReadRepo.sqliteFacts). The lists come as one JSON array of five (json_group_array
+ * gives `[]`, never NULL, for no rows), unordered (sorted by sqliteFacts), with the sort keys the portable
+ * statements order by; the event counts come one per type, all of them (topEvents keeps the first 50 by count,
+ * then type: an ORDER BY ... LIMIT 50 here cost a sorter and a temporary b-tree per snapshot, ~16% of this
+ * statement's instructions, for a cut that matters only to a profile with more than 50 event types). No subquery
+ * is in FROM but the sessions' (ss, the outer loop: a co-routine, no temporary table); the site and its
+ * conversions are joined to it (LEFT JOIN: one row whether or not the site or conversions exist) and aggregated
+ * by the statement itself: conversionTotals's figures over the site's currency. The last score is its row,
+ * joined by rowid to the one id an uncorrelated subquery finds in the ordered index (scores_profile holds the
+ * rowid): one descent of the index and one of the table, where a scalar subquery per column took two of each.
  */
 const SQLITE_FACTS =
   'SELECT ' +
-  "'[' || (SELECT json_group_array(json_array(kind, value, created_at)) FROM identities WHERE profile_id = ?) || ',' || " +
-  "(SELECT json_group_array(json_array(kind, hash, created_at)) FROM identity_hashes WHERE profile_id = ?) || ',' || " +
-  "(SELECT json_group_array(json_array(s.id, s.name, s.priority, m.since)) FROM segment_members m JOIN segments s ON s.id = m.segment_id WHERE m.profile_id = ?) || ',' || " +
-  "(SELECT json_group_array(json_array(type, n, last)) FROM (SELECT type, count(*) AS n, max(ts) AS last FROM events WHERE profile_id = ? GROUP BY type ORDER BY n DESC, type LIMIT 50)) || ',' || " +
-  "(SELECT json_group_array(id) FROM profiles WHERE merged_into = ?) || ']' AS lists, " +
+  "'[' || (SELECT json_group_array(json_array(kind, value, created_at)) FROM identities WHERE profile_id = @id) || ',' || " +
+  "(SELECT json_group_array(json_array(kind, hash, created_at)) FROM identity_hashes WHERE profile_id = @id) || ',' || " +
+  "(SELECT json_group_array(json_array(s.id, s.name, s.priority, m.since)) FROM segment_members m JOIN segments s ON s.id = m.segment_id WHERE m.profile_id = @id) || ',' || " +
+  "(SELECT json_group_array(json_array(type, n, last)) FROM (SELECT type, count(*) AS n, max(ts) AS last FROM events WHERE profile_id = @id GROUP BY type)) || ',' || " +
+  "(SELECT json_group_array(id) FROM profiles WHERE merged_into = @id) || ']' AS lists, " +
   'ss.session_count, ss.first_seen, ss.last_seen, ' +
-  '(SELECT count(*) FROM leads WHERE profile_id = ?) AS leads, ' +
+  '(SELECT count(*) FROM leads WHERE profile_id = @id) AS leads, ' +
   's.currency AS site_currency, count(c.id) AS conv_count, max(c.created_at) AS conv_last, ' +
   'coalesce(sum(CASE WHEN c.currency = s.currency THEN c.revenue END), 0) AS conv_revenue, count(CASE WHEN c.currency <> s.currency THEN 1 END) AS conv_other, ' +
-  '(SELECT score FROM scores WHERE profile_id = ? ORDER BY received_at DESC, id DESC LIMIT 1) AS score, ' +
-  '(SELECT received_at FROM scores WHERE profile_id = ? ORDER BY received_at DESC, id DESC LIMIT 1) AS score_at ' +
-  'FROM (SELECT count(*) AS session_count, min(first_seen) AS first_seen, max(last_seen) AS last_seen FROM sessions WHERE profile_id = ?) AS ss ' +
-  'LEFT JOIN sites s ON s.id = ? LEFT JOIN conversions c ON c.site_id = s.id AND c.profile_id = ?';
+  'sc.score, sc.received_at AS score_at ' +
+  'FROM (SELECT count(*) AS session_count, min(first_seen) AS first_seen, max(last_seen) AS last_seen FROM sessions WHERE profile_id = @id) AS ss ' +
+  'LEFT JOIN sites s ON s.id = @site LEFT JOIN conversions c ON c.site_id = s.id AND c.profile_id = @id ' +
+  'LEFT JOIN scores sc ON sc.id = (SELECT id FROM scores WHERE profile_id = @id ORDER BY received_at DESC, id DESC LIMIT 1)';
 
 /**
  * A profile's conversions: count and last time over all of them; revenue summed
