@@ -358,3 +358,51 @@ function decideZone(snap: SiteSnapshot, visitor: VisitorInput, z: SnapshotZone, 
 export function orderPlacements<P extends { priority: number; id: string }>(placements: readonly P[]): P[] {
   return [...placements].sort((a, b) => b.priority - a.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
+
+/**
+ * Each zone's part of GET /api/decide's answer, as JSON text, kept per snapshot (a snapshot is never changed once
+ * built, and a change to the site's configuration builds a new one, so a kept text never outlives what it says).
+ * Within one snapshot the text follows from the zone (its name and selector), the content (its kind and body), the
+ * variant, test, arm and reason: those ids are the key. At most this many texts a zone; past it, texts are made each time.
+ */
+const MAX_ANSWERS_PER_ZONE = 256;
+const zoneAnswers = new WeakMap<SiteSnapshot, Map<string, Map<string, string>>>();
+
+/** The JSON of one zone as GET /api/decide answers it (the fields and order of its `zones` items). */
+export function zoneAnswerJson(z: ZoneDecision): string {
+  return JSON.stringify({
+    zone_id: z.zone_id,
+    name: z.name,
+    selector: z.selector,
+    content: z.content === null ? null : { kind: z.content.kind, body: z.content.body },
+    variant_id: z.variant_id,
+    experiment_id: z.experiment_id,
+    arm_id: z.arm_id,
+    reason: z.reason,
+  });
+}
+
+function part(id: string | null): string {
+  return id === null ? '-' : `${id.length}:${id}`;
+}
+
+/** `zones` (decided over `snap`) as the JSON array GET /api/decide answers: the same text as JSON.stringify of their zoneAnswerJson objects. */
+export function zonesAnswerJson(snap: SiteSnapshot, zones: readonly ZoneDecision[]): string {
+  let perZone = zoneAnswers.get(snap);
+  if (!perZone) zoneAnswers.set(snap, (perZone = new Map()));
+  let out = '[';
+  for (let i = 0; i < zones.length; i++) {
+    const z = zones[i]!;
+    let texts = perZone.get(z.zone_id);
+    if (!texts) perZone.set(z.zone_id, (texts = new Map()));
+    // Each part length-prefixed and null as '-': no two different tuples give the same key, whatever the ids hold.
+    const key = `${part(z.content === null ? null : z.content.id)}${part(z.variant_id)}${part(z.experiment_id)}${part(z.arm_id)}${z.reason}`;
+    let text = texts.get(key);
+    if (text === undefined) {
+      text = zoneAnswerJson(z);
+      if (texts.size < MAX_ANSWERS_PER_ZONE) texts.set(key, text);
+    }
+    out += i === 0 ? text : `,${text}`;
+  }
+  return `${out}]`;
+}
