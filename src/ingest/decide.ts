@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { AppError } from '../errors/app-error.js';
-import { sendFailure, sendJson } from '../http/respond.js';
+import { sendFailure } from '../http/respond.js';
+import { zonesAnswerJson } from '../domain/decide/decide.js';
 import { nulError, validationError } from '../errors/validation.js';
 import { takePublicLimit, type RateLimiter } from '../http/rate-limit.js';
 import type { IngestionService } from '../domain/ingestion/service.js';
@@ -71,21 +72,11 @@ export async function handleDecide(deps: DecideDeps, req: IncomingMessage, res: 
     if (!r) throw new AppError('validation_failed', 'url: an absolute http(s) URL or a path starting with "/"', { field: 'url' });
     const cookie = visitorCookie(site, req, deps.trustProxy, q.visitor_id);
     if (cookie) res.setHeader('Set-Cookie', cookie);
-    sendJson(res, 200, {
-      site_id: q.site_id,
-      visitor_id: q.visitor_id,
-      holdout: r.decision.holdout,
-      zones: r.decision.zones.map((z) => ({
-        zone_id: z.zone_id,
-        name: z.name,
-        selector: z.selector,
-        content: z.content === null ? null : { kind: z.content.kind, body: z.content.body },
-        variant_id: z.variant_id,
-        experiment_id: z.experiment_id,
-        arm_id: z.arm_id,
-        reason: z.reason,
-      })),
-    });
+    // The same bytes as sendJson of { site_id, visitor_id, holdout, zones }, the zones' texts kept per snapshot.
+    const text = `{"site_id":${JSON.stringify(q.site_id)},"visitor_id":${JSON.stringify(q.visitor_id)},"holdout":${r.decision.holdout},"zones":${zonesAnswerJson(r.snap, r.decision.zones)}}`;
+    res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+    // A string, as sendJson: node:http writes it with the head in one chunk.
+    res.end(text);
   } catch (err) {
     sendFailure(res, err, () => deps.onUnexpected(err, req), 'internal error; nothing was stored');
   }

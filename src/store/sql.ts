@@ -89,6 +89,17 @@ export class SqliteSql implements Sql {
     return st.get(...params) as unknown[] | undefined;
   }
 
+  /** Every row as the array of its columns (raw mode, as getRow), at once: for the hot reads whose rows are many or small. */
+  allRows(sql: string, params: Params = NO_PARAMS): unknown[][] {
+    let st = this.rawStatements.get(sql);
+    if (st === undefined) {
+      st = this.db.prepare(sql).raw(true);
+      if (this.rawStatements.size >= 200) this.rawStatements.clear();
+      this.rawStatements.set(sql, st);
+    }
+    return st.all(...params) as unknown[][];
+  }
+
   get<T>(sql: string, params: Params = NO_PARAMS): Promise<T | undefined> {
     try {
       return Promise.resolve(this.prepare(sql).get(...params) as T | undefined);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decide, orderPlacements, type SiteSnapshot, type SnapshotExperiment, type SnapshotOverride, type VisitorInput } from '../../src/domain/decide/decide.js';
+import { decide, orderPlacements, zoneAnswerJson, zonesAnswerJson, type SiteSnapshot, type SnapshotExperiment, type SnapshotOverride, type VisitorInput, type ZoneDecision } from '../../src/domain/decide/decide.js';
 import { assignArm, inHoldout } from '../../src/domain/experiments/assign.js';
 import type { VariantStatus } from '../../src/store/variants.js';
 
@@ -282,5 +282,94 @@ describe('determinism', () => {
   it('the same snapshot and visitor give the same decision', () => {
     const snap = site({ experiments: [running({ arms: [{ id: 'a', label: 'A', is_control: true, variant_id: null, weight: 1 }, { id: 'b', label: 'B', is_control: false, variant_id: 'v2', weight: 1 }] })] });
     for (let i = 0; i < 50; i++) expect(decide(snap, visitor({ visitorId: `d${i}` }))).toEqual(decide(snap, visitor({ visitorId: `d${i}` })));
+  });
+});
+
+describe("GET /api/decide's zone texts (kept per snapshot)", () => {
+  /** What handleDecide answered before the texts were kept: JSON.stringify of each zone's fields. */
+  const plain = (zones: ZoneDecision[]) =>
+    JSON.stringify(
+      zones.map((z) => ({
+        zone_id: z.zone_id,
+        name: z.name,
+        selector: z.selector,
+        content: z.content === null ? null : { kind: z.content.kind, body: z.content.body },
+        variant_id: z.variant_id,
+        experiment_id: z.experiment_id,
+        arm_id: z.arm_id,
+        reason: z.reason,
+      })),
+    );
+
+  it('are the bytes JSON.stringify gives, first made and then kept, over tests, overrides, holdout, no content and escaped text', () => {
+    const snap = site({
+      holdoutShare: 0.2,
+      zones: [
+        { id: 'z_hero', page_id: 'p_pricing', name: 'hé"ro\\', selector: '#hero > a[href="/x"]', default_content_id: 'c_default' },
+        { id: 'z_banner', page_id: 'p_all', name: 'banner \u2028 </script>', selector: '.banner', default_content_id: 'c_banner' },
+        { id: 'z_none', page_id: 'p_all', name: 'none', selector: '#none', default_content_id: null },
+      ],
+      contents: new Map([
+        ['c_default', { id: 'c_default', kind: 'html' as const, body: '<p class="d">default \u{1F600} \n\t</p>' }],
+        ['c_banner', { id: 'c_banner', kind: 'html' as const, body: '\u0000\u001f "quoted" \\ end' }],
+        ...['c1', 'c2', 'c3', 'c4'].map((id) => [id, { id, kind: 'html' as const, body: `<p>${id}</p>` }] as const),
+      ]),
+      experiments: [running({ arms: [{ id: 'arm_a', label: 'A', is_control: true, variant_id: null, weight: 1 }, { id: 'arm_b', label: 'B', is_control: false, variant_id: 'v2', weight: 1 }] })],
+      overrides: [ovr({ kind: 'force_arm', experiment_id: 'exp_run', arm_id: 'arm_b', visitor_id: 'forced' })],
+      placements: [placement('pl1', 'v1', 5, 'seg_a')],
+    });
+    const reasons = new Set<string>();
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 200; i++) {
+        const d = decide(snap, visitor({ visitorId: i === 0 ? 'forced' : `t${i}`, segmentIds: new Set(i % 3 === 0 ? ['seg_a'] : []) }))!;
+        for (const z of d.zones) reasons.add(z.reason);
+        expect(zonesAnswerJson(snap, d.zones)).toBe(plain(d.zones));
+      }
+    }
+    expect([...reasons].sort()).toEqual(['default', 'experiment_arm', 'holdout', 'override_force_arm']);
+    expect(zonesAnswerJson(snap, [])).toBe('[]');
+  });
+
+  it('follow a new snapshot: the same content id with another body, name or selector answers the new text', () => {
+    const before = site();
+    const d1 = decide(before, visitor())!;
+    expect(zonesAnswerJson(before, d1.zones)).toContain('<p>c_default</p>');
+    const after = site({
+      contents: new Map([...before.contents].map(([id, c]) => [id, { ...c, body: `<p>${id} published</p>` }])),
+      zones: before.zones.map((z) => ({ ...z, selector: `${z.selector}-2` })),
+    });
+    const d2 = decide(after, visitor())!;
+    const text = zonesAnswerJson(after, d2.zones);
+    expect(text).toBe(plain(d2.zones));
+    expect(text).toContain('<p>c_default published</p>');
+    expect(text).toContain('#hero-2');
+    expect(zonesAnswerJson(before, d1.zones)).toBe(plain(d1.zones));
+  });
+
+  it('tell apart decisions whose ids would run together (variant, test and arm swapped or null)', () => {
+    const snap = site();
+    const base: ZoneDecision = decide(snap, visitor())!.zones.find((z) => z.zone_id === 'z_hero')!;
+    const cases: Partial<ZoneDecision>[] = [
+      { variant_id: 'ab', experiment_id: null, arm_id: 'c' },
+      { variant_id: 'a', experiment_id: 'b', arm_id: 'c' },
+      { variant_id: null, experiment_id: 'ab', arm_id: 'c' },
+      { variant_id: 'a', experiment_id: 'bc', arm_id: null },
+      { variant_id: '-', experiment_id: null, arm_id: null },
+      { variant_id: null, experiment_id: '-', arm_id: null },
+      { variant_id: '1:a', experiment_id: null, arm_id: null },
+      { variant_id: 'a', experiment_id: null, arm_id: null, reason: 'placement' },
+      { variant_id: 'a', experiment_id: null, arm_id: null, reason: 'default' },
+      { content: null },
+    ];
+    const texts = new Set<string>();
+    for (let round = 0; round < 2; round++) {
+      for (const c of cases) {
+        const z = { ...base, ...c };
+        expect(zonesAnswerJson(snap, [z])).toBe(plain([z]));
+        expect(zonesAnswerJson(snap, [z])).toBe(`[${zoneAnswerJson(z)}]`);
+        texts.add(zonesAnswerJson(snap, [z]));
+      }
+    }
+    expect(texts.size).toBe(cases.length);
   });
 });

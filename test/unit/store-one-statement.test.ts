@@ -108,6 +108,52 @@ describe('oneStatement write operations', () => {
     expect(await stored('os-bad')).toBe(0);
   });
 
+  it("one decision's rows (one site, visitor, profile, URL and time; SQLite binds those once) are stored as given, in order; a bad row stores none of them", async () => {
+    const decision = (visitorId: string, zoneOf: (i: number) => string | null): ExposureInsert[] =>
+      Array.from({ length: 5 }, (_, i) => ({
+        siteId,
+        visitorId,
+        profileId: 'prof_1',
+        zoneId: zoneOf(i) as string,
+        variantId: i === 2 ? null : `var_${i}`,
+        experimentId: i === 1 ? 'exp_9' : null,
+        armId: i === 1 ? 'arm_9b' : null,
+        holdout: i === 3,
+        url: 'https://shop.example/p?q="é"',
+        at: 1_700_000_123_456,
+      }));
+    const results = await Promise.allSettled([
+      store.write((tx) => tx.exposures.insert(decision('os-d1', (i) => `zone_${4 - i}`)), { key: 'os-d1', ack: 'commit', oneStatement: true }),
+      store.write((tx) => tx.exposures.insert(decision('os-dbad', (i) => (i === 4 ? null : `zone_${i}`))), { key: 'os-dbad', ack: 'commit', oneStatement: true }),
+      store.write((tx) => tx.exposures.insert(decision('os-d2', (i) => `zone_${i}`)), { key: 'os-d2', ack: 'commit', oneStatement: true }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(String((results[1] as PromiseRejectedResult).reason)).toMatch(/zone_id/);
+    expect(await stored('os-dbad')).toBe(0);
+    for (const v of ['os-d1', 'os-d2']) {
+      const back = await store.sql.all<Record<string, unknown>>(
+        'SELECT site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at FROM exposures WHERE site_id = ? AND visitor_id = ? ORDER BY id',
+        [siteId, v],
+      );
+      expect(back.map((r) => ({ ...r, holdout: Number(r.holdout), created_at: Number(r.created_at) }))).toEqual(
+        decision(v, (i) => (v === 'os-d1' ? `zone_${4 - i}` : `zone_${i}`)).map((r) => ({
+          site_id: siteId,
+          visitor_id: v,
+          profile_id: 'prof_1',
+          zone_id: r.zoneId,
+          variant_id: r.variantId,
+          experiment_id: r.experimentId,
+          arm_id: r.armId,
+          holdout: r.holdout ? 1 : 0,
+          url: r.url,
+          created_at: r.at,
+        })),
+      );
+      if (!onPg) expect((await store.sql.get<{ t: string }>('SELECT typeof(created_at) || typeof(holdout) AS t FROM exposures WHERE site_id = ? AND visitor_id = ? LIMIT 1', [siteId, v]))!.t).toBe('integerinteger');
+      expect((await store.exposures.decisionFacts(siteId, v)).earlierArms).toEqual(new Map([['exp_9', 'arm_9b']]));
+    }
+  });
+
   it('refuses a second statement on PostgreSQL (it would commit apart from the first)', async () => {
     const write = store.write(
       async (tx) => {

@@ -184,6 +184,23 @@ function placementsOf(snap: SiteSnapshot, zoneId: string): SnapshotPlacement[] {
   return index.get(zoneId) ?? NONE;
 }
 
+/**
+ * The shipped and the running experiments covering a zone, each in snapshot order, computed once per list of
+ * experiments (a snapshot's, never changed once built; keyed by the list itself) and zone (its object).
+ */
+const testsByZone = new WeakMap<readonly SnapshotExperiment[], WeakMap<SnapshotZone, { shipped: SnapshotExperiment[]; running: SnapshotExperiment[] }>>();
+
+function experimentsOf(snap: SiteSnapshot, z: SnapshotZone): { shipped: SnapshotExperiment[]; running: SnapshotExperiment[] } {
+  let index = testsByZone.get(snap.experiments);
+  if (!index) testsByZone.set(snap.experiments, (index = new WeakMap()));
+  let tests = index.get(z);
+  if (!tests) {
+    tests = { shipped: snap.experiments.filter((e) => e.status === 'shipped' && covers(e, z)), running: snap.experiments.filter((e) => e.status === 'running' && covers(e, z)) };
+    index.set(z, tests);
+  }
+  return tests;
+}
+
 function contentOf(snap: SiteSnapshot, id: string | null): ZoneDecision['content'] {
   const c = id === null ? undefined : snap.contents.get(id);
   return c ? { id: c.id, kind: c.kind, body: c.body } : null;
@@ -278,8 +295,8 @@ function decideZone(snap: SiteSnapshot, visitor: VisitorInput, z: SnapshotZone, 
 
   // 3. Shipped experiments.
   let shippedSeen = false;
-  for (const e of snap.experiments) {
-    if (e.status !== 'shipped' || !covers(e, z)) continue;
+  const tests = experimentsOf(snap, z);
+  for (const e of tests.shipped) {
     shippedSeen = true;
     const arm = e.arms.find((a) => a.id === e.shipped_arm_id);
     if (!arm) {
@@ -302,8 +319,7 @@ function decideZone(snap: SiteSnapshot, visitor: VisitorInput, z: SnapshotZone, 
 
   // 4. Running experiments.
   let runningSeen = false;
-  for (const e of snap.experiments) {
-    if (e.status !== 'running' || !covers(e, z)) continue;
+  for (const e of tests.running) {
     runningSeen = true;
     const earlier = visitor.earlierArms.get(e.id);
     const kept = earlier === undefined ? undefined : e.arms.find((a) => a.id === earlier);
@@ -357,4 +373,57 @@ function decideZone(snap: SiteSnapshot, visitor: VisitorInput, z: SnapshotZone, 
 /** Placements in decision order: priority descending, then id ascending. */
 export function orderPlacements<P extends { priority: number; id: string }>(placements: readonly P[]): P[] {
   return [...placements].sort((a, b) => b.priority - a.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/**
+ * Each zone's part of GET /api/decide's answer, as JSON text, kept per snapshot (a snapshot is never changed once
+ * built, and a change to the site's configuration builds a new one, so a kept text never outlives what it says).
+ * Within one snapshot the text follows from the zone (its name and selector), the content (its kind and body), the
+ * variant, test, arm and reason: those values, null included, are the keys of nested maps (no key text is built, and
+ * the ids are the snapshot's own strings, whose hashes are kept). At most this many texts a snapshot; past it, texts
+ * are made each time.
+ */
+const MAX_ANSWERS_PER_SNAPSHOT = 10_000;
+type AnswerTrie = Map<string | null, AnswerTrie | string>;
+const zoneAnswers = new WeakMap<SiteSnapshot, { root: AnswerTrie; size: number }>();
+
+/** The JSON of one zone as GET /api/decide answers it (the fields and order of its `zones` items). */
+export function zoneAnswerJson(z: ZoneDecision): string {
+  return JSON.stringify({
+    zone_id: z.zone_id,
+    name: z.name,
+    selector: z.selector,
+    content: z.content === null ? null : { kind: z.content.kind, body: z.content.body },
+    variant_id: z.variant_id,
+    experiment_id: z.experiment_id,
+    arm_id: z.arm_id,
+    reason: z.reason,
+  });
+}
+
+/** `zones` (decided over `snap`) as the JSON array GET /api/decide answers: the same text as JSON.stringify of their zoneAnswerJson objects. */
+export function zonesAnswerJson(snap: SiteSnapshot, zones: readonly ZoneDecision[]): string {
+  let kept = zoneAnswers.get(snap);
+  if (!kept) zoneAnswers.set(snap, (kept = { root: new Map(), size: 0 }));
+  let out = '[';
+  for (let i = 0; i < zones.length; i++) {
+    const z = zones[i]!;
+    const path = [z.zone_id, z.content === null ? null : z.content.id, z.variant_id, z.experiment_id, z.arm_id];
+    let node = kept.root;
+    for (const k of path) {
+      let next = node.get(k) as AnswerTrie | undefined;
+      if (next === undefined) node.set(k, (next = new Map()));
+      node = next;
+    }
+    let text = node.get(z.reason) as string | undefined;
+    if (text === undefined) {
+      text = zoneAnswerJson(z);
+      if (kept.size < MAX_ANSWERS_PER_SNAPSHOT) {
+        node.set(z.reason, text);
+        kept.size++;
+      }
+    }
+    out += i === 0 ? text : `,${text}`;
+  }
+  return `${out}]`;
 }

@@ -169,6 +169,8 @@ export interface VisitorFacts {
 export interface DecisionResult {
   decision: Decision;
   visitor: VisitorFacts;
+  /** The snapshot decided over (what the answer's texts are kept for: zonesAnswerJson). */
+  snap: SiteSnapshot;
 }
 
 /**
@@ -234,7 +236,7 @@ export class DecisionService {
   async preview(siteId: string, visitorId: string, url: string): Promise<DecisionResult | undefined> {
     const { snap, visitor } = await this.inputs(siteId, visitorId);
     const decision = decide(snap, { visitorId, url, segmentIds: new Set(visitor.segmentIds), earlierArms: visitor.earlierArms });
-    return decision ? { decision, visitor } : undefined;
+    return decision ? { decision, visitor, snap } : undefined;
   }
 
   /**
@@ -281,11 +283,11 @@ export class DecisionService {
       const decision = decide(snap, { visitorId, url, segmentIds: new Set(visitor.segmentIds), earlierArms: visitor.earlierArms });
       if (!decision) return undefined;
       if (decision.zones.length === 0) {
-        if (read) return { decision, visitor };
+        if (read) return { decision, visitor, snap };
         // Nothing to store, so nothing checks the facts: read them (the result names them).
         return this.preview(siteId, visitorId, url);
       }
-      const r: DecisionResult = { decision, visitor };
+      const r: DecisionResult = { decision, visitor, snap };
       const rows = exposureRows(siteId, visitorId, url, r);
       if (tries > MAX_CHECKED_TRIES) {
         // The facts changed under every try: stored as decided from the ones just read, as without the check.
