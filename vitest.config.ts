@@ -33,6 +33,7 @@ export default defineConfig({
                 include: ['test/integration/**/*.test.ts', 'test/unit/segment-rules*.test.ts', 'test/unit/store-*.test.ts'],
                 env: { SVC_TEST_BACKEND: 'pg' },
                 globalSetup: ['test/helpers/pg-global.ts'],
+                setupFiles: ['test/helpers/pg-setup.ts'],
               },
             },
           ]

@@ -78,6 +78,26 @@ export function pgSync<T>(url: string, sql: string, params: unknown[] = []): T[]
 }
 
 /**
+ * Runs a statement on PostgreSQL without waiting for it (dropping a finished test's schema: a DROP SCHEMA
+ * of some 70 tables waits on the disk for most of a second): the query thread runs such statements in
+ * order on a connection of their own, and pgFlush waits for them at the end of the file
+ * (test/helpers/pg-setup.ts). One cut off by the end of the process is left to the global teardown.
+ */
+export function pgLater(url: string, sql: string): void {
+  thread().send.postMessage({ url, sql, params: '[]', later: true });
+}
+
+/** Waits until the statements pgLater handed to the query thread have run. */
+export function pgFlush(): void {
+  if (pgThread === undefined) return;
+  const t = pgThread;
+  Atomics.store(t.signal, 0, 0);
+  t.send.postMessage({ flush: true });
+  if (Atomics.wait(t.signal, 0, 0, 120_000) === 'timed-out') throw new Error('PostgreSQL: the statements run later did not finish in 120 s');
+  receiveMessageOnPort(t.replies);
+}
+
+/**
  * `?` placeholders and the SQLite spellings tests use, for PostgreSQL:
  * instr → strpos; json_extract(col, '$.key') → the jsonb value (a JSON number
  * comes back as a number, as from SQLite), or its text where the test compares

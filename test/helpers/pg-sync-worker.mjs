@@ -11,8 +11,8 @@ const { port, requests, signal } = workerData;
 /** Connections by server URL (without svc's `schema` parameter), and the search_path each one has now. */
 const clients = new Map();
 
-async function clientFor(server) {
-  let entry = clients.get(server);
+async function clientFor(server, byServer) {
+  let entry = byServer.get(server);
   if (entry) return entry;
   const client = new pg.Client({
     connectionString: server,
@@ -20,23 +20,23 @@ async function clientFor(server) {
   });
   entry = { client, schema: null };
   // A connection the server drops is replaced on the next request instead of failing every later one.
-  client.on('error', () => clients.delete(server));
-  clients.set(server, entry);
+  client.on('error', () => byServer.delete(server));
+  byServer.set(server, entry);
   try {
     await client.connect();
   } catch (err) {
-    clients.delete(server);
+    byServer.delete(server);
     throw err;
   }
   return entry;
 }
 
-async function run({ url, sql, params }) {
+async function run({ url, sql, params }, pool = clients) {
   // `schema` is svc's own URL parameter (src/store/pg/store.ts): the search_path of the connection.
   const u = new URL(url);
   const schema = u.searchParams.get('schema');
   u.searchParams.delete('schema');
-  const entry = await clientFor(u.toString());
+  const entry = await clientFor(u.toString(), pool);
   try {
     if (entry.schema !== schema) {
       entry.schema = null;
@@ -49,15 +49,27 @@ async function run({ url, sql, params }) {
   } catch (err) {
     // A statement error leaves the connection usable; anything else (a broken connection) gets a new one.
     if (!(err instanceof pg.DatabaseError)) {
-      clients.delete(u.toString());
+      pool.delete(u.toString());
       entry.client.end().catch(() => undefined);
     }
     throw err;
   }
 }
 
+/**
+ * Statements the caller does not wait for (`later`: dropping a finished test's schema), run one after another
+ * on a connection of their own so they never delay a query a test waits for; `flush` answers once they have
+ * all run.
+ */
+let later = Promise.resolve();
+const laterClients = new Map();
+
 requests.on('message', (req) => {
-  run(req).then(
+  if (req.later) {
+    later = later.then(() => run(req, laterClients)).catch(() => undefined);
+    return;
+  }
+  (req.flush ? later.then(() => ({ rows: '[]' })) : run(req)).then(
     (reply) => port.postMessage(reply),
     (err) => port.postMessage({ error: String(err?.message ?? err) }),
   ).finally(() => {

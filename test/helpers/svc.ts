@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { backendEnv, pgSync, PG_BASE_URL, schemaFor } from './backend.js';
+import { backendEnv, pgLater, PG_BASE_URL, schemaFor } from './backend.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const BIN = path.join(ROOT, 'bin/svc.js');
@@ -191,10 +191,10 @@ function isZombie(pid: number): boolean {
   }
 }
 
-/** Removes a test's data directory and, on PostgreSQL, its schema. */
+/** Removes a test's data directory and, on PostgreSQL, its schema (dropped while the tests go on: see pgLater). */
 export function cleanup(dir: string): void {
   rmSync(dir, { recursive: true, force: true });
-  if (PG_BASE_URL !== undefined) pgSync(PG_BASE_URL, `DROP SCHEMA IF EXISTS "${schemaFor(dir)}" CASCADE`);
+  if (PG_BASE_URL !== undefined) pgLater(PG_BASE_URL, `DROP SCHEMA IF EXISTS "${schemaFor(dir)}" CASCADE`);
 }
 
 /** POSTs JSON (or a raw string) and returns status, headers and parsed body. */

@@ -48,7 +48,11 @@ async function waitFor<T>(what: string, fn: () => T | undefined | Promise<T | un
   }
 }
 
-/** Ends a throw-away test on its own zone by its scheduled end, and waits until the worker has ended it. */
+/**
+ * Ends a throw-away test on its own zone by its scheduled end, and waits until the worker has ended it. The
+ * end is moved into the past in the store once the test runs (the tools take only a future end), so the next
+ * pass ends it instead of one a second later ("ends a test on its scheduled end" sets a future end through MCP).
+ */
 async function sentinelEnded(): Promise<void> {
   const t = await callOk(c.write, 'experiments_create', {
     name: 'Sentinel',
@@ -59,9 +63,9 @@ async function sentinelEnded(): Promise<void> {
     ],
     primary_metric: 'conversion',
     guardrail_metrics: [],
-    scheduled_end: new Date(Date.now() + 1000).toISOString(),
   });
   await callOk(c.write, 'experiments_start', { id: t.id });
+  execute(dataDir, 'UPDATE experiments SET scheduled_end_at = ? WHERE id = ?', Date.now() - 1, t.id);
   await waitFor('sentinel end', async () => ((await callOk(c.readOnly, 'experiments_get', { id: t.id })).status === 'ended' ? true : undefined));
 }
 

@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../src/store/db.js';
 import { MIGRATIONS, type Migration } from '../../src/store/migrations.js';
 import { PG_MIGRATIONS } from '../../src/store/pg/migrations.js';
-import { migratePg, pgClientConfig } from '../../src/store/pg/store.js';
+import { MIGRATE_LOCK, migratePg, pgClientConfig } from '../../src/store/pg/store.js';
 import { compatibleFromAfter, schemaProblem } from '../../src/store/schema-compat.js';
 import { databaseUrlFor, PG_BASE_URL } from '../helpers/backend.js';
 import { cleanup, tempDir } from '../helpers/svc.js';
@@ -180,6 +180,45 @@ describe(`rolling upgrades on ${pg_ ? 'PostgreSQL' : 'SQLite'}`, () => {
       // The newest release itself still opens it.
       expect(await b.migrateTo(LIST)).toEqual([]);
     } finally {
+      await b.close();
+    }
+  });
+});
+
+describe.runIf(pg_)('migrations on PostgreSQL and the database-wide migration lock', () => {
+  it('an up-to-date store opens while another schema holds the lock; one with a migration to apply waits for it', async () => {
+    const b = await openBackend();
+    const holder = new pg.Client({ connectionString: PG_BASE_URL });
+    await holder.connect();
+    try {
+      expect((await b.migrateTo(LIST.slice(0, -1))).length).toBe(LIST.length - 1);
+      await holder.query('SELECT pg_advisory_lock($1)', [MIGRATE_LOCK]);
+      // Nothing to apply: read without the lock (a lock wait would hang this test until its timeout).
+      expect(await b.migrateTo(LIST.slice(0, -1))).toEqual([]);
+      // The newest migration is missing: it waits for the lock, and applies it once the lock is free.
+      const pending = b.migrateTo(LIST);
+      const deadline = Date.now() + 30_000;
+      const waiting = async () =>
+        Number(
+          (
+            await holder.query<{ n: string }>(
+              "SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND objid = $1",
+              [MIGRATE_LOCK],
+            )
+          ).rows[0]!.n,
+        );
+      while ((await waiting()) === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(await waiting()).toBeGreaterThan(0);
+      await holder.query('SELECT pg_advisory_unlock($1)', [MIGRATE_LOCK]);
+      expect(await pending).toEqual([LIST[LIST.length - 1]!.version]);
+      // Up to date again: no lock taken (the holder has it back).
+      await holder.query('SELECT pg_advisory_lock($1)', [MIGRATE_LOCK]);
+      expect(await b.migrateTo(LIST)).toEqual([]);
+      // A store a newer contract migration changed is refused without the lock too.
+      await b.setCompatibleFrom(LIST[LIST.length - 1]!.version, LIST[LIST.length - 1]!.version);
+      await expect(b.migrateTo(LIST.slice(0, -1))).rejects.toThrow('newer than this svc knows');
+    } finally {
+      await holder.end();
       await b.close();
     }
   });
