@@ -244,7 +244,11 @@ describe('svc CLI', () => {
             "SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.locktype = 'advisory' AND NOT l.granted AND a.application_name = 'svc-migrate-wait'",
           )
         ).rows[0]!.n;
-      while ((await waiting()) === 0) await new Promise((r) => setTimeout(r, 50));
+      const deadline = Date.now() + 30_000;
+      while ((await waiting()) === 0) {
+        if (Date.now() > deadline) throw new Error('the CLI never waited for the migration lock');
+        await new Promise((r) => setTimeout(r, 50));
+      }
       // Hold the lock past the 1 s statement timeout, then let it go.
       await new Promise((r) => setTimeout(r, 1_500));
       await other.query('SELECT pg_advisory_unlock($1)', [MIGRATE_LOCK]);
