@@ -11,11 +11,18 @@ export function sendJson(
   body: unknown,
   headers?: Record<string, string>,
 ): void {
-  const text = JSON.stringify(body);
+  sendJsonText(res, status, JSON.stringify(body), headers);
+}
+
+/**
+ * A JSON answer already serialised: a string (node:http writes it with the head in one chunk) or its UTF-8
+ * bytes (encoded once where the caller has them).
+ */
+export function sendJsonText(res: ServerResponse, status: number, text: string | Buffer, headers?: Record<string, string>): void {
   if (headers) for (const k in headers) res.setHeader(k, headers[k]!);
   res.writeHead(status, {
     'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': Buffer.byteLength(text),
+    'Content-Length': typeof text === 'string' ? Buffer.byteLength(text) : text.length,
   });
   res.end(text);
 }

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { AppError } from '../errors/app-error.js';
-import { sendFailure } from '../http/respond.js';
+import { sendFailure, sendJsonText } from '../http/respond.js';
 import { zonesAnswerJson } from '../domain/decide/decide.js';
 import { nulError, validationError } from '../errors/validation.js';
 import { takePublicLimit, type RateLimiter } from '../http/rate-limit.js';
@@ -74,9 +74,7 @@ export async function handleDecide(deps: DecideDeps, req: IncomingMessage, res: 
     if (cookie) res.setHeader('Set-Cookie', cookie);
     // The same bytes as sendJson of { site_id, visitor_id, holdout, zones }, the zones' texts kept per snapshot.
     const text = `{"site_id":${JSON.stringify(q.site_id)},"visitor_id":${JSON.stringify(q.visitor_id)},"holdout":${r.decision.holdout},"zones":${zonesAnswerJson(r.snap, r.decision.zones)}}`;
-    res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
-    // A string, as sendJson: node:http writes it with the head in one chunk.
-    res.end(text);
+    sendJsonText(res, 200, text);
   } catch (err) {
     sendFailure(res, err, () => deps.onUnexpected(err, req), 'internal error; nothing was stored');
   }

@@ -7,7 +7,7 @@ import { AppError } from '../errors/app-error.js';
 import { jsonPath, nulError } from '../errors/validation.js';
 import { verifyJsonBody } from '../http/json-guard.js';
 import { createRateLimiter, describePolicy, type RateLimiter } from '../http/rate-limit.js';
-import { httpError, sendError } from '../http/respond.js';
+import { httpError, sendError, sendJsonText } from '../http/respond.js';
 import type { Store } from '../store/store.js';
 import { authenticateKey, requireScope, type CallerKey } from './auth.js';
 import { PresentedKeys } from '../domain/access/api-keys.js';
@@ -174,9 +174,7 @@ export function createPulseApi(store: Store, deps: Omit<PulseDeps, 'store'>, log
     });
     // Encoded once: its length and its bytes from one pass (a string would be measured, then joined to the
     // head and flattened and encoded again by the socket write).
-    const body = Buffer.from(text, 'utf8');
-    res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': body.length });
-    res.end(body);
+    sendJsonText(res, 200, Buffer.from(text, 'utf8'));
   }
 
   const answerProfile = (req: IncomingMessage, res: ServerResponse, url: string): boolean => {
