@@ -2,7 +2,9 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
+import { expect } from 'vitest';
 import { backendEnv, pgLater, PG_BASE_URL, schemaFor } from './backend.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -24,11 +26,96 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the built svc binary synchronously. */
+/**
+ * Commands `cli` runs in this process (test/helpers/cli-worker.mjs) rather than as a new one: the store
+ * commands tests use to set up and read back (a site, a key, a token, a destination, stats …). Each runs
+ * the built CLI's own `main` with the environment, arguments and working directory the process would have
+ * had, and gives the same exit code, stdout and stderr; what it saves is the process (~0.22 s of CPU each).
+ * Left out: commands that read stdin, talk to a network peer, log through pino (fd 2), or run for long
+ * (serve, demo, verify, plugin/mcp, backup/restore, migrate, seed, recommend, webhooks test/replay), and
+ * every command of the files whose subject is the svc process itself (SPAWNED_FILES).
+ */
+const IN_PROCESS: Record<string, readonly string[] | 'all'> = {
+  site: 'all',
+  stats: 'all',
+  key: 'all',
+  token: 'all',
+  user: 'all',
+  segment: 'all',
+  accounts: 'all',
+  webhooks: ['add', 'list', 'update', 'rotate-secret', 'remove', 'deliveries'],
+  adplatform: ['add', 'list', 'update', 'remove', 'deliveries', 'jobs', 'retry'],
+};
+
+/** Test files about the svc command line as a process: every command they run is spawned. */
+const SPAWNED_FILES = new Set([
+  'cli.test.ts',
+  'cli-missing-data.test.ts',
+  'verify-cli.test.ts',
+  'backup.test.ts',
+  'file-modes.test.ts',
+  'package.test.ts',
+  'plugin-stdio.test.ts',
+  'seed.test.ts',
+  'recommend.test.ts',
+  'recommend-catalogue.test.ts',
+]);
+
+function inProcess(args: string[], input: string | Buffer | undefined): boolean {
+  if (input !== undefined || process.cwd() !== ROOT) return false;
+  const allowed = IN_PROCESS[args[0] ?? ''];
+  if (allowed === undefined) return false;
+  if (allowed !== 'all' && !allowed.includes(args[1] ?? '')) return false;
+  const file = expect.getState().testPath;
+  return file !== undefined && !SPAWNED_FILES.has(path.basename(file));
+}
+
+const CLI_WORKER = path.join(ROOT, 'test/helpers/cli-worker.mjs');
+const BUNDLE = pathToFileURL(path.join(ROOT, 'dist/bundle/main.js')).href;
+
+/** The thread that runs this test file's in-process commands (cli-worker.mjs), started on first use. */
+let cliThread: { worker: Worker; send: MessagePort; replies: MessagePort; signal: Int32Array } | undefined;
+
+function cliWorker(): NonNullable<typeof cliThread> {
+  if (cliThread !== undefined) return cliThread;
+  const signal = new Int32Array(new SharedArrayBuffer(4));
+  const requests = new MessageChannel();
+  const replies = new MessageChannel();
+  const worker = new Worker(CLI_WORKER, {
+    workerData: { port: replies.port2, requests: requests.port2, signal, bundle: BUNDLE, bin: BIN },
+    transferList: [replies.port2, requests.port2],
+  });
+  // Neither the thread nor its ports keep a test process alive.
+  worker.unref();
+  replies.port1.unref();
+  requests.port1.unref();
+  cliThread = { worker, send: requests.port1, replies: replies.port1, signal };
+  return cliThread;
+}
+
+/** One command on the in-process thread; blocks the caller as spawnSync does, with the same 30 s bound. */
+function cliInProcess(args: string[], env: Record<string, string | undefined>): CliResult {
+  const t = cliWorker();
+  Atomics.store(t.signal, 0, 0);
+  t.send.postMessage({ args, env });
+  if (Atomics.wait(t.signal, 0, 0, 30_000) === 'timed-out') {
+    // Like spawnSync's timeout: the command is ended (its thread, here) and the result has no exit status.
+    cliThread = undefined;
+    void t.worker.terminate();
+    return { code: -1, stdout: '', stderr: `svc ${args.join(' ')}: no answer in 30 s (in-process)` };
+  }
+  const reply = receiveMessageOnPort(t.replies)?.message as CliResult | undefined;
+  if (reply === undefined) throw new Error(`svc ${args.join(' ')}: the in-process command thread sent no reply`);
+  return reply;
+}
+
+/** Runs the built svc binary synchronously (store commands in-process: see IN_PROCESS). */
 export function cli(args: string[], opts: { env?: Record<string, string>; input?: string | Buffer } = {}): CliResult {
+  const env = { ...process.env, ...backendEnv(dataDirOf(args) ?? opts.env?.SVC_DATA_DIR), ...opts.env };
+  if (inProcess(args, opts.input)) return cliInProcess(args, env);
   const r = spawnSync(process.execPath, [BIN, ...args], {
     cwd: ROOT,
-    env: { ...process.env, ...backendEnv(dataDirOf(args) ?? opts.env?.SVC_DATA_DIR), ...opts.env },
+    env,
     input: opts.input,
     encoding: 'utf8',
     timeout: 30_000,
