@@ -94,7 +94,7 @@ function cliWorker(): NonNullable<typeof cliThread> {
 }
 
 /** One command on the in-process thread; blocks the caller as spawnSync does, with the same 30 s bound. */
-function cliInProcess(args: string[], env: Record<string, string | undefined>): CliResult {
+export function cliInProcess(args: string[], env: Record<string, string | undefined>): CliResult {
   const t = cliWorker();
   Atomics.store(t.signal, 0, 0);
   t.send.postMessage({ args, env });
@@ -111,12 +111,21 @@ function cliInProcess(args: string[], env: Record<string, string | undefined>): 
 
 /** Runs the built svc binary synchronously (store commands in-process: see IN_PROCESS). */
 export function cli(args: string[], opts: { env?: Record<string, string>; input?: string | Buffer } = {}): CliResult {
-  const env = { ...process.env, ...backendEnv(dataDirOf(args) ?? opts.env?.SVC_DATA_DIR), ...opts.env };
-  if (inProcess(args, opts.input)) return cliInProcess(args, env);
+  const env = cliEnv(args, opts.env);
+  return inProcess(args, opts.input) ? cliInProcess(args, env) : cliSpawned(args, env, opts.input);
+}
+
+/** The environment an svc command line runs with: the test's, pointed at the store of its data directory. */
+export function cliEnv(args: string[], env?: Record<string, string>): Record<string, string | undefined> {
+  return { ...process.env, ...backendEnv(dataDirOf(args) ?? env?.SVC_DATA_DIR), ...env };
+}
+
+/** One command as a new node process running bin/svc.js. */
+export function cliSpawned(args: string[], env: Record<string, string | undefined>, input?: string | Buffer): CliResult {
   const r = spawnSync(process.execPath, [BIN, ...args], {
     cwd: ROOT,
     env,
-    input: opts.input,
+    input,
     encoding: 'utf8',
     timeout: 30_000,
   });
