@@ -151,6 +151,40 @@ describe(`set-based group commits (${onPg ? 'PostgreSQL' : 'SQLite'})`, () => {
     expect(found.map((r) => Number(r!.n))).toEqual(odd.map(() => 3));
   });
 
+  it('text values holding U+001E, and empty strings, go through the set-based insert unchanged', async () => {
+    const { store, siteId } = await open();
+    // On PostgreSQL a text column of a group's insert goes as its values joined by U+001E unless one holds it (then JSON),
+    // empty strings among them (string_to_table('') alone would give no row): each way, every row as written.
+    const insert = (i: number, session: string, body: string) =>
+      store.write((tx) => tx.activity.insertEvent({ siteId, sessionId: session, profileId: `prf_${i}`, visitorId: `v${i}`, type: 'sep', ts: i, body, now: 1 }), {
+        key: `sep${i}`,
+      });
+    const groups: GroupCommitInfo[] = [];
+    const off = store.onGroupCommit((g) => groups.push(g));
+    await insert(0, '', '');
+    const mixed = [
+      ['a\u001eb', '\u001e'],
+      ['plain', ''],
+      ['', 'c\u001e'],
+      ['\u001e\u001e', 'end'],
+    ];
+    await Promise.all(mixed.map(([session, body], i) => insert(i + 1, session!, body!)));
+    await Promise.all(['x', '', 'y'].map((v, i) => insert(i + 10, v, v)));
+    off();
+    // None of the groups failed its first, set-based run (a failed one is run again in turn, which would store the same
+    // rows); the first, one operation, runs in turn.
+    if (onPg) expect(groups.map((g) => g.mode)).toEqual(['in_turn', 'set_based', 'set_based']);
+    const rows = await store.sql.all<{ session_id: string; body: string; profile_id: string; visitor_id: string; ts: number }>(
+      "SELECT session_id, body, profile_id, visitor_id, ts FROM events WHERE site_id = ? AND type = 'sep' ORDER BY ts",
+      [siteId],
+    );
+    expect(rows.map((r) => [r.ts, r.session_id, r.body, r.profile_id, r.visitor_id])).toEqual([
+      [0, '', '', 'prf_0', 'v0'],
+      ...mixed.map(([session, body], i) => [i + 1, session, body, `prf_${i + 1}`, `v${i + 1}`]),
+      ...['x', '', 'y'].map((v, i) => [i + 10, v, v, `prf_${i + 10}`, `v${i + 10}`]),
+    ]);
+  });
+
   it('scores and conversions: bounded round trips per group, co-purchase counters summed exactly', async () => {
     const { store, svc, siteId } = await open();
     await groupsOf(store, 40, (i) => event(svc, siteId, `c${i}`));
