@@ -146,15 +146,6 @@ export class ProfileCompanies {
     else this.ranges.delete(siteId);
   }
 
-  /**
-   * Whether the site is known, from the cache and without a read, to have no IP ranges: `refresh` of a change
-   * that is not an identity change then has nothing to do (the caller may skip it).
-   */
-  knownWithoutRanges(siteId: string): boolean {
-    const hit = this.ranges.get(siteId);
-    return hit !== undefined && hit.index === null && Date.now() - hit.at < RANGES_TTL_MS;
-  }
-
   private async rangeIndex(r: Repos, siteId: string): Promise<IpRangeIndex | null> {
     const now = Date.now();
     const hit = this.ranges.get(siteId);

@@ -108,12 +108,6 @@ export class SegmentMembership {
     return ordered;
   }
 
-  /** Whether the site is known, from the cache (after the staleness check segments() makes), to have no live segment. */
-  private knownWithoutSegments(siteId: string): boolean {
-    this.dropStale();
-    return this.cache.get(siteId)?.length === 0;
-  }
-
   /** Whether a live segment of the site tests the company (so company changes move memberships). */
   async usesCompany(r: Repos, siteId: string): Promise<boolean> {
     return (await this.segments(r, siteId)).some((s) => usesCompany(s.rule));
@@ -132,13 +126,9 @@ export class SegmentMembership {
     siteId: string,
     profileId: string,
     now: number,
-    opts?: { identity?: boolean },
+    opts: { identity?: boolean } = {},
   ): Promise<{ changed: boolean; primary: string | null }> {
-    const identity = opts?.identity === true;
-    // The common case of an event: a site known from the caches to have neither IP ranges nor live segments.
-    // refresh and evaluate would each look only at those caches and change nothing: their promises are skipped.
-    if (!identity && this.companies.knownWithoutRanges(siteId) && this.knownWithoutSegments(siteId)) return { changed: false, primary: null };
-    const domains = await this.companies.refresh(tx, siteId, profileId, now, identity);
+    const domains = await this.companies.refresh(tx, siteId, profileId, now, opts.identity === true);
     const out = await this.evaluate(tx, siteId, profileId, now);
     if (domains.length > 0) await this.cascade(tx, siteId, domains, now, profileId);
     return out;
