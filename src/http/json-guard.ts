@@ -120,6 +120,16 @@ export function checkJsonText(text: string, maxDepth = MAX_JSON_DEPTH): JsonProb
       }
       i++;
     } else if (c === 0x2d /* - */ || (c >= 0x30 && c <= 0x39)) {
+      // The common number: an integer of at most 15 digits (below 2^53, finite, 0 only when written as 0) is
+      // kept exactly as written; it is stepped over without the expression, its match array or its token.
+      let j = c === 0x2d ? i + 1 : i;
+      const digits = j;
+      for (let d = text.charCodeAt(j); d >= 0x30 && d <= 0x39; d = text.charCodeAt(++j));
+      const after = text.charCodeAt(j);
+      if (j > digits && j - digits <= 15 && after !== 0x2e /* . */ && after !== 0x65 /* e */ && after !== 0x45 /* E */) {
+        i = j;
+        continue;
+      }
       NUMBER.lastIndex = i;
       const m = NUMBER.exec(text);
       if (!m) {

@@ -56,4 +56,14 @@ describe('checkJsonText', () => {
     expect(checkJsonText('{"g":1.5e300,"h":5e-324,"i":1.7976931348623157e308,"j":-2.5,"k":1E2}')).toBeNull();
     expect(checkJsonText('{"s":"123456789012345678901234567890","t":"1e400","u":[true,false,null]}')).toBeNull();
   });
+
+  it('steps over short integers without losing its place: the numbers after them are still checked and named', () => {
+    expect(checkJsonText('{"n":999999999999999,"m":-999999999999999,"o":1000000000000000,"p":[0,-0,7]}')).toBeNull();
+    expect(checkJsonText('{"a":[1,22,-333,12345678901234567890]}')).toMatchObject({ path: '$.a[3]', code: 'unrepresentable_number' });
+    expect(checkJsonText('{"a":[1 , 99999999999999999]}')).toMatchObject({ path: '$.a[1]', code: 'unrepresentable_number' });
+    expect(checkJsonText('{"a":12,"b":12E400}')).toMatchObject({ path: '$.b', code: 'unrepresentable_number' });
+    expect(checkJsonText('{"a":12,"b":-12e400}')).toMatchObject({ path: '$.b', code: 'unrepresentable_number' });
+    expect(checkJsonText('{"a":12,"b":3.5e-400}')).toMatchObject({ path: '$.b', code: 'unrepresentable_number' });
+    expect(checkJsonText('{"a":1,"b":2,"a":3}')).toMatchObject({ path: '$.a', code: 'duplicate_key' });
+  });
 });

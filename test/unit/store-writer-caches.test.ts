@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/store/store.js';
 import { IngestionService, type RequestContext } from '../../src/domain/ingestion/service.js';
 import { SegmentMembership } from '../../src/domain/segments/membership.js';
+import { loadIpRanges } from '../../src/domain/accounts/load-ranges.js';
 import { PG_BASE_URL } from '../helpers/backend.js';
 import { cleanup, tempDir } from '../helpers/svc.js';
 import { openTestStore } from '../helpers/store.js';
@@ -21,6 +22,7 @@ const stores: Store[] = [];
 interface Opened {
   /** The "server": its writer caches. */
   server: Store;
+  membership: SegmentMembership;
   svc: IngestionService;
   /** Another process on the same data (the CLI). */
   cli: Store;
@@ -35,7 +37,8 @@ async function open(): Promise<Opened> {
   const site = await server.write((tx) => tx.sites.create({ name: 'wcache' }));
   const cli = await openTestStore(dir);
   stores.push(cli);
-  return { server, svc: new IngestionService(server, new SegmentMembership(server)), cli, siteId: site.id };
+  const membership = new SegmentMembership(server);
+  return { server, membership, svc: new IngestionService(server, membership), cli, siteId: site.id };
 }
 
 afterEach(async () => {
@@ -182,6 +185,16 @@ describe(`ingestion caches of the writer (${onPg ? 'PostgreSQL: none' : 'SQLite'
     const seg = await o.cli.write((tx) => tx.segments.create({ siteId: o.siteId, name: 'everyone', rule: '{"event":"pageview"}', priority: 0, status: 'live' }));
     await event(o, 'g1');
     expect(await count(o.server, 'SELECT count(*) AS n FROM segment_members WHERE segment_id = ? AND profile_id = ?', [seg.id, a.profile_id])).toBe(1);
+  });
+
+  it('IP ranges loaded after an event of a site without ranges or segments give the next new profile its company', async () => {
+    const o = await open();
+    await event(o, 'k1'); // the site's ranges (none) and live segments (none) are cached by the membership
+    const company = async (profileId: string) =>
+      (await o.server.sql.get<{ ip_domain: string | null }>('SELECT ip_domain FROM profile_companies WHERE profile_id = ?', [profileId]))?.ip_domain;
+    await loadIpRanges(o.server, o.membership, o.siteId, [{ cidr: '203.0.113.0/24', domain: 'acme.test', name: null }]);
+    const b = await event(o, 'k2');
+    expect(await company(b.profile_id)).toBe('acme.test');
   });
 
   // SQLite only: statements are counted on the store's one connection (on PostgreSQL, store-batching.test.ts counts round trips per group).
