@@ -39,11 +39,10 @@ async function ownWebhook(deps: PulseDeps, key: CallerKey, id: string | undefine
 }
 
 /**
- * The profile GET /profile names, and whether its snapshot holds plaintext
- * personal data: exactly one identifier (400), include_pii=true only with the
- * pii scope (403), a profile of the key's site (404).
+ * What GET /profile asks for: exactly one identifier (400), include_pii=true only with the pii scope (403), and
+ * whether its snapshot holds plaintext personal data.
  */
-export async function lookUpProfile(store: Store, key: CallerKey, query: Record<string, unknown>): Promise<{ profile: FoundProfile; pii: boolean }> {
+export function profileLookup(key: CallerKey, query: Record<string, unknown>): { kind: LookupKind; value: string; pii: boolean } {
   const given = LOOKUP_KEYS.filter((k) => query[k] !== undefined);
   if (given.length !== 1) {
     throw new AppError(
@@ -56,8 +55,20 @@ export async function lookUpProfile(store: Store, key: CallerKey, query: Record<
   if (wantsPii) requireScope(key, 'profile:read:pii', 'include_pii=true');
   const pii = query.include_pii === 'false' ? false : key.scopes.has('profile:read:pii');
   const kind = given[0]! as LookupKind;
-  const profile = await findProfile(store, key.siteId, kind, String(query[kind]));
-  if (!profile) throw new AppError('not_found', `no profile matches ${kind}`, { field: kind });
+  return { kind, value: String(query[kind]), pii };
+}
+
+/** GET /profile's 404: no profile of the key's site matches the identifier. */
+export const noProfile = (kind: LookupKind): AppError => new AppError('not_found', `no profile matches ${kind}`, { field: kind });
+
+/**
+ * The profile GET /profile names, and whether its snapshot holds plaintext
+ * personal data (profileLookup's checks, then a profile of the key's site: 404).
+ */
+export async function lookUpProfile(store: Store, key: CallerKey, query: Record<string, unknown>): Promise<{ profile: FoundProfile; pii: boolean }> {
+  const { kind, value, pii } = profileLookup(key, query);
+  const profile = await findProfile(store, key.siteId, kind, value);
+  if (!profile) throw noProfile(kind);
   return { profile, pii };
 }
 

@@ -12,8 +12,9 @@ import type { Store } from '../store/store.js';
 import { authenticateKey, requireScope, type CallerKey } from './auth.js';
 import { PresentedKeys } from '../domain/access/api-keys.js';
 import { ROUTES, type RouteSpec } from './routes.js';
-import { HANDLERS, lookUpProfile, type PulseDeps } from './handlers.js';
-import { asOneRead, profileSnapshotJson } from '../domain/profiles/service.js';
+import { HANDLERS, noProfile, profileLookup, type PulseDeps } from './handlers.js';
+import { asOneRead, findProfileFacts } from '../domain/profiles/service.js';
+import { snapshotJson } from '../domain/profiles/snapshot.js';
 import { buildOpenApi } from './openapi.js';
 import { LOOKUP_KEYS, SHA256_HEX, profileQuerySchema } from './schemas.js';
 
@@ -168,9 +169,13 @@ export function createPulseApi(store: Store, deps: Omit<PulseDeps, 'store'>, log
       });
       const given = querystring.parse(search) as Record<string, unknown>;
       const query = plainProfileQuery(given) ?? (parse(profileQuery, given, 'query') as Record<string, unknown>);
-      // HANDLERS.getProfile's checks, and its snapshot's JSON written directly (the same bytes as JSON.stringify of it).
-      const { profile, pii } = await lookUpProfile(store, key, query);
-      return profileSnapshotJson(store, profile, pii);
+      // HANDLERS.getProfile's checks (lookUpProfile's), the profile and its facts read together (on SQLite by one
+      // statement), and its snapshot's JSON written directly (the same bytes as JSON.stringify of it).
+      const { kind, value, pii } = profileLookup(key, query);
+      const found = findProfileFacts(store, key.siteId, kind, value);
+      const facts = found instanceof Promise ? await found : found;
+      if (facts === undefined) throw noProfile(kind);
+      return snapshotJson(facts, pii);
     });
     // Encoded once: its length and its bytes from one pass (a string would be measured, then joined to the
     // head and flattened and encoded again by the socket write).

@@ -84,12 +84,34 @@ export class ProfileReadRepo {
         row = await this.one(PROFILE_BY_HASH, [siteId, kind, value]);
         break;
     }
-    // A merged profile: its survivor (chains of merges followed up to 16 hops).
+    return this.survivor(siteId, row);
+  }
+
+  /** `row` if it is not merged, else its survivor (chains of merges followed up to 16 hops). */
+  private async survivor(siteId: string, found: ProfileRow | undefined): Promise<ProfileRow | undefined> {
+    let row = found;
     for (let hops = 1; row !== undefined && row.merged_into !== null; hops++) {
       if (hops >= 16) return undefined;
       row = await this.one(PROFILE_BY_ID, [row.merged_into, siteId]);
     }
     return row;
+  }
+
+  /**
+   * The surviving profile for a look-up and its facts (find, then facts), undefined when nothing matches in this
+   * site. On SQLite one statement reads both (FIND_FACTS: the look-up's row joined to the facts' columns), where
+   * find and facts took two, each bound, stepped and read on its own; a merged profile's survivor is found as find
+   * finds it and its facts read by SQLITE_FACTS. The result is a promise only when it had to wait (PostgreSQL, a
+   * merged profile, conversions in another currency).
+   */
+  findWithFacts(siteId: string, kind: LookupKind, value: string): ProfileFacts | undefined | Promise<ProfileFacts | undefined> {
+    if (this.x.dialect !== 'sqlite') return this.find(siteId, kind, value).then((p) => (p === undefined ? undefined : this.facts(p)));
+    const r = (this.x as SqliteSql).getRow(FIND_FACTS[kind], [{ site: siteId, kind: LOOKUP_IDENTITY_KIND[kind], value }]);
+    // An aggregate over no row still answers one, of NULLs: no profile matched.
+    if (r === undefined || r[0] === null) return undefined;
+    const profile = profileOf(r)!;
+    if (profile.merged_into !== null) return this.survivor(siteId, profile).then((p) => (p === undefined ? undefined : this.facts(p)));
+    return this.factsOfRow(profile, r, PROFILE_COLUMN_COUNT);
   }
 
   async facts(profile: ProfileRow): Promise<ProfileFacts> {
@@ -150,12 +172,15 @@ export class ProfileReadRepo {
    * which is the order an aggregate's ORDER BY gives them too (SQLite breaks
    * such ties by a sequence number in scan order).
    */
-  private async sqliteFacts(profile: ProfileRow): Promise<ProfileFacts> {
-    const x = this.x;
-    const id = profile.id;
-    const row = factsOf((x as SqliteSql).getRow(SQLITE_FACTS, [{ id, site: profile.site_id }])!);
-    // The five lists in one JSON text: one parse.
-    const [identityList, hashList, segmentList, eventList, merged] = JSON.parse(row.lists) as FactLists;
+  private sqliteFacts(profile: ProfileRow): ProfileFacts | Promise<ProfileFacts> {
+    return this.factsOfRow(profile, (this.x as SqliteSql).getRow(SQLITE_FACTS, [{ id: profile.id, site: profile.site_id }])!, 0);
+  }
+
+  /** The facts of `profile` from FACTS_COLUMNS read at `at` in row `r` (of SQLITE_FACTS or FIND_FACTS). */
+  private factsOfRow(profile: ProfileRow, r: unknown[], at: number): ProfileFacts | Promise<ProfileFacts> {
+    const row = factsOf(r, at);
+    // The six lists in one JSON text: one parse.
+    const [identityList, hashList, segmentList, eventList, merged, sessions] = JSON.parse(row.lists) as FactLists;
     const identities = sortedBy(identityList, byKindThenTime).map(([kind, value]) => ({ kind, value }));
     const hashes = sortedBy(hashList, byKindThenNewest).map(([kind, hash]) => ({ kind, hash }));
     const segments = sortedBy(segmentList, byPriorityThenId).map(([id, name, priority, since]) => ({
@@ -166,21 +191,20 @@ export class ProfileReadRepo {
     }));
     // The top 50 by count, then type (each type once: the order is total, so the cut is the portable statement's).
     const events = topEvents(eventList).map(([type, n, last]) => ({ type, n, last }));
-    return {
+    const facts: ProfileFacts = {
       profile,
       identities,
       hashes,
       segments,
-      sessions: { count: row.session_count, first_seen: row.first_seen, last_seen: row.last_seen },
+      sessions: { count: sessions[0], first_seen: sessions[1], last_seen: sessions[2] },
       events,
-      conversions:
-        row.conv_other > 0
-          ? await conversionTotals(x, profile.site_id, id)
-          : { count: row.conv_count, revenue: row.conv_revenue, last: row.conv_last, currency: row.site_currency ?? '', otherCurrencies: [] },
+      conversions: { count: row.conv_count, revenue: row.conv_revenue, last: row.conv_last, currency: row.site_currency ?? '', otherCurrencies: [] },
       leads: row.leads,
       lastScore: row.score_at === null ? null : { score: row.score, at: row.score_at },
       mergedFrom: sortedBy(merged, binaryOrder),
     };
+    if (row.conv_other === 0) return facts;
+    return conversionTotals(this.x, profile.site_id, profile.id).then((conversions) => ({ ...facts, conversions }));
   }
 }
 
@@ -229,15 +253,23 @@ const byPriorityThenId = (a: [string, string, number, number], b: [string, strin
 /** ORDER BY n DESC, type (event counts: type, n, last). */
 const byCountThenType = (a: [string, number, number], b: [string, number, number]) => b[1] - a[1] || binaryOrder(a[0], b[0]);
 
-/** SQLITE_FACTS's `lists`, parsed: identities (kind, value, created_at), hashes (kind, hash, created_at), segments (id, name, priority, since), event counts (type, n, last), merged profile ids. */
-type FactLists = [[string, string, number][], [string, string, number][], [string, string, number, number][], [string, number, number][], string[]];
+/**
+ * FACTS_COLUMNS's `lists`, parsed: identities (kind, value, created_at), hashes (kind, hash, created_at), segments
+ * (id, name, priority, since), event counts (type, n, last), merged profile ids, and the sessions' count, first
+ * and last seen (integers, which JSON carries exactly).
+ */
+type FactLists = [
+  [string, string, number][],
+  [string, string, number][],
+  [string, string, number, number][],
+  [string, number, number][],
+  string[],
+  [number, number | null, number | null],
+];
 
 interface SqliteFactsRow {
-  /** The five lists as one JSON array (FactLists). */
+  /** The six lists as one JSON array (FactLists). */
   lists: string;
-  session_count: number;
-  first_seen: number | null;
-  last_seen: number | null;
   leads: number;
   site_currency: string | null;
   conv_count: number;
@@ -251,52 +283,86 @@ interface SqliteFactsRow {
   score_at: number | null;
 }
 
-/** SQLITE_FACTS's row, read as an array (its columns in the order of the statement). */
-function factsOf(r: unknown[]): SqliteFactsRow {
+/** FACTS_COLUMNS read as an array from position `at` (their order in the statement). */
+function factsOf(r: unknown[], at: number): SqliteFactsRow {
   return {
-    lists: r[0] as string,
-    session_count: r[1] as number,
-    first_seen: r[2] as number | null,
-    last_seen: r[3] as number | null,
-    leads: r[4] as number,
-    site_currency: r[5] as string | null,
-    conv_count: r[6] as number,
-    conv_last: r[7] as number | null,
-    conv_revenue: r[8] as number,
-    conv_other: r[9] as number,
-    score: r[10] as number | null,
-    score_at: r[11] as number | null,
+    lists: r[at] as string,
+    leads: r[at + 1] as number,
+    site_currency: r[at + 2] as string | null,
+    conv_count: r[at + 3] as number,
+    conv_last: r[at + 4] as number | null,
+    conv_revenue: r[at + 5] as number,
+    conv_other: r[at + 6] as number,
+    score: r[at + 7] as number | null,
+    score_at: r[at + 8] as number | null,
   };
 }
 
 /**
- * The facts of one profile in one row (SQLite; `@id` is the profile id, `@site` its site: two bound values, not
- * one per use; see ProfileReadRepo.sqliteFacts). The lists come as one JSON array of five (json_group_array
- * gives `[]`, never NULL, for no rows), unordered (sorted by sqliteFacts), with the sort keys the portable
- * statements order by; the event counts come one per type, all of them (topEvents keeps the first 50 by count,
- * then type: an ORDER BY ... LIMIT 50 here cost a sorter and a temporary b-tree per snapshot, ~16% of this
- * statement's instructions, for a cut that matters only to a profile with more than 50 event types). No subquery
- * is in FROM but the sessions' (ss, the outer loop: a co-routine, no temporary table); the site and its
- * conversions are joined to it (LEFT JOIN: one row whether or not the site or conversions exist) and aggregated
- * by the statement itself: conversionTotals's figures over the site's currency. The last score is its row,
- * joined by rowid to the one id an uncorrelated subquery finds in the ordered index (scores_profile holds the
- * rowid): one descent of the index and one of the table, where a scalar subquery per column took two of each.
+ * The facts of the profile whose id is the SQL expression `id`, as columns of one row (SQLite; see
+ * ProfileReadRepo.factsOfRow), over FACTS_JOINS. The lists come as one JSON array of six (json_group_array gives
+ * `[]`, never NULL, for no rows), unordered (sorted by factsOfRow), with the sort keys the portable statements
+ * order by; the event counts come one per type, all of them (topEvents keeps the first 50 by count, then type:
+ * an ORDER BY ... LIMIT 50 here cost a sorter and a temporary b-tree per snapshot, ~16% of this statement's
+ * instructions, for a cut that matters only to a profile with more than 50 event types). The sessions' count,
+ * first and last seen are the sixth element (a correlated subquery: SQLite has no LATERAL, so it cannot be a
+ * subquery in FROM once the id comes from the row of a look-up). The site and its conversions are joined
+ * (LEFT JOIN: one row whether or not the site or conversions exist) and aggregated by the statement itself:
+ * conversionTotals's figures over the site's currency. The last score is its row, joined by rowid to the one id
+ * a subquery finds in the ordered index (scores_profile holds the rowid): one descent of the index and one of
+ * the table, where a scalar subquery per column took two of each.
  */
-const SQLITE_FACTS =
-  'SELECT ' +
-  "'[' || (SELECT json_group_array(json_array(kind, value, created_at)) FROM identities WHERE profile_id = @id) || ',' || " +
-  "(SELECT json_group_array(json_array(kind, hash, created_at)) FROM identity_hashes WHERE profile_id = @id) || ',' || " +
-  "(SELECT json_group_array(json_array(s.id, s.name, s.priority, m.since)) FROM segment_members m JOIN segments s ON s.id = m.segment_id WHERE m.profile_id = @id) || ',' || " +
-  "(SELECT json_group_array(json_array(type, n, last)) FROM (SELECT type, count(*) AS n, max(ts) AS last FROM events WHERE profile_id = @id GROUP BY type)) || ',' || " +
-  "(SELECT json_group_array(id) FROM profiles WHERE merged_into = @id) || ']' AS lists, " +
-  'ss.session_count, ss.first_seen, ss.last_seen, ' +
-  '(SELECT count(*) FROM leads WHERE profile_id = @id) AS leads, ' +
+const FACTS_COLUMNS = (id: string): string =>
+  "'[' || " +
+  `(SELECT json_group_array(json_array(kind, value, created_at)) FROM identities WHERE profile_id = ${id}) || ',' || ` +
+  `(SELECT json_group_array(json_array(kind, hash, created_at)) FROM identity_hashes WHERE profile_id = ${id}) || ',' || ` +
+  `(SELECT json_group_array(json_array(s.id, s.name, s.priority, m.since)) FROM segment_members m JOIN segments s ON s.id = m.segment_id WHERE m.profile_id = ${id}) || ',' || ` +
+  `(SELECT json_group_array(json_array(type, n, last)) FROM (SELECT type, count(*) AS n, max(ts) AS last FROM events WHERE profile_id = ${id} GROUP BY type)) || ',' || ` +
+  `(SELECT json_group_array(id) FROM profiles WHERE merged_into = ${id}) || ',' || ` +
+  `(SELECT json_array(count(*), min(first_seen), max(last_seen)) FROM sessions WHERE profile_id = ${id}) || ']' AS lists, ` +
+  `(SELECT count(*) FROM leads WHERE profile_id = ${id}) AS leads, ` +
   's.currency AS site_currency, count(c.id) AS conv_count, max(c.created_at) AS conv_last, ' +
   'coalesce(sum(CASE WHEN c.currency = s.currency THEN c.revenue END), 0) AS conv_revenue, count(CASE WHEN c.currency <> s.currency THEN 1 END) AS conv_other, ' +
-  'sc.score, sc.received_at AS score_at ' +
-  'FROM (SELECT count(*) AS session_count, min(first_seen) AS first_seen, max(last_seen) AS last_seen FROM sessions WHERE profile_id = @id) AS ss ' +
-  'LEFT JOIN sites s ON s.id = @site LEFT JOIN conversions c ON c.site_id = s.id AND c.profile_id = @id ' +
-  'LEFT JOIN scores sc ON sc.id = (SELECT id FROM scores WHERE profile_id = @id ORDER BY received_at DESC, id DESC LIMIT 1)';
+  'sc.score, sc.received_at AS score_at';
+/** The joins FACTS_COLUMNS reads: the site `site`, the conversions and the last score of the profile `id`. */
+const FACTS_JOINS = (id: string, site: string): string =>
+  `LEFT JOIN sites s ON s.id = ${site} LEFT JOIN conversions c ON c.site_id = s.id AND c.profile_id = ${id} ` +
+  `LEFT JOIN scores sc ON sc.id = (SELECT id FROM scores WHERE profile_id = ${id} ORDER BY received_at DESC, id DESC LIMIT 1)`;
+
+/** The facts of one profile in one row: `@id` its id, `@site` its site (two bound values, not one per use). */
+const SQLITE_FACTS = `SELECT ${FACTS_COLUMNS('@id')} FROM (SELECT 1) AS one ${FACTS_JOINS('@id', '@site')}`;
+
+/**
+ * A look-up and the facts of the profile it finds, in one row (ProfileReadRepo.findWithFacts): PROFILE_COLUMNS,
+ * then FACTS_COLUMNS of p. `@site`, `@value` and (but by id) `@kind`, identities' or identity_hashes' kind, are
+ * bound. The aggregate answers one row even when nothing matches: its columns are then NULL.
+ */
+const FIND_FACTS_BY_ID = `SELECT ${PROFILE_COLUMNS}, ${FACTS_COLUMNS('p.id')} FROM profiles p ${FACTS_JOINS('p.id', 'p.site_id')} WHERE p.id = @value AND p.site_id = @site`;
+const FIND_FACTS_BY_IDENTITY =
+  `SELECT ${PROFILE_COLUMNS}, ${FACTS_COLUMNS('p.id')} FROM identities i JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id ` +
+  `${FACTS_JOINS('p.id', 'p.site_id')} WHERE i.site_id = @site AND i.kind = @kind AND i.value = @value`;
+const FIND_FACTS_BY_HASH =
+  `SELECT ${PROFILE_COLUMNS}, ${FACTS_COLUMNS('p.id')} FROM identity_hashes h JOIN profiles p ON p.id = h.profile_id AND p.site_id = h.site_id ` +
+  `${FACTS_JOINS('p.id', 'p.site_id')} WHERE h.site_id = @site AND h.kind = @kind AND h.hash = @value`;
+const FIND_FACTS: Record<LookupKind, string> = {
+  profile_id: FIND_FACTS_BY_ID,
+  visitor_id: FIND_FACTS_BY_IDENTITY,
+  email: FIND_FACTS_BY_IDENTITY,
+  external_id: FIND_FACTS_BY_IDENTITY,
+  email_sha256: FIND_FACTS_BY_HASH,
+  phone_sha256: FIND_FACTS_BY_HASH,
+};
+/** The kind stored in identities or identity_hashes for a look-up (null for a profile id). */
+const LOOKUP_IDENTITY_KIND: Record<LookupKind, string | null> = {
+  profile_id: null,
+  visitor_id: 'visitor',
+  email: 'email',
+  external_id: 'external_id',
+  email_sha256: 'email_sha256',
+  phone_sha256: 'phone_sha256',
+};
+/** How many columns PROFILE_COLUMNS has (FIND_FACTS's facts start after them). */
+const PROFILE_COLUMN_COUNT = 8;
 
 /**
  * A profile's conversions: count and last time over all of them; revenue summed

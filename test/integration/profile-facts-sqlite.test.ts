@@ -175,6 +175,47 @@ describe.skipIf(PG_BASE_URL !== undefined)('profile facts on SQLite', () => {
       db.close();
     }
   });
+
+  it('reads a look-up and its facts in one statement as find and then facts read them', async () => {
+    const db = new Database(path.join(dataDir, 'svc.db'), { readonly: true });
+    try {
+      const sql = new SqliteSql(db);
+      const repo = new ProfileReadRepo(sql);
+      const kinds = { visitor: 'visitor_id', email: 'email', external_id: 'external_id' } as const;
+      const lookups: [Parameters<ProfileReadRepo['find']>[1], string, string][] = [];
+      for (const s of [site, tieSite]) {
+        for (const i of db.prepare('SELECT kind, value FROM identities WHERE site_id = ?').all(s) as { kind: keyof typeof kinds; value: string }[]) lookups.push([kinds[i.kind], i.value, s]);
+        for (const h of db.prepare('SELECT kind, hash FROM identity_hashes WHERE site_id = ?').all(s) as { kind: 'email_sha256' | 'phone_sha256'; hash: string }[]) lookups.push([h.kind, h.hash, s]);
+        for (const p of db.prepare('SELECT id FROM profiles WHERE site_id = ?').all(s) as { id: string }[]) lookups.push(['profile_id', p.id, s]);
+      }
+      expect(lookups.length).toBeGreaterThan(700);
+      const differing: string[] = [];
+      let viaMerge = 0;
+      let otherCurrencies = 0;
+      for (const [kind, value, s] of lookups) {
+        const found = await repo.find(s, kind, value);
+        const expected = found === undefined ? undefined : await repo.facts(found);
+        const got = await repo.findWithFacts(s, kind, value);
+        if (!isDeepStrictEqual(got, expected)) differing.push(`${kind} ${value}`);
+        if (got !== undefined && kind === 'profile_id' && got.profile.id !== value) viaMerge++;
+        if ((got?.conversions.otherCurrencies.length ?? 0) > 0) otherCurrencies++;
+      }
+      expect(differing).toEqual([]);
+      // Merged profiles answered by their survivor (three of the seeded site, four of the tied one), and a profile
+      // whose conversions are in two currencies, were among them.
+      expect(viaMerge).toBe(7);
+      expect(otherCurrencies).toBeGreaterThan(0);
+      // Nothing in another site, for an unknown value, or for a kind's value under another kind.
+      const anyProfile = lookups.find(([k]) => k === 'profile_id')![1];
+      expect(await repo.findWithFacts('site_other', 'profile_id', anyProfile)).toBeUndefined();
+      expect(await repo.findWithFacts(site, 'visitor_id', 'no-such-visitor')).toBeUndefined();
+      expect(await repo.findWithFacts(site, 'email_sha256', '0'.repeat(64))).toBeUndefined();
+      const visitor = lookups.find(([k]) => k === 'visitor_id')![1];
+      expect(await repo.findWithFacts(site, 'external_id', visitor)).toBeUndefined();
+    } finally {
+      db.close();
+    }
+  });
 });
 
 /**

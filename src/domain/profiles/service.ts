@@ -1,11 +1,11 @@
 import type { Store } from '../../store/store.js';
-import type { LookupKind, ProfileRow } from '../../store/profile-read.js';
+import type { LookupKind, ProfileFacts, ProfileRow } from '../../store/profile-read.js';
 import type { ErasureCounts } from '../../store/privacy.js';
 import { AppError } from '../../errors/app-error.js';
 import { normalizeEmail } from '../identity/normalize.js';
 import { eventId, scoreId } from '../ingestion/ids.js';
 import type { SegmentMembership } from '../segments/membership.js';
-import { buildSnapshot, snapshotJson } from './snapshot.js';
+import { buildSnapshot } from './snapshot.js';
 import { eraseProfile } from './erase.js';
 import type { ProfileSnapshot } from './schema.js';
 
@@ -24,6 +24,14 @@ export async function findProfile(store: Store, siteId: string, by: LookupKind, 
 }
 
 /**
+ * findProfile and the facts of what it finds (undefined when nothing matches), on SQLite in one statement
+ * (ProfileReadRepo.findWithFacts): a promise only when the read had to wait.
+ */
+export function findProfileFacts(store: Store, siteId: string, by: LookupKind, value: string): ProfileFacts | undefined | Promise<ProfileFacts | undefined> {
+  return store.profileRead.findWithFacts(siteId, by, by === 'email' ? normalizeEmail(value) : value);
+}
+
+/**
  * One profile read as one operation of the store: what `read` reads (the
  * caller's key, then the profile and its facts) is grouped by the store (on
  * SQLite one read transaction, the database's locks taken once rather than
@@ -37,11 +45,6 @@ export function asOneRead<T>(store: Store, read: () => Promise<T>): Promise<T> {
 /** The snapshot of a profile; plaintext email, phone, name and trait values only with `pii`. */
 export async function profileSnapshot(store: Store, profile: FoundProfile, pii: boolean): Promise<ProfileSnapshot> {
   return buildSnapshot(await store.profileRead.facts(profile), pii);
-}
-
-/** JSON.stringify(await profileSnapshot(store, profile, pii)), written without the snapshot object (snapshotJson). */
-export async function profileSnapshotJson(store: Store, profile: FoundProfile, pii: boolean): Promise<string> {
-  return snapshotJson(await store.profileRead.facts(profile), pii);
 }
 
 /** One item of a profile's timeline, ids as ingestion answered them. */
