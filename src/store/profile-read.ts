@@ -67,23 +67,11 @@ export class ProfileReadRepo {
 
   /** The surviving profile for a look-up, following merges; undefined when nothing matches in this site. */
   async find(siteId: string, kind: LookupKind, value: string): Promise<ProfileRow | undefined> {
-    let row: ProfileRow | undefined;
-    switch (kind) {
-      case 'profile_id':
-        row = await this.one(PROFILE_BY_ID, [value, siteId]);
-        break;
-      case 'visitor_id':
-        row = await this.one(PROFILE_BY_IDENTITY, [siteId, 'visitor', value]);
-        break;
-      case 'email':
-      case 'external_id':
-        row = await this.one(PROFILE_BY_IDENTITY, [siteId, kind, value]);
-        break;
-      case 'email_sha256':
-      case 'phone_sha256':
-        row = await this.one(PROFILE_BY_HASH, [siteId, kind, value]);
-        break;
-    }
+    const stored = LOOKUP_IDENTITY_KIND[kind];
+    const row =
+      stored === null
+        ? await this.one(PROFILE_BY_ID, [value, siteId])
+        : await this.one(PROFILE_BY[kind], [siteId, stored, value]);
     return this.survivor(siteId, row);
   }
 
@@ -105,14 +93,17 @@ export class ProfileReadRepo {
    * merged profile, conversions in another currency).
    */
   findWithFacts(siteId: string, kind: LookupKind, value: string): ProfileFacts | undefined | Promise<ProfileFacts | undefined> {
-    if (this.x.dialect !== 'sqlite') return this.find(siteId, kind, value).then((p) => (p === undefined ? undefined : this.facts(p)));
+    if (this.x.dialect !== 'sqlite') return this.find(siteId, kind, value).then(this.factsOfFound);
     const r = (this.x as SqliteSql).getRow(FIND_FACTS[kind], [{ site: siteId, kind: LOOKUP_IDENTITY_KIND[kind], value }]);
     // An aggregate over no row still answers one, of NULLs: no profile matched.
     if (r === undefined || r[0] === null) return undefined;
     const profile = profileOf(r)!;
-    if (profile.merged_into !== null) return this.survivor(siteId, profile).then((p) => (p === undefined ? undefined : this.facts(p)));
+    if (profile.merged_into !== null) return this.survivor(siteId, profile).then(this.factsOfFound);
     return this.factsOfRow(profile, r, PROFILE_COLUMN_COUNT);
   }
+
+  /** The facts of a found profile; undefined when none was found. */
+  private readonly factsOfFound = (p: ProfileRow | undefined): Promise<ProfileFacts> | undefined => (p === undefined ? undefined : this.facts(p));
 
   async facts(profile: ProfileRow): Promise<ProfileFacts> {
     const x = this.x;
@@ -351,6 +342,15 @@ const FIND_FACTS: Record<LookupKind, string> = {
   external_id: FIND_FACTS_BY_IDENTITY,
   email_sha256: FIND_FACTS_BY_HASH,
   phone_sha256: FIND_FACTS_BY_HASH,
+};
+/** The PROFILE_BY_* statement of a look-up by an identity or a hash (find; a profile id reads PROFILE_BY_ID). */
+const PROFILE_BY: Record<LookupKind, string> = {
+  profile_id: PROFILE_BY_ID,
+  visitor_id: PROFILE_BY_IDENTITY,
+  email: PROFILE_BY_IDENTITY,
+  external_id: PROFILE_BY_IDENTITY,
+  email_sha256: PROFILE_BY_HASH,
+  phone_sha256: PROFILE_BY_HASH,
 };
 /** The kind stored in identities or identity_hashes for a look-up (null for a profile id). */
 const LOOKUP_IDENTITY_KIND: Record<LookupKind, string | null> = {
