@@ -3,10 +3,11 @@
 // per request through the same `main`, with the environment the spawned process would have had, its stdout and
 // stderr captured and its exit code as bin/svc.js sets it. A command costs its own work instead of a node process
 // (~0.22 s of CPU: start, module load). Request: { args, env }; reply on the port given at start:
-// { code, stdout, stderr }, then it wakes the caller through `signal`.
+// { code, stdout, stderr }, then it wakes the caller through `signal` (the blocking `cli`; the thread of `cliAsync`
+// has none: its caller awaits the reply, and sends the next command only once it has it).
 import { workerData } from 'node:worker_threads';
 
-/** @type {{ port: import('node:worker_threads').MessagePort; requests: import('node:worker_threads').MessagePort; signal: Int32Array; bundle: string; bin: string }} */
+/** @type {{ port: import('node:worker_threads').MessagePort; requests: import('node:worker_threads').MessagePort; signal?: Int32Array; bundle: string; bin: string }} */
 const { port, requests, signal, bundle, bin } = workerData;
 
 const { main } = await import(bundle);
@@ -59,6 +60,7 @@ requests.on('message', (req) => {
       (e) => port.postMessage({ code: 1, stdout: '', stderr: `svc: ${String(e?.message ?? e)}\n` }),
     )
     .finally(() => {
+      if (signal === undefined) return;
       Atomics.store(signal, 0, 1);
       Atomics.notify(signal, 0);
     });

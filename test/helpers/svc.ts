@@ -61,9 +61,20 @@ const SPAWNED_FILES = new Set([
   'recommend-catalogue.test.ts',
 ]);
 
-function inProcess(args: string[], input: string | Buffer | undefined): boolean {
+/**
+ * Commands `cliAsync` runs in this process besides those of IN_PROCESS: the ones that talk to a receiver of the
+ * test's own event loop, which the blocking `cli` cannot run (it would stop the receiver it waits for). On the
+ * thread of `cliAsync` the test's event loop goes on while the command runs.
+ */
+const IN_PROCESS_ASYNC: Record<string, readonly string[]> = {
+  webhooks: ['test', 'replay'],
+};
+
+function inProcess(args: string[], input: string | Buffer | undefined, extra: Record<string, readonly string[]> = {}): boolean {
   if (input !== undefined || process.cwd() !== ROOT) return false;
-  const allowed = IN_PROCESS[args[0] ?? ''];
+  const more = extra[args[0] ?? ''];
+  const listed = IN_PROCESS[args[0] ?? ''];
+  const allowed = listed === 'all' || more === undefined ? listed : [...(listed ?? []), ...more];
   if (allowed === undefined) return false;
   if (allowed !== 'all' && !allowed.includes(args[1] ?? '')) return false;
   const file = expect.getState().testPath;
@@ -132,12 +143,83 @@ export function cliSpawned(args: string[], env: Record<string, string | undefine
   return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
 
-/** Runs the built svc binary without blocking the event loop (for commands that talk to an in-process receiver). */
+/**
+ * The thread of this test file's `cliAsync` commands (cli-worker.mjs without a signal), apart from the blocking
+ * `cli`'s: a blocking command may then run while an asynchronous one waits on the test's receiver. One command at
+ * a time (a command's environment and streams are its thread's), in the order asked.
+ */
+let asyncThread: { worker: Worker; send: MessagePort; replies: MessagePort } | undefined;
+let asyncQueue: Promise<unknown> = Promise.resolve();
+
+function cliAsyncWorker(): NonNullable<typeof asyncThread> {
+  if (asyncThread !== undefined) return asyncThread;
+  const requests = new MessageChannel();
+  const replies = new MessageChannel();
+  const worker = new Worker(CLI_WORKER, {
+    workerData: { port: replies.port2, requests: requests.port2, bundle: BUNDLE, bin: BIN },
+    transferList: [replies.port2, requests.port2],
+  });
+  worker.unref();
+  replies.port1.unref();
+  requests.port1.unref();
+  asyncThread = { worker, send: requests.port1, replies: replies.port1 };
+  return asyncThread;
+}
+
+/** The bound of one `cliAsync` command in-process; a spawned one has the test's own timeout. */
+const ASYNC_BOUND_MS = 60_000;
+
+/** One command on the asynchronous in-process thread, once the commands asked before it have ended. */
+export function cliInProcessAsync(args: string[], env: Record<string, string | undefined>): Promise<CliResult> {
+  const run = () =>
+    new Promise<CliResult>((resolve, reject) => {
+      const t = cliAsyncWorker();
+      const timer = setTimeout(() => {
+        t.replies.off('message', onReply);
+        t.worker.off('error', onError);
+        asyncThread = undefined;
+        void t.worker.terminate();
+        resolve({ code: -1, stdout: '', stderr: `svc ${args.join(' ')}: no answer in ${ASYNC_BOUND_MS / 1000} s (in-process)` });
+      }, ASYNC_BOUND_MS);
+      const done = () => {
+        clearTimeout(timer);
+        t.replies.off('message', onReply);
+        t.worker.off('error', onError);
+      };
+      const onReply = (reply: CliResult) => {
+        done();
+        resolve(reply);
+      };
+      // The thread itself failed (the bundle would not load): no command runs on it any more.
+      const onError = (e: Error) => {
+        done();
+        asyncThread = undefined;
+        reject(e);
+      };
+      t.replies.on('message', onReply);
+      t.worker.on('error', onError);
+      t.send.postMessage({ args, env });
+    });
+  const result = asyncQueue.then(run, run);
+  asyncQueue = result.catch(() => undefined);
+  return result;
+}
+
+/**
+ * Runs the built svc binary without blocking the event loop (for commands that talk to an in-process receiver):
+ * the commands of IN_PROCESS and IN_PROCESS_ASYNC on this file's asynchronous thread, the rest as new processes.
+ */
 export function cliAsync(args: string[], opts: { env?: Record<string, string> } = {}): Promise<CliResult> {
+  const env = cliEnv(args, opts.env);
+  return inProcess(args, undefined, IN_PROCESS_ASYNC) ? cliInProcessAsync(args, env) : cliSpawnedAsync(args, env);
+}
+
+/** One command as a new node process running bin/svc.js, without blocking the event loop. */
+export function cliSpawnedAsync(args: string[], env: Record<string, string | undefined>): Promise<CliResult> {
   return new Promise((resolve) => {
     const p = spawn(process.execPath, [BIN, ...args], {
       cwd: ROOT,
-      env: { ...process.env, ...backendEnv(dataDirOf(args) ?? opts.env?.SVC_DATA_DIR), ...opts.env },
+      env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
