@@ -1,13 +1,17 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * The suite runs on the embedded SQLite store always, and a second time on
+ * The suite runs on the embedded SQLite store always (projects sqlite and unit:
+ * the unit tests apart, in shared worker processes), and a second time on
  * PostgreSQL when SVC_TEST_DATABASE_URL is set (.ci/run sets it): every test
  * that stores data then gets a schema of its own (test/helpers/backend.ts).
  */
 const pgUrl = process.env.SVC_TEST_DATABASE_URL;
 
 const shared = { testTimeout: 60_000, hookTimeout: 60_000 };
+
+/** Unit test files that need a process of their own (they mock a module: vi.mock), run with the integration tests. */
+const OWN_PROCESS = ['test/unit/writer-ack.test.ts'];
 
 export default defineConfig({
   test: {
@@ -19,7 +23,21 @@ export default defineConfig({
         test: {
           ...shared,
           name: 'sqlite',
-          include: ['test/unit/**/*.test.ts', 'test/integration/**/*.test.ts'],
+          include: ['test/integration/**/*.test.ts', ...OWN_PROCESS],
+          env: { SVC_TEST_BACKEND: 'sqlite' },
+        },
+      },
+      {
+        // The unit tests share their worker processes: a file then costs its tests and its imports, not a new
+        // process with vitest and the dependencies loaded again (~0.3-0.5 s of CPU a file, 80 files). The
+        // modules of src/ are not evaluated again from one file to the next, so a file that mocks a module
+        // (vi.mock) keeps a process of its own, in the project above (OWN_PROCESS).
+        test: {
+          ...shared,
+          name: 'unit',
+          include: ['test/unit/**/*.test.ts'],
+          exclude: OWN_PROCESS,
+          isolate: false,
           env: { SVC_TEST_BACKEND: 'sqlite' },
         },
       },
