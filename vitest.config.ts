@@ -3,8 +3,9 @@ import { defineConfig } from 'vitest/config';
 /**
  * The suite runs on the embedded SQLite store always (projects sqlite and unit:
  * the unit tests apart, in shared worker processes), and a second time on
- * PostgreSQL when SVC_TEST_DATABASE_URL is set (.ci/run sets it): every test
- * that stores data then gets a schema of its own (test/helpers/backend.ts).
+ * PostgreSQL when SVC_TEST_DATABASE_URL is set (.ci/run sets it; projects pg and
+ * pg-unit): every test that stores data then gets a schema of its own
+ * (test/helpers/backend.ts).
  */
 const pgUrl = process.env.SVC_TEST_DATABASE_URL;
 
@@ -47,8 +48,21 @@ export default defineConfig({
               test: {
                 ...shared,
                 name: 'pg',
-                // Unit tests of pure code run once; everything that stores data runs again on PostgreSQL.
-                include: ['test/integration/**/*.test.ts', 'test/unit/segment-rules*.test.ts', 'test/unit/store-*.test.ts'],
+                include: ['test/integration/**/*.test.ts'],
+                env: { SVC_TEST_BACKEND: 'pg' },
+                globalSetup: ['test/helpers/pg-global.ts'],
+                setupFiles: ['test/helpers/pg-setup.ts'],
+              },
+            },
+            {
+              // Unit tests of pure code run once; those that store data run again on PostgreSQL, in shared
+              // worker processes like the project unit (the set-up file still runs for each file).
+              test: {
+                ...shared,
+                name: 'pg-unit',
+                include: ['test/unit/segment-rules*.test.ts', 'test/unit/store-*.test.ts'],
+                exclude: OWN_PROCESS,
+                isolate: false,
                 env: { SVC_TEST_BACKEND: 'pg' },
                 globalSetup: ['test/helpers/pg-global.ts'],
                 setupFiles: ['test/helpers/pg-setup.ts'],
