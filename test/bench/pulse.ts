@@ -73,8 +73,8 @@ const HELP = `usage: npm run bench:pulse -- [options]
                      120) and until 70 s after svc started (its janitor's first pass comes at 60 s); bounded by
                      180 s. svc then holds every sampled profile's pages (SQLite's and the OS's caches), has
                      compiled every look-up's path and run its workers' first passes, so the first identifier
-                     type measured pays no start-up the others do not; the bare server gets the same requests
-                     for as long
+                     type measured pays no start-up the others do not. The bare server is warmed up first (the
+                     same requests, until 70 s after svc's start), then svc, whose first window follows at once
   --rounds N         rounds of GET /profile windows (default 3, max 20): each round measures every identifier
                      type and the bare server once, the order rotated by one each round; the figures are the
                      median over rounds (a fair steady-state measure, the same for svc and the bare server)
@@ -479,16 +479,21 @@ async function profileLoops(
   const paths = warmupPaths(samples);
   if (opts.serverWarmup > 0) {
     const maxSeconds = Math.max(opts.serverWarmup, SERVER_WARMUP_MAX_SECONDS);
-    // Past the first passes of svc's workers too: the janitor's first retention pass comes 60 s after the start
-    // (a burst of server CPU that would land in whichever window runs then).
-    const minSeconds = Math.max(opts.serverWarmup, WORKERS_FIRST_PASSES_SECONDS - (performance.now() - serverStarted) / 1000);
-    const w = await serverWarmup(client, paths, opts.connections, minSeconds, maxSeconds);
-    log(`  server warm-up: ${fmt.int(w.requests)} requests in ${w.seconds.toFixed(1)} s (every sampled identifier ${WARMUP_PASSES}x, at least ${opts.serverWarmup} s and until ${WORKERS_FIRST_PASSES_SECONDS} s after the start)${suffix}`);
+    // Past the first passes of svc's workers: the janitor's first retention pass comes 60 s after the start (a
+    // burst of server CPU that would land in whichever window runs then). The bare server is warmed up first,
+    // until then (the same requests), and svc's own warm-up ends right before its first window: a server left idle
+    // for ~70 s after its warm-up paid 2-3x the CPU a request over its next ~1,500 requests (no pread: not SQLite's
+    // cache), more than a window's own warm-up absorbs.
+    const workersDone = () => Math.max(0, WORKERS_FIRST_PASSES_SECONDS - (performance.now() - serverStarted) / 1000);
+    let bareSeconds = 0;
     if (bare) {
-      // The same requests, for at least as long as svc's warm-up took.
-      const b = await serverWarmup(bare.client, paths, opts.connections, Math.max(minSeconds, w.seconds), maxSeconds);
-      log(`  bare server warm-up: ${fmt.int(b.requests)} requests in ${b.seconds.toFixed(1)} s (the same requests, as long as svc's)`);
+      const b = await serverWarmup(bare.client, paths, opts.connections, Math.max(opts.serverWarmup, workersDone()), maxSeconds);
+      bareSeconds = b.seconds;
+      log(`  bare server warm-up: ${fmt.int(b.requests)} requests in ${b.seconds.toFixed(1)} s (every sampled identifier's request ${WARMUP_PASSES}x, at least ${opts.serverWarmup} s and until ${WORKERS_FIRST_PASSES_SECONDS} s after svc's start)`);
     }
+    const w = await serverWarmup(client, paths, opts.connections, Math.max(opts.serverWarmup, workersDone()), maxSeconds);
+    log(`  server warm-up: ${fmt.int(w.requests)} requests in ${w.seconds.toFixed(1)} s (every sampled identifier ${WARMUP_PASSES}x, at least ${opts.serverWarmup} s and until ${WORKERS_FIRST_PASSES_SECONDS} s after the start)${suffix}`);
+    if (bare && bareSeconds < w.seconds) log(`  note: the bare server's warm-up was shorter than svc's (${bareSeconds.toFixed(1)} s against ${w.seconds.toFixed(1)} s)`);
   }
   const kinds: Lookup[] = [];
   for (const kind of LOOKUPS) {
