@@ -43,7 +43,8 @@ async function ownWebhook(deps: PulseDeps, key: CallerKey, id: string | undefine
  * whether its snapshot holds plaintext personal data.
  */
 export function profileLookup(key: CallerKey, query: Record<string, unknown>): { kind: LookupKind; value: string; pii: boolean } {
-  const given = LOOKUP_KEYS.filter((k) => query[k] !== undefined);
+  const given: (typeof LOOKUP_KEYS)[number][] = [];
+  for (const k of LOOKUP_KEYS) if (query[k] !== undefined) given.push(k);
   if (given.length !== 1) {
     throw new AppError(
       'bad_request',

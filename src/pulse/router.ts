@@ -85,8 +85,16 @@ async function admit(keys: PresentedKeys, spec: RouteSpec, limiter: RateLimiter 
       });
     }
   }
-  requireScope(key, spec.scope, `${spec.method.toUpperCase()} /api/pulse/v1${spec.path}`);
+  requireScope(key, spec.scope, routeName(spec));
   return key;
+}
+
+/** `GET /api/pulse/v1/profile`: a route as a refusal names it, written once per route, not per request. */
+const ROUTE_NAMES = new Map<RouteSpec, string>();
+function routeName(spec: RouteSpec): string {
+  let name = ROUTE_NAMES.get(spec);
+  if (name === undefined) ROUTE_NAMES.set(spec, (name = `${spec.method.toUpperCase()} /api/pulse/v1${spec.path}`));
+  return name;
 }
 
 /** The profile API's own refusals of what express or a schema threw (then the app's error formatter). */

@@ -70,11 +70,12 @@ export function instrument(req: IncomingMessage, res: ServerResponse, pathname: 
   const ctx = beginRequest(req, requestIdFor(req, opts.trustProxy), opts.logger);
   res.setHeader('X-Request-Id', ctx.id);
   if (opts.draining()) res.setHeader('Connection', 'close');
+  const m = opts.metrics;
+  const debug = opts.logger.isLevelEnabled('debug');
+  // Nothing to report (no metrics, no debug line; the level is set once per process): no listener, no route
+  // label, no clock read.
+  if (m === null && !debug) return;
   res.once('close', () => {
-    const m = opts.metrics;
-    const debug = opts.logger.isLevelEnabled('debug');
-    // Nothing to report (no metrics, no debug line): no route label, no clock read.
-    if (m === null && !debug) return;
     const seconds = (performance.now() - ctx.startedAt) / 1000;
     // Abandoned before the answer was written: nginx's 499 (client closed request).
     const status = res.writableFinished || res.headersSent ? res.statusCode : 499;

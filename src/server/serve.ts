@@ -214,12 +214,14 @@ export async function startServer(config: Config, logger: Logger, options: Serve
   let draining: (() => void) | null = null;
   let shuttingDown = false;
   const instrumentation = { logger, trustProxy: config.trustProxy, metrics, draining: () => shuttingDown };
+  // One listener for every response ('close' is emitted once per response), not a closure and a once-wrapper each.
+  const onClose = () => {
+    inFlight--;
+    if (inFlight === 0 && draining) draining();
+  };
   const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
     inFlight++;
-    res.once('close', () => {
-      inFlight--;
-      if (inFlight === 0 && draining) draining();
-    });
+    res.on('close', onClose);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const pathname = q === -1 ? url : url.slice(0, q);

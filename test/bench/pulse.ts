@@ -13,12 +13,15 @@
  *
  *   - GET /profile by each identifier type (profile_id, visitor_id, email,
  *     external_id, email_sha256, phone_sha256), random existing values read
- *     from the database (read-only): p50/p99 and req/s, closed loop; then,
- *     in the same run, a bare node:http server answering one fixed snapshot
+ *     from the database (read-only): p50/p99 and req/s, closed loop; and, in
+ *     the same rounds, a bare node:http server answering one fixed snapshot
  *     of the same bytes (lib/bare-snapshot-server.ts): ratio per type, target
- *     >= 0.3; and at the end the same loops against a separate data
- *     directory of --small profiles: p99 at full size over p99 there, target
- *     <= 2;
+ *     >= 0.3. Both servers first get the same warm-up (every sampled
+ *     identifier twice, at least --server-warmup s), then --rounds rounds
+ *     measure every type and the bare server once each, the order rotated
+ *     each round; medians over rounds. At the end the same loops against a
+ *     separate data directory of --small profiles: p99 at full size over p99
+ *     there, target <= 2;
  *   - GET /segment/{id}/members?limit=100: the first page, and a deep page
  *     (cursors followed to --depth), each fetched repeatedly: deep paging must
  *     cost what the first page costs (keyset pagination), so their ratio is
@@ -65,9 +68,16 @@ const HELP = `usage: npm run bench:pulse -- [options]
   --site ID          site to use in --data (default: the site with the most profiles)
   --seconds N        measured window of each closed-loop measurement (default 5, max 120)
   --warmup N         warm-up before each window, seconds (default 1, max 30)
-  --server-warmup N  unmeasured GET /profile load over every identifier type after each svc starts, before the
-                     first window, seconds (default 8, max 120): its start-up (compiling the request path, the
-                     first passes of its workers) is then not charged to the first identifier type
+  --server-warmup N  the server warm-up, the same for svc and the bare server, before any window: every sampled
+                     identifier of every type requested two times over, for at least N seconds (default 8, max
+                     120) and until 70 s after svc started (its janitor's first pass comes at 60 s); bounded by
+                     180 s. svc then holds every sampled profile's pages (SQLite's and the OS's caches), has
+                     compiled every look-up's path and run its workers' first passes, so the first identifier
+                     type measured pays no start-up the others do not. The bare server is warmed up first (the
+                     same requests, until 70 s after svc's start), then svc, whose first window follows at once
+  --rounds N         rounds of GET /profile windows (default 3, max 20): each round measures every identifier
+                     type and the bare server once, the order rotated by one each round; the figures are the
+                     median over rounds (a fair steady-state measure, the same for svc and the bare server)
   --connections N    keep-alive connections of the GET /profile loops (default 4, max 256)
   --repeat N         fetches of each single page (first/deep page, first query page) (default 200, max 10000)
   --depth N          page (of 100) to follow the member cursors to (default 3000, max 100000)
@@ -93,6 +103,7 @@ function parse(argv: string[]) {
       seconds: { type: 'string' },
       warmup: { type: 'string' },
       'server-warmup': { type: 'string' },
+      rounds: { type: 'string' },
       connections: { type: 'string' },
       repeat: { type: 'string' },
       depth: { type: 'string' },
@@ -113,6 +124,7 @@ function parse(argv: string[]) {
     seconds: intFlag('seconds', values.seconds, 5, 1, 120),
     warmup: intFlag('warmup', values.warmup, 1, 0, 30),
     serverWarmup: intFlag('server-warmup', values['server-warmup'], 8, 0, 120),
+    rounds: intFlag('rounds', values.rounds, 3, 1, 20),
     connections: intFlag('connections', values.connections, 4, 1, 256),
     repeat: intFlag('repeat', values.repeat, 200, 1, 10_000),
     depth: intFlag('depth', values.depth, 3000, 1, 100_000),
@@ -373,7 +385,86 @@ function runSeed(registry: ChildRegistry, args: string[], timeoutMs: number, log
   });
 }
 
-/** GET /profile by each identifier type, closed loop; the answer must be the sampled profile. */
+/** Requests of the server warm-up: every sampled identifier of every type in turn (the same list for the bare server). */
+function warmupPaths(samples: Record<Lookup, Sample[]>): string[] {
+  const kinds = LOOKUPS.filter((k) => samples[k].length > 0);
+  const longest = Math.max(0, ...kinds.map((k) => samples[k].length));
+  const out: string[] = [];
+  for (let i = 0; i < longest; i++) {
+    for (const k of kinds) {
+      const s = samples[k][i];
+      if (s) out.push(`${API}/profile?${k}=${encodeURIComponent(s.values[k]!)}`);
+    }
+  }
+  return out;
+}
+
+/**
+ * The server warm-up, the same for svc and the bare server: `paths` requested over `connections` keep-alive
+ * connections, WARMUP_PASSES times over and for at least `seconds` (whichever ends later), bounded by
+ * `maxSeconds`. On svc it reads every sampled profile (its pages into SQLite's and the OS's caches) and compiles
+ * every look-up's path before any window, so the first identifier type measured pays no start-up the others
+ * do not. Returns the requests sent and the seconds taken.
+ */
+async function serverWarmup(client: Client, paths: string[], connections: number, seconds: number, maxSeconds: number): Promise<{ requests: number; seconds: number }> {
+  const start = performance.now();
+  const want = paths.length * WARMUP_PASSES;
+  let sent = 0;
+  const worker = async () => {
+    for (;;) {
+      const elapsed = performance.now() - start;
+      if (elapsed >= maxSeconds * 1000 || (sent >= want && elapsed >= seconds * 1000) || paths.length === 0) return;
+      const i = sent++;
+      try {
+        await client.send({ method: 'GET', path: paths[i % paths.length]! });
+      } catch {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: connections }, worker));
+  return { requests: sent, seconds: (performance.now() - start) / 1000 };
+}
+/** Passes of the server warm-up over every sampled identifier. */
+const WARMUP_PASSES = 2;
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? NaN : s.length % 2 === 1 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+
+/** One figure of several rounds of a closed loop: the median round's req/s and CPU, latency of the median round by req/s. */
+function medianOf(name: string, runs: Measured[]): Measured {
+  const byRps = [...runs].sort((a, b) => a.rps - b.rps);
+  const mid = byRps[(byRps.length - 1) >> 1]!;
+  const cpus = runs.map((r) => r.cpuUsPerRequest).filter((c): c is number => c !== undefined);
+  const failures = runs.reduce((n, r) => n + r.failures, 0);
+  return {
+    ...mid,
+    name,
+    requests: runs.reduce((n, r) => n + r.requests, 0),
+    rps: median(runs.map((r) => r.rps)),
+    failures,
+    firstFailure: runs.find((r) => r.firstFailure !== null)?.firstFailure ?? null,
+    cpuUsPerRequest: cpus.length > 0 ? median(cpus) : undefined,
+  };
+}
+
+/** The bare baseline measured in the same rounds as svc's identifier types. */
+interface BareTarget {
+  client: Client;
+  pid: number | undefined;
+  /** The length its answers must have. */
+  length: number;
+}
+
+/**
+ * GET /profile by each identifier type, closed loop; the answer must be the sampled profile. The server (and
+ * the bare server, when given: it gets the same warm-up) is warmed up first (serverWarmup); then --rounds
+ * rounds, each measuring every identifier type (and the bare server) once, the order rotated by one between
+ * rounds so that no type is always measured first or right after another; each window has its own --warmup.
+ * The figures are the median over rounds per type.
+ */
 async function profileLoops(
   client: Client,
   samples: Record<Lookup, Sample[]>,
@@ -381,48 +472,83 @@ async function profileLoops(
   suffix: string,
   log: (s: string) => void,
   serverPid: number | undefined,
-): Promise<{ measured: Measured[]; problems: string[] }> {
-  const measured: Measured[] = [];
+  serverStarted: number,
+  bare?: BareTarget,
+): Promise<{ measured: Measured[]; bare: Measured | null; problems: string[] }> {
   const problems: string[] = [];
-  // The server just started: load it, unmeasured, with every identifier type in turn first.
-  const kinds = LOOKUPS.filter((k) => samples[k].length > 0);
-  if (opts.serverWarmup > 0 && kinds.length > 0) {
-    await closedLoop(
-      client,
-      'server warm-up',
-      { connections: opts.connections, warmupSeconds: 0, seconds: opts.serverWarmup, maxRequests: 2_000_000 },
-      (i) => {
-        const kind = kinds[i % kinds.length]!;
-        const list = samples[kind];
-        return { method: 'GET', path: `${API}/profile?${kind}=${encodeURIComponent(list[Math.floor(i / kinds.length) % list.length]!.values[kind]!)}` };
-      },
-      () => null,
-    );
-  }
-  for (const kind of LOOKUPS) {
-    const list = samples[kind];
-    if (list.length === 0) {
-      problems.push(`no ${kind} values to look up${suffix}`);
-      continue;
+  const paths = warmupPaths(samples);
+  if (opts.serverWarmup > 0) {
+    const maxSeconds = Math.max(opts.serverWarmup, SERVER_WARMUP_MAX_SECONDS);
+    // Past the first passes of svc's workers: the janitor's first retention pass comes 60 s after the start (a
+    // burst of server CPU that would land in whichever window runs then). The bare server is warmed up first,
+    // until then (the same requests), and svc's own warm-up ends right before its first window: a server left idle
+    // for ~70 s after its warm-up paid 2-3x the CPU a request over its next ~1,500 requests (no pread: not SQLite's
+    // cache), more than a window's own warm-up absorbs.
+    const workersDone = () => Math.max(0, WORKERS_FIRST_PASSES_SECONDS - (performance.now() - serverStarted) / 1000);
+    let bareSeconds = 0;
+    if (bare) {
+      const b = await serverWarmup(bare.client, paths, opts.connections, Math.max(opts.serverWarmup, workersDone()), maxSeconds);
+      bareSeconds = b.seconds;
+      log(`  bare server warm-up: ${fmt.int(b.requests)} requests in ${b.seconds.toFixed(1)} s (every sampled identifier's request ${WARMUP_PASSES}x, at least ${opts.serverWarmup} s and until ${WORKERS_FIRST_PASSES_SECONDS} s after svc's start)`);
     }
-    const order = list.map(() => Math.floor(Math.random() * list.length));
-    const m = await closedLoop(
-      client,
-      `GET /profile?${kind}`,
-      { connections: opts.connections, warmupSeconds: opts.warmup, seconds: opts.seconds, maxRequests: 2_000_000, cpuPid: serverPid },
-      (i) => ({ method: 'GET', path: `${API}/profile?${kind}=${encodeURIComponent(list[order[i % order.length]!]!.values[kind]!)}` }),
-      (i, r) => {
-        if (r.status !== 200) return `status ${r.status}: ${r.text.slice(0, 200)}`;
-        const want = list[order[i % order.length]!]!.profileId;
-        const got = (JSON.parse(r.text) as { profile_id?: string }).profile_id;
-        return got === want ? null : `expected ${want}, got ${got}`;
-      },
-    );
-    measured.push(m);
-    log(`  ${kind.padEnd(13)} ${fmt.int(m.rps).padStart(7)} req/s  p50 ${fmt.ms(m.latency.p50Us)} ms  p99 ${fmt.ms(m.latency.p99Us)} ms  ${fmtCpu(m)}  (${fmt.int(m.requests)} requests, ${m.failures} wrong)${suffix}`);
+    const w = await serverWarmup(client, paths, opts.connections, Math.max(opts.serverWarmup, workersDone()), maxSeconds);
+    log(`  server warm-up: ${fmt.int(w.requests)} requests in ${w.seconds.toFixed(1)} s (every sampled identifier ${WARMUP_PASSES}x, at least ${opts.serverWarmup} s and until ${WORKERS_FIRST_PASSES_SECONDS} s after the start)${suffix}`);
+    if (bare && bareSeconds < w.seconds) log(`  note: the bare server's warm-up was shorter than svc's (${bareSeconds.toFixed(1)} s against ${w.seconds.toFixed(1)} s)`);
   }
-  return { measured, problems };
+  const kinds: Lookup[] = [];
+  for (const kind of LOOKUPS) {
+    if (samples[kind].length === 0) problems.push(`no ${kind} values to look up${suffix}`);
+    else kinds.push(kind);
+  }
+  const BARE = 'bare' as const;
+  const targets: (Lookup | typeof BARE)[] = bare ? [...kinds, BARE] : [...kinds];
+  const runs = new Map<string, Measured[]>(targets.map((t) => [t, []]));
+  for (let round = 0; round < opts.rounds; round++) {
+    const sequence = targets.map((_, i) => targets[(i + round) % targets.length]!);
+    for (const t of sequence) {
+      let m: Measured;
+      if (t === BARE) {
+        m = await closedLoop(
+          bare!.client,
+          'bare node:http, fixed snapshot',
+          { connections: opts.connections, warmupSeconds: opts.warmup, seconds: opts.seconds, maxRequests: 2_000_000, cpuPid: bare!.pid },
+          () => ({ method: 'GET', path: `${API}/profile?profile_id=x` }),
+          (_, r) => (r.status === 200 && r.text.length === bare!.length ? null : `status ${r.status}`),
+        );
+        log(`  ${opts.rounds > 1 ? `round ${round + 1} ` : ''}bare snapshot ${fmt.int(m.rps).padStart(7)} req/s  p50 ${fmt.ms(m.latency.p50Us)} ms  p99 ${fmt.ms(m.latency.p99Us)} ms  ${fmtCpu(m)}`);
+      } else {
+        const list = samples[t];
+        const order = list.map(() => Math.floor(Math.random() * list.length));
+        m = await closedLoop(
+          client,
+          `GET /profile?${t}`,
+          { connections: opts.connections, warmupSeconds: opts.warmup, seconds: opts.seconds, maxRequests: 2_000_000, cpuPid: serverPid },
+          (i) => ({ method: 'GET', path: `${API}/profile?${t}=${encodeURIComponent(list[order[i % order.length]!]!.values[t]!)}` }),
+          (i, r) => {
+            if (r.status !== 200) return `status ${r.status}: ${r.text.slice(0, 200)}`;
+            const want = list[order[i % order.length]!]!.profileId;
+            const got = (JSON.parse(r.text) as { profile_id?: string }).profile_id;
+            return got === want ? null : `expected ${want}, got ${got}`;
+          },
+        );
+        log(`  ${opts.rounds > 1 ? `round ${round + 1} ` : ''}${t.padEnd(13)} ${fmt.int(m.rps).padStart(7)} req/s  p50 ${fmt.ms(m.latency.p50Us)} ms  p99 ${fmt.ms(m.latency.p99Us)} ms  ${fmtCpu(m)}  (${fmt.int(m.requests)} requests, ${m.failures} wrong)${suffix}`);
+      }
+      runs.get(t)!.push(m);
+    }
+  }
+  const measured = kinds.map((k) => medianOf(`GET /profile?${k}`, runs.get(k)!));
+  if (opts.rounds > 1) {
+    log(`  median of ${opts.rounds} rounds:`);
+    for (const m of measured) log(`  ${m.name.slice('GET /profile?'.length).padEnd(13)} ${fmt.int(m.rps).padStart(7)} req/s  ${fmtCpu(m)}${suffix}`);
+  }
+  const bareMeasured = bare ? medianOf('bare node:http, fixed snapshot', runs.get(BARE)!) : null;
+  if (bareMeasured && opts.rounds > 1) log(`  bare snapshot ${fmt.int(bareMeasured.rps).padStart(7)} req/s  ${fmtCpu(bareMeasured)}`);
+  return { measured, bare: bareMeasured, problems };
 }
+/** Bound of the server warm-up (its passes over every sample stop here even when unfinished). */
+const SERVER_WARMUP_MAX_SECONDS = 180;
+/** Seconds after svc's start by which its workers' first passes are done (the janitor's comes at 60 s). */
+const WORKERS_FIRST_PASSES_SECONDS = 70;
 
 /** A separate data directory seeded with --small profiles, served alone, read by the same loops. */
 async function smallDataset(
@@ -443,6 +569,7 @@ async function smallDataset(
   await runSeed(registry, ['--site', siteId, '--profiles', String(opts.small), '--seed', '1', '--data', dataDir], 10 * 60_000, () => undefined);
   const key = (JSON.parse(await svc(['key', 'mint', '--site', siteId, '--scopes', 'profile:read,profile:read:pii,segment:read', '--data', dataDir, '--json'])) as { key: string }).key;
   const samples = sampleIdentifiers(dataDir, siteId, Math.min(1000, opts.small));
+  const serverStarted = performance.now();
   const server = await spawnServer(registry, {
     name: 'svc-small',
     command: process.execPath,
@@ -454,7 +581,7 @@ async function smallDataset(
   });
   const pool = new Pool(server.url, { connections: opts.connections, pipelining: 1, keepAliveTimeout: 60_000 });
   try {
-    return await profileLoops(new Client(pool, key), samples, opts, ` @ ${fmt.int(opts.small)}`, log, server.child.pid);
+    return await profileLoops(new Client(pool, key), samples, opts, ` @ ${fmt.int(opts.small)}`, log, server.child.pid, serverStarted);
   } finally {
     await pool.destroy();
     await stopChild(server.child, 15_000);
@@ -562,6 +689,7 @@ async function main(): Promise<number> {
   const samples = sampleIdentifiers(dataDir, siteId, SAMPLES);
   log(`samples: ${LOOKUPS.map((k) => `${k} ${samples[k].length}`).join(', ')}`);
 
+  const serverStarted = performance.now();
   const server = await spawnServer(registry, {
     name: 'svc',
     command: process.execPath,
@@ -600,48 +728,47 @@ async function main(): Promise<number> {
   };
 
   try {
-    // --- GET /profile per identifier type ---
-    log(`\n[profile] GET ${API}/profile, ${opts.connections} connections, warm-up ${opts.warmup} s, window ${opts.seconds} s per identifier type`);
-    const profileRuns = await profileLoops(pool(opts.connections), samples, opts, '', log, server.child.pid);
-    results.push(...profileRuns.measured);
-    failures.push(...profileRuns.problems);
-    for (const m of profileRuns.measured) profileP99.set(m.name, m.latency.p99Us);
-
-    // --- the bare baseline: node:http answering one fixed snapshot of the same size ---
+    // --- GET /profile per identifier type, and the bare baseline (node:http answering one fixed snapshot of the
+    // same size) measured in the same rounds, after the same warm-up ---
     const snapshot = await pool(1).send({ method: 'GET', path: `${API}/profile?profile_id=${encodeURIComponent(samples.profile_id[0]!.profileId)}` });
-    if (snapshot.status === 200) {
-      const bodyFile = path.join(tmpRoot, 'snapshot.json');
-      writeFileSync(bodyFile, snapshot.text);
-      const bare = await spawnServer(registry, {
-        name: 'bare-snapshot',
-        command: process.execPath,
-        args: ['--import', REGISTER_HREF, BARE_SNAPSHOT, '--body', bodyFile],
-        cwd: REPO_ROOT,
-        ready: /^bare-snapshot listening on (http:\/\/127\.0\.0\.1:\d+)$/,
+    if (snapshot.status !== 200) throw new Error(`snapshot for the bare baseline: status ${snapshot.status}`);
+    const bodyFile = path.join(tmpRoot, 'snapshot.json');
+    writeFileSync(bodyFile, snapshot.text);
+    const bareServer = await spawnServer(registry, {
+      name: 'bare-snapshot',
+      command: process.execPath,
+      args: ['--import', REGISTER_HREF, BARE_SNAPSHOT, '--body', bodyFile],
+      cwd: REPO_ROOT,
+      ready: /^bare-snapshot listening on (http:\/\/127\.0\.0\.1:\d+)$/,
+    });
+    try {
+      const barePool = new Pool(bareServer.url, { connections: opts.connections, pipelining: 1, keepAliveTimeout: 60_000 });
+      pools.push(barePool);
+      log(
+        `\n[profile] GET ${API}/profile, ${opts.connections} connections; svc and the bare server each warmed up alike (every sampled identifier ` +
+          `${WARMUP_PASSES}x and at least ${opts.serverWarmup} s); then ${opts.rounds} round(s) over every identifier type and the bare server, ` +
+          `the order rotated each round, warm-up ${opts.warmup} s and window ${opts.seconds} s each`,
+      );
+      const profileRuns = await profileLoops(pool(opts.connections), samples, opts, '', log, server.child.pid, serverStarted, {
+        client: new Client(barePool, key),
+        pid: bareServer.child.pid,
+        length: snapshot.text.length,
       });
-      try {
-        const barePool = new Pool(bare.url, { connections: opts.connections, pipelining: 1, keepAliveTimeout: 60_000 });
-        pools.push(barePool);
-        const m = await closedLoop(
-          new Client(barePool, key),
-          'bare node:http, fixed snapshot',
-          { connections: opts.connections, warmupSeconds: opts.warmup, seconds: opts.seconds, maxRequests: 2_000_000, cpuPid: bare.child.pid },
-          () => ({ method: 'GET', path: `${API}/profile?profile_id=x` }),
-          (_, r) => (r.status === 200 && r.text.length === snapshot.text.length ? null : `status ${r.status}`),
-        );
-        m.note = `${Buffer.byteLength(snapshot.text)} bytes a snapshot`;
-        results.push(m);
-        log(`  bare snapshot ${fmt.int(m.rps).padStart(7)} req/s  p50 ${fmt.ms(m.latency.p50Us)} ms  p99 ${fmt.ms(m.latency.p99Us)} ms  ${fmtCpu(m)} (${Buffer.byteLength(snapshot.text)} bytes)`);
-        for (const p of profileRuns.measured) {
-          const q = m.rps > 0 ? p.rps / m.rps : 0;
-          p.note = `${q.toFixed(2)} x bare`;
-        }
-        const worst = Math.min(...profileRuns.measured.map((p) => (m.rps > 0 ? p.rps / m.rps : 0)));
-        log(`  target GET /profile >= 0.30 x bare at ${fmt.int(counts.profiles)} profiles: worst identifier type ${worst.toFixed(2)} (${worst >= 0.3 ? 'met' : 'NOT met'}; informational)`);
-      } finally {
-        await stopChild(bare.child, 5_000);
+      results.push(...profileRuns.measured);
+      failures.push(...profileRuns.problems);
+      for (const m of profileRuns.measured) profileP99.set(m.name, m.latency.p99Us);
+      const m = profileRuns.bare!;
+      m.note = `${Buffer.byteLength(snapshot.text)} bytes a snapshot`;
+      results.push(m);
+      for (const p of profileRuns.measured) {
+        const q = m.rps > 0 ? p.rps / m.rps : 0;
+        p.note = `${q.toFixed(2)} x bare`;
       }
-    } else failures.push(`snapshot for the bare baseline: status ${snapshot.status}`);
+      const worst = Math.min(...profileRuns.measured.map((p) => (m.rps > 0 ? p.rps / m.rps : 0)));
+      log(`  target GET /profile >= 0.30 x bare at ${fmt.int(counts.profiles)} profiles: worst identifier type ${worst.toFixed(2)} (${worst >= 0.3 ? 'met' : 'NOT met'}; informational)`);
+    } finally {
+      await stopChild(bareServer.child, 5_000);
+    }
 
     // --- segment members: first page vs deep page ---
     const one = pool(1);

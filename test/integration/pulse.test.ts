@@ -114,7 +114,10 @@ describe('GET /profile', () => {
     const r = await get('/profile?external_id=crm-7&include_pii=true', keys.read);
     expect(r.status).toBe(403);
     expect(r.body.error).toMatchObject({ code: 'insufficient_scope', details: { required: 'profile:read:pii' } });
-    expect((await get('/profile?external_id=crm-7', keys.seg)).status).toBe(403);
+    const noScope = await get('/profile?external_id=crm-7', keys.seg);
+    expect(noScope.status).toBe(403);
+    // The route is named as it was when the name was written per request (it is now written once per route).
+    expect(noScope.body.error).toMatchObject({ code: 'insufficient_scope', message: 'GET /api/pulse/v1/profile requires the profile:read scope' });
     const optOut = await get('/profile?external_id=crm-7&include_pii=false', keys.pii);
     expect(optOut.text).not.toContain('jane');
   });

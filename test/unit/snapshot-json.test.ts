@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildSnapshot, snapshotJson } from '../../src/domain/profiles/snapshot.js';
+import { buildSnapshot, snapshotJson, stringified } from '../../src/domain/profiles/snapshot.js';
 import { isoTime } from '../../src/domain/iso-time.js';
 import type { ProfileFacts } from '../../src/store/profile-read.js';
 
@@ -94,6 +94,79 @@ describe('snapshotJson', () => {
     const f = facts({ sessions: { count: 1, first_seen: 9e15, last_seen: 9e15 } });
     expect(() => JSON.stringify(buildSnapshot(f, false))).toThrow(RangeError);
     expect(() => snapshotJson(f, false)).toThrow(RangeError);
+  });
+});
+
+/**
+ * snapshotJson embeds the stored traits text as it is when it already is JSON.stringify of what JSON.parse reads
+ * from it (stringified); any other stored text must still give JSON.stringify(buildSnapshot) byte for byte.
+ */
+describe('stored traits embedded as they are', () => {
+  /**
+   * What stringified must answer: the text is JSON.stringify of what it parses to, with only string values and
+   * no escape (a text with an escape, or another value, is written by JSON.stringify, also when it would match).
+   */
+  const embeddable = (text: string): boolean => {
+    const o = JSON.parse(text) as Record<string, unknown>;
+    return JSON.stringify(o) === text && !text.includes('\\') && Object.values(o).every((v) => typeof v === 'string');
+  };
+  const stored: [string, string][] = [
+    ['empty', '{}'],
+    ['as JSON.stringify writes it', JSON.stringify({ plan: 'gold', email: 'a@example.com', n: '12', '': 'empty key' })],
+    ['as the seeder writes it', '{"plan":"gold","country":"FR","n":"7","source":"ads","email":"zoe@example.com","name":"Zoë Ø","external_id":"crm-7","phone":"+33612345678"}'],
+    ['non-ASCII and astral characters, U+2028', JSON.stringify({ 'clé': '日本\u{1F600}', x: '\u2028\u2029' })],
+    ['spaces between members', '{ "plan": "gold", "n": "1" }'],
+    ['a newline at the end', '{"plan":"gold"}\n'],
+    ['an escape JSON.stringify would not write', '{"plan":"\\u0067old","url":"a\\/b"}'],
+    ['escapes JSON.stringify writes', JSON.stringify({ q: 'say "hi"\\', c: '\n\t\u0001', s: '\ud800' })],
+    ['a raw lone surrogate', '{"s":"\ud800x","t":"\udfff"}'],
+    ['a duplicate key', '{"plan":"free","plan":"gold"}'],
+    ['a duplicate key of the same length', '{"a":"1","b":"2","a":"3"}'],
+    ['integer-like keys out of order', '{"b":"1","10":"x","2":"y"}'],
+    ['integer-like keys in order', JSON.stringify({ b: '1', 10: 'x', 2: 'y' })],
+    ['a key that is not an array index', '{"b":"1","4294967295":"x","-1":"y","01":"z"}'],
+    ['values that are not strings', '{"n":12,"ok":true,"none":null,"list":["a"],"o":{"a":"b"}}'],
+    ['a number written two ways', '{"n":1.0,"m":1e2}'],
+    ['__proto__ as a key', '{"__proto__":"x","a":"b"}'],
+    ['an email, phone and name that need escapes', JSON.stringify({ email: 'a"b@example.com', phone: '\\1', name: '\u0000' })],
+  ];
+  for (const [name, text] of stored) {
+    it(`answers JSON.stringify(buildSnapshot) exactly: ${name}`, () => {
+      const f = { ...facts(), profile: { ...facts().profile, traits: text } };
+      for (const pii of [false, true]) expect(snapshotJson(f, pii)).toBe(JSON.stringify(buildSnapshot(f, pii)));
+      expect(stringified(text, JSON.parse(text) as Record<string, unknown>)).toBe(embeddable(text));
+    });
+  }
+
+  it('embeds the common case as it is and re-writes the rest (held to JSON.stringify over generated texts)', () => {
+    let seed = 11;
+    const rand = (n: number) => (seed = (seed * 1103515245 + 12345) % 2147483648) % n;
+    const alphabet = ['a', 'b', 'Z', '0', '1', '9', ' ', '"', '\\', '/', 'é', '日', '\u{1F600}', '\ud800', '\udc00', '\n', '\u0000', '\u007f', '\u2028', ':', ',', '{', '}'];
+    const word = () => Array.from({ length: rand(5) }, () => alphabet[rand(alphabet.length)]).join('');
+    const key = () => (rand(4) === 0 ? String(rand(20)) : word());
+    let embedded = 0;
+    for (let i = 0; i < 3_000; i++) {
+      const members: [string, string][] = Array.from({ length: rand(6) }, () => [key(), word()]);
+      const canonical = JSON.stringify(Object.fromEntries(members));
+      // Hand-written texts: members in the given order (duplicates and integer keys as they come), each string raw
+      // or through JSON.stringify, sometimes a space.
+      const raw = (s: string) => (rand(2) === 0 ? JSON.stringify(s) : `"${s}"`);
+      const sp = () => (rand(8) === 0 ? ' ' : '');
+      const hand = `{${members.map(([k, v]) => `${sp()}${raw(k)}:${sp()}${raw(v)}`).join(',')}}`;
+      for (const text of [canonical, hand]) {
+        let o: Record<string, unknown>;
+        try {
+          o = JSON.parse(text) as Record<string, unknown>;
+        } catch {
+          continue;
+        }
+        expect(stringified(text, o), text).toBe(embeddable(text));
+        if (embeddable(text)) embedded++;
+        const f = { ...facts(), profile: { ...facts().profile, traits: text } };
+        expect(snapshotJson(f, true), text).toBe(JSON.stringify(buildSnapshot(f, true)));
+      }
+    }
+    expect(embedded).toBeGreaterThan(2_000);
   });
 });
 

@@ -87,6 +87,44 @@ const strs = (list: string[]): string => {
   return `${out}]`;
 };
 
+/** String.prototype.isWellFormed (Node 20+, not in the ES2023 lib this project compiles against). */
+const isWellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): boolean }).isWellFormed();
+
+/**
+ * Whether `text`, the stored JSON that JSON.parse read as `o`, is already JSON.stringify(o), so that the answer
+ * can embed the stored text instead of writing the object again. Every writer of profiles.traits stores
+ * JSON.stringify of a record of strings (ProfileRepo.createProfile and setTraits) or the same bytes built by
+ * hand (the seeder's synthetic profiles), so this is the usual case; it is checked, not assumed (rows written
+ * by an older version, an import or by hand): true only when `text` is `{`, then each own key of `o` in
+ * iteration order as `"key":"value"` with the value a string, comma-separated, then `}` — the order, the
+ * members and the absence of whitespace are those of JSON.stringify(o) — and no key or value holds a
+ * character JSON.stringify escapes: `text` has no backslash (so no string in it has an escape, and a raw `"`
+ * or control character cannot be in a string JSON.parse accepted) and no lone surrogate (which JSON.stringify
+ * writes as `\udXXX`). Duplicate keys (JSON.parse keeps the last), integer-like keys out of ascending order
+ * (an object iterates them first), spaces, escapes such as `\u0041` or `\/`, and non-string values all fail
+ * and are written by JSON.stringify as before.
+ */
+export function stringified(text: string, o: Record<string, unknown>): boolean {
+  if (text.charCodeAt(0) !== 0x7b || text.indexOf('\\') !== -1) return false;
+  let at = 1;
+  for (const k in o) {
+    const v = o[k];
+    if (typeof v !== 'string') return false;
+    if (at !== 1) {
+      if (text.charCodeAt(at) !== 0x2c) return false;
+      at++;
+    }
+    // "k":"v"
+    if (text.charCodeAt(at) !== 0x22 || !text.startsWith(k, at + 1)) return false;
+    at += 1 + k.length;
+    if (text.charCodeAt(at) !== 0x22 || text.charCodeAt(at + 1) !== 0x3a || text.charCodeAt(at + 2) !== 0x22 || !text.startsWith(v, at + 3)) return false;
+    at += 3 + v.length;
+    if (text.charCodeAt(at) !== 0x22) return false;
+    at++;
+  }
+  return at === text.length - 1 && text.charCodeAt(at) === 0x7d && isWellFormed(text);
+}
+
 /**
  * JSON.stringify(buildSnapshot(f, pii)), byte for byte (the same keys in the
  * same order, the same escapes and number renderings), written directly: no
@@ -109,7 +147,7 @@ export function snapshotJson(f: ProfileFacts, pii: boolean): string {
     else if (h.kind === 'phone_sha256') phones.push(h.hash);
   }
   let j = `{"profile_id":${val(p.id)},"identity":{"known":${p.known === 1},"visitor_ids":${strs(visitors)},"external_ids":${strs(externals)},"email_sha256":${strs(emails)},"phone_sha256":${strs(phones)},"trait_keys":${strs(Object.keys(traits).sort())}`;
-  if (pii) j += `,"email":${val(traits.email ?? null)},"phone":${val(traits.phone ?? null)},"name":${val(traits.name ?? null)},"traits":${JSON.stringify(traits)}`;
+  if (pii) j += `,"email":${val(traits.email ?? null)},"phone":${val(traits.phone ?? null)},"name":${val(traits.name ?? null)},"traits":${stringified(p.traits, traits) ? p.traits : JSON.stringify(traits)}`;
   j += `},"segments":{"primary":${val(p.primary_segment)},"member_of":[`;
   for (let i = 0; i < f.segments.length; i++) {
     const s = f.segments[i]!;
