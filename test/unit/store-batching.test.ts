@@ -443,6 +443,37 @@ describe(`set-based group commits (${onPg ? 'PostgreSQL' : 'SQLite'})`, () => {
     }
   });
 
+  it('one read asked alike by every operation of a group, or alike but for one operation (first, middle or last), or alike but for a value that JSON writes the same: each gets its own rows', async () => {
+    const { store, siteId } = await open();
+    const now = Date.now();
+    await store.write(async (tx) => {
+      for (const [s, n] of [
+        ['same', 2],
+        ['other', 1],
+      ] as const) {
+        for (let e = 0; e < n; e++) await tx.activity.insertEvent({ siteId, sessionId: s, profileId: `prf_${s}`, visitorId: null, type: `${s}${e}`, ts: e, body: '{}', now });
+      }
+    });
+    const sql = 'SELECT type FROM events WHERE site_id = ? AND session_id = ? AND ts >= ? ORDER BY id';
+    const same = [{ type: 'same0' }, { type: 'same1' }];
+    const other = [{ type: 'other0' }];
+    // -0 and 0 are one set (as their JSON forms are); a different session at position `odd` (none: -1) is its own.
+    for (const odd of [-1, 0, 11, 23]) {
+      const got = new Map<number, unknown[]>();
+      await groupsOf(store, 24, (i) =>
+        store.write(
+          async (tx) => {
+            const rows = await tx.sql.all<{ type: string }>(sql, [siteId, i === odd ? 'other' : 'same', i % 3 === 0 ? -0 : 0]);
+            got.set(i, structuredClone(rows));
+            for (const r of rows) r.type = `changed by ${i}`;
+          },
+          { key: `alike${i}` },
+        ),
+      );
+      for (let i = 0; i < 24; i++) expect(got.get(i), `operation ${i}, odd ${odd}`).toEqual(i === odd ? other : same);
+    }
+  });
+
   it('a combined wave that fails (one insert breaks a constraint) is run again in turn: only the breaking operation fails', async () => {
     const { store, siteId } = await open();
     const modes: (string | undefined)[] = [];

@@ -467,27 +467,36 @@ interface Column {
 function distinctSets(items: Pending[]): Pending[][] {
   if (items.length === 1) return [items];
   const width = items[0]!.params.length;
+  if (width > 0 && allSame(items, width)) return [items];
   if (width > 0) {
     const out: Pending[][] = [];
-    const byLast = new Map<unknown, Pending[][]>();
+    // The first set of a last value is the map's value itself; a bucket (an array of sets) is made only when a
+    // second distinct set shares that value (rare): no array per set beyond the set.
+    const byLast = new Map<unknown, Pending[] | Pending[][]>();
+    const buckets = new Set<Pending[][]>();
     let i = 0;
     for (; i < items.length; i++) {
       const p = items[i]!;
       if (p.params.length !== width) break;
       const last = keyValue(p.params[width - 1]);
       if (last === NOT_PRIMITIVE) break;
-      const bucket = byLast.get(last);
-      if (bucket === undefined) {
+      const found = byLast.get(last);
+      if (found === undefined) {
         const set = [p];
-        byLast.set(last, [set]);
+        byLast.set(last, set);
         out.push(set);
         continue;
       }
+      const bucket = buckets.has(found as Pending[][]) ? (found as Pending[][]) : [found as Pending[]];
       const same = bucket.find((set) => sameParams(set[0]!.params, p.params, width - 1));
       if (same !== undefined) same.push(p);
       else if (bucket.length >= LAST_BUCKET) break;
       else {
         const set = [p];
+        if (bucket.length === 1) {
+          byLast.set(last, bucket);
+          buckets.add(bucket);
+        }
         bucket.push(set);
         out.push(set);
       }
@@ -502,6 +511,27 @@ function distinctSets(items: Pending[]): Pending[][] {
     else list.push(p);
   }
   return [...distinct.values()];
+}
+
+/**
+ * Whether every item asks with the same parameters as the first (as their JSON forms would be; primitives only):
+ * a look-up every operation of a group asks alike (the site's webhook subscriptions, its event triggers) is one set
+ * without a map.
+ */
+function allSame(items: Pending[], width: number): boolean {
+  const first = items[0]!.params;
+  for (let k = 0; k < width; k++) if (keyValue(first[k]) === NOT_PRIMITIVE) return false;
+  for (let i = 1; i < items.length; i++) {
+    const q = items[i]!.params;
+    if (q === first) continue;
+    if (q.length !== width) return false;
+    for (let k = 0; k < width; k++) {
+      const a = first[k];
+      const b = q[k];
+      if (a !== b && keyValue(a) !== keyValue(b)) return false;
+    }
+  }
+  return true;
 }
 
 /** At most this many distinct sets share the value of their last parameter before distinctSets keys them by JSON. */
