@@ -149,6 +149,14 @@ describe(`set-based group commits (${onPg ? 'PostgreSQL' : 'SQLite'})`, () => {
       odd.map((v) => [siteId, v, v]),
     );
     expect(found.map((r) => Number(r!.n))).toEqual(odd.map(() => 3));
+    // The same with only the values free of quotes and backslashes (on PostgreSQL their arrays are written joined in one go).
+    const plain = odd.filter((v) => !/["\\]/.test(v));
+    expect(plain).toContain('NULL');
+    const foundPlain = await store.sql.getEach<{ n: number }>(
+      "SELECT count(*) AS n FROM events WHERE site_id = ? AND type = 'odd' AND session_id = ? AND body = ?",
+      plain.map((v) => [siteId, v, v]),
+    );
+    expect(foundPlain.map((r) => Number(r!.n))).toEqual(plain.map(() => 3));
   });
 
   it('text values holding U+001E, and empty strings, go through the set-based insert unchanged', async () => {
