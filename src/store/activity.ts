@@ -21,7 +21,7 @@ export class ActivityRepo {
   constructor(
     private readonly x: Sql,
     private readonly enqueued: { outbox: number },
-    private readonly eventIds: { take(): Promise<number> } | null = null,
+    private readonly eventIds: { take(): Promise<number>; takeNow(): number | undefined } | null = null,
   ) {}
 
   /**
@@ -55,7 +55,7 @@ export class ActivityRepo {
     notice?: (rowId: number) => { eventType: string; payload: unknown },
   ): Promise<number> {
     if (this.eventIds !== null && this.x.dialect === 'pg') {
-      const id = await this.eventIds.take();
+      const id = this.eventIds.takeNow() ?? (await this.eventIds.take());
       const n = notice?.(id);
       const inserted = this.x.run(INSERT_EVENT_WITH_ID, [id, r.siteId, r.sessionId, r.profileId, r.visitorId, r.type, r.ts, r.body, r.now]);
       if (n === undefined) await inserted;

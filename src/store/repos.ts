@@ -56,7 +56,7 @@ export interface RepoShared {
   /** Keys revoked by this process (see KeysRepo, PresentedKeys). */
   keyChanges: KeyChanges;
   /** PostgreSQL: event row ids reserved ahead (pg/event-ids.ts), so an event and its outbox row share a statement wave; null on SQLite. */
-  eventIds: { take(): Promise<number> } | null;
+  eventIds: { take(): Promise<number>; takeNow(): number | undefined } | null;
 }
 
 export function newRepoShared(): RepoShared {

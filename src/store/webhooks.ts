@@ -174,10 +174,31 @@ export class WebhooksRepo {
    *   dropped by every change of a destination in this process (`changed`) and by another connection's commit.
    * - PostgreSQL: svc_destination_receives takes a lock shared with every asking transaction and exclusive to a
    *   change that can make a destination receive (`changed(true)`), held to each one's commit, and reads after it:
-   *   a change that commits before the asking transaction does is seen.
+   *   a change that commits before the asking transaction does is seen. The operations of a group commit ask it
+   *   together (each event of the group, one statement wave): an ask for the site and type of one still unanswered in
+   *   this transaction shares its answer (the statement the batch layer would send for both is the same one; nothing
+   *   of the ask is made again per event). An ask after the answer came, or after a destination change of this
+   *   transaction (`changed`), asks anew.
    */
-  async receives(siteId: string, eventType: string): Promise<boolean> {
-    if (this.x.dialect === 'pg') return (await this.x.get<{ yes: boolean }>(RECEIVES_PG, [siteId, eventType]))?.yes === true;
+  receives(siteId: string, eventType: string): Promise<boolean> {
+    if (this.x.dialect !== 'pg') return this.receivesHere(siteId, eventType);
+    const last = this.asking;
+    if (last !== null && last.siteId === siteId && last.eventType === eventType) return last.answer;
+    const answer = this.x.get<{ yes: boolean }>(RECEIVES_PG, [siteId, eventType]).then((r) => r?.yes === true);
+    const ask = { siteId, eventType, answer };
+    this.asking = ask;
+    const done = () => {
+      if (this.asking === ask) this.asking = null;
+    };
+    answer.then(done, done);
+    return answer;
+  }
+
+  /** PostgreSQL: the subscriptions ask of this transaction not answered yet (see receives). */
+  private asking: { siteId: string; eventType: string; answer: Promise<boolean> } | null = null;
+
+  /** receives on SQLite: the writer's caches, else the destinations read. */
+  private async receivesHere(siteId: string, eventType: string): Promise<boolean> {
     const caches = this.caches;
     let types = caches?.enabled ? caches.destinationTypes.get(siteId) : undefined;
     if (types === undefined) {
@@ -200,6 +221,7 @@ export class WebhooksRepo {
    */
   private async changed(receiving: boolean): Promise<void> {
     this.caches?.destinationTypes.clear();
+    this.asking = null;
     if (receiving && this.x.dialect === 'pg') await this.x.get(DESTINATIONS_CHANGING_PG);
   }
 

@@ -12,9 +12,11 @@
  * shared host the clock measures the neighbours. With --statements, each statement text of one
  * measured group is then replayed alone (same parameters, inside BEGIN … ROLLBACK so nothing is
  * stored) `--repeat` times on a connection of its own, and its backend CPU per run printed, with
- * EXPLAIN (ANALYZE, BUFFERS) of the largest.
+ * EXPLAIN (ANALYZE, BUFFERS) of the largest. With --profile P, a CPU profile of each measured round alone
+ * (node:inspector) goes to P.<round>.cpuprofile (the profiler's own cost is in that round's CPU figure).
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -41,11 +43,13 @@ const { values } = parseArgs({
     statements: { type: 'boolean', default: false },
     destination: { type: 'boolean', default: false },
     spread: { type: 'string' },
+    profile: { type: 'string' },
+    'alloc-profile': { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (values.help || values['database-url'] === undefined) {
-  process.stdout.write('usage: ingest-cpu-pg.ts --database-url URL [--group 64] [--rounds 40] [--sessions 2000] [--statements] [--repeat 200] [--destination] [--spread 0]\n');
+  process.stdout.write('usage: ingest-cpu-pg.ts --database-url URL [--group 64] [--rounds 40] [--sessions 2000] [--statements] [--repeat 200] [--destination] [--spread 0] [--profile P] [--alloc-profile P]\n');
   process.exit(values.help ? 0 : 2);
 }
 const baseUrl = values['database-url'];
@@ -117,8 +121,24 @@ for (let r = 0; r < 5; r++) await Promise.all(Array.from({ length: groupSize }, 
 const backends = () => pgBackendPids([process.pid], Number(url.port || 5432));
 const cpuOf = (pids: number[]) => pids.reduce((a, p) => a + (processCpuMs(p) ?? 0), 0);
 
-async function measure(label: string): Promise<void> {
+/**
+ * --profile P: a CPU profile of each measured round alone (node:inspector), to P.<round>.cpuprofile; --alloc-profile P:
+ * a sampling allocation profile of each measured round that keeps the objects the collector freed, to P.<round>.heapprofile.
+ */
+const session = values.profile !== undefined || values['alloc-profile'] !== undefined ? new Session() : null;
+if (session !== null) {
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: 200 });
+  await session.post('HeapProfiler.enable');
+}
+
+async function measure(label: string, round: number): Promise<void> {
   groups.length = 0;
+  if (values.profile !== undefined) await session!.post('Profiler.start');
+  if (values['alloc-profile'] !== undefined) {
+    await session!.post('HeapProfiler.startSampling', { samplingInterval: 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  }
   const pids = backends();
   const b0 = cpuOf(pids);
   const c0 = process.cpuUsage();
@@ -139,19 +159,23 @@ async function measure(label: string): Promise<void> {
   }
   const c1 = process.cpuUsage(c0);
   const wall = performance.now() - t0;
+  if (values.profile !== undefined) writeFileSync(`${values.profile}.${round}.cpuprofile`, JSON.stringify((await session!.post('Profiler.stop')).profile));
+  if (values['alloc-profile'] !== undefined) {
+    writeFileSync(`${values['alloc-profile']}.${round}.heapprofile`, JSON.stringify((await session!.post('HeapProfiler.stopSampling')).profile));
+  }
   const b1 = cpuOf(pids);
   const events = rounds * groupSize;
   const trips = groups.reduce((a, g) => a + g.roundTrips, 0);
   const ops = groups.reduce((a, g) => a + g.operations, 0);
   process.stdout.write(
     `${label}: ${events} events in ${groups.length} groups (${(ops / groups.length).toFixed(1)}/group), ` +
-      `svc ${((c1.user + c1.system) / events).toFixed(1)} µs/event, backends ${(((b1 - b0) * 1000) / events).toFixed(1)} µs/event ` +
+      `svc ${((c1.user + c1.system) / events).toFixed(1)} µs/event (user ${(c1.user / events).toFixed(1)}, system ${(c1.system / events).toFixed(1)}), backends ${(((b1 - b0) * 1000) / events).toFixed(1)} µs/event ` +
       `(${pids.length} backends), ${Math.round((events * 1000) / wall)} events/s wall (the host's other work in it), ${((sent.count - s0) / events).toFixed(3)} statements/event, ${(trips / groups.length).toFixed(1)} round trips/group, ` +
       `${((sends - w0) / groups.length).toFixed(2)} sends/group\n`,
   );
 }
 
-for (let k = 0; k < 3; k++) await measure(`round ${k + 1}`);
+for (let k = 0; k < 3; k++) await measure(`round ${k + 1}`, k + 1);
 
 if (values.statements) {
   recording = [];

@@ -149,6 +149,14 @@ describe(`set-based group commits (${onPg ? 'PostgreSQL' : 'SQLite'})`, () => {
       odd.map((v) => [siteId, v, v]),
     );
     expect(found.map((r) => Number(r!.n))).toEqual(odd.map(() => 3));
+    // The same with only the values free of quotes and backslashes (on PostgreSQL their arrays are written joined in one go).
+    const plain = odd.filter((v) => !/["\\]/.test(v));
+    expect(plain).toContain('NULL');
+    const foundPlain = await store.sql.getEach<{ n: number }>(
+      "SELECT count(*) AS n FROM events WHERE site_id = ? AND type = 'odd' AND session_id = ? AND body = ?",
+      plain.map((v) => [siteId, v, v]),
+    );
+    expect(foundPlain.map((r) => Number(r!.n))).toEqual(plain.map(() => 3));
   });
 
   it('text values holding U+001E, and empty strings, go through the set-based insert unchanged', async () => {
@@ -440,6 +448,37 @@ describe(`set-based group commits (${onPg ? 'PostgreSQL' : 'SQLite'})`, () => {
         // BEGIN with the wave's one statement (the reads, and the inserts with them), COMMIT.
         if (onPg) expect(maxTrips(groups, 10)).toBeLessThanOrEqual(3);
       }
+    }
+  });
+
+  it('one read asked alike by every operation of a group, or alike but for one operation (first, middle or last), or alike but for a value that JSON writes the same: each gets its own rows', async () => {
+    const { store, siteId } = await open();
+    const now = Date.now();
+    await store.write(async (tx) => {
+      for (const [s, n] of [
+        ['same', 2],
+        ['other', 1],
+      ] as const) {
+        for (let e = 0; e < n; e++) await tx.activity.insertEvent({ siteId, sessionId: s, profileId: `prf_${s}`, visitorId: null, type: `${s}${e}`, ts: e, body: '{}', now });
+      }
+    });
+    const sql = 'SELECT type FROM events WHERE site_id = ? AND session_id = ? AND ts >= ? ORDER BY id';
+    const same = [{ type: 'same0' }, { type: 'same1' }];
+    const other = [{ type: 'other0' }];
+    // -0 and 0 are one set (as their JSON forms are); a different session at position `odd` (none: -1) is its own.
+    for (const odd of [-1, 0, 11, 23]) {
+      const got = new Map<number, unknown[]>();
+      await groupsOf(store, 24, (i) =>
+        store.write(
+          async (tx) => {
+            const rows = await tx.sql.all<{ type: string }>(sql, [siteId, i === odd ? 'other' : 'same', i % 3 === 0 ? -0 : 0]);
+            got.set(i, structuredClone(rows));
+            for (const r of rows) r.type = `changed by ${i}`;
+          },
+          { key: `alike${i}` },
+        ),
+      );
+      for (let i = 0; i < 24; i++) expect(got.get(i), `operation ${i}, odd ${odd}`).toEqual(i === odd ? other : same);
     }
   });
 

@@ -46,6 +46,33 @@ const destination = (store: Store, siteId: string, events: string[]) =>
   store.write((tx) => tx.webhooks.createDestination({ siteId, url: 'https://hooks.example.com/in', secretEnc: null, events }));
 
 describe(`behavioural outbox rows follow the site's destinations (${onPg ? 'PostgreSQL' : 'SQLite'})`, () => {
+  it("the subscriptions asked by the operations of one group (runs of the same site and type, each next to one differing in the site or the type alone): each gets its own site and type's answer; an ask after a destination change of the same operation sees it", async () => {
+    const { store } = await open();
+    const a = await store.write((tx) => tx.sites.create({ name: 'a' }));
+    const b = await store.write((tx) => tx.sites.create({ name: 'b' }));
+    await destination(store, a.id, ['pageview']);
+    const run: [string, string][] = [
+      [a.id, 'pageview'],
+      [a.id, 'pageview'],
+      [a.id, 'click'],
+      [a.id, 'click'],
+      [b.id, 'click'],
+      [b.id, 'click'],
+      [b.id, 'pageview'],
+      [b.id, 'pageview'],
+    ];
+    const asks = [...run, ...run, ...run];
+    // Operations submitted in one turn (one group commit; on PostgreSQL their asks share a statement wave).
+    const got = await Promise.all(asks.map(([site, type], i) => store.write((tx) => tx.webhooks.receives(site, type), { key: `ask${i}` })));
+    expect(got).toEqual(asks.map(([site, type]) => site === a.id && type === 'pageview'));
+    const changed = await store.write(async (tx) => {
+      const before = await tx.webhooks.receives(b.id, 'pageview');
+      await tx.webhooks.createDestination({ siteId: b.id, url: 'https://hooks.example.com/in', secretEnc: null, events: ['pageview'] });
+      return [before, await tx.webhooks.receives(b.id, 'pageview')];
+    });
+    expect(changed).toEqual([false, true]);
+  });
+
   it('none without a destination; rows for the types one subscribes to from its creation on; none while disabled', async () => {
     const { store, svc } = await open();
     const site = await store.write((tx) => tx.sites.create({ name: 'a' }));

@@ -55,8 +55,30 @@ interface Pending {
   kind: 'get' | 'all' | 'run';
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
-  /** Set once the statement that carried it came back. */
-  outcome?: { rows: Record<string, unknown>[]; changes: number } | { error: unknown };
+  /**
+   * Set once the statement that carried it came back (settle, fail): 0 not yet, 1 `rows` and `changes`, 2 `error`.
+   * Fields of the item itself rather than an outcome object per item (a wave's items are most of its objects).
+   */
+  state: 0 | 1 | 2;
+  rows: Record<string, unknown>[];
+  changes: number;
+  error: unknown;
+}
+
+const NO_ROWS: Record<string, unknown>[] = [];
+
+/** The item's statement came back with `rows` (what a get or all resolves with) and `changes`. */
+function settle(p: Pending, rows: Record<string, unknown>[], changes: number): void {
+  p.state = 1;
+  p.rows = rows;
+  p.changes = changes;
+}
+
+/** The item's statement failed with `error` (unless it came back already: `ifOpen`). */
+function fail(p: Pending, error: unknown, ifOpen = false): void {
+  if (ifOpen && p.state !== 0) return;
+  p.state = 2;
+  p.error = error;
 }
 
 /** At most this many parameters in one statement (PostgreSQL's wire limit is 65,535). */
@@ -138,7 +160,7 @@ export class BatchPgSql implements Sql {
 
   private enqueue(sql: string, params: Params, kind: Pending['kind']): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ sql, params, kind, resolve, reject });
+      this.queue.push({ sql, params, kind, resolve, reject, state: 0, rows: NO_ROWS, changes: 0, error: undefined });
       this.stats.asked++;
       if (!this.scheduled) {
         this.scheduled = true;
@@ -164,11 +186,11 @@ export class BatchPgSql implements Sql {
     // once all are back.
     if (byText.size < 2 || !(await this.combine(byText))) for (const [sql, items] of byText) await this.send(sql, items);
     for (const p of wave) {
-      const o = p.outcome!;
-      if ('error' in o) p.reject(o.error);
-      else if (p.kind === 'run') p.resolve({ changes: o.changes });
-      else if (p.kind === 'get') p.resolve(o.rows[0]);
-      else p.resolve(o.rows);
+      if (p.state === 2) p.reject(p.error);
+      else if (p.state === 0) p.reject(new Error('a batched statement was not answered'));
+      else if (p.kind === 'run') p.resolve({ changes: p.changes });
+      else if (p.kind === 'get') p.resolve(p.rows[0]);
+      else p.resolve(p.rows);
     }
   }
 
@@ -183,7 +205,7 @@ export class BatchPgSql implements Sql {
       return await this.update(sql, shape, items);
     } catch (err) {
       if (rewriteRefused(err) && !unnestRefusals.has(err as object)) unbatchable.add(sql);
-      for (const p of items) p.outcome ??= { error: err };
+      for (const p of items) fail(p, err, true);
     }
   }
 
@@ -193,9 +215,9 @@ export class BatchPgSql implements Sql {
       try {
         const rows = p.kind === 'run' ? [] : await this.plain.all<Record<string, unknown>>(p.sql, p.params);
         const changes = p.kind === 'run' ? (await this.plain.run(p.sql, p.params)).changes : rows.length;
-        p.outcome = { rows, changes };
+        settle(p, rows, changes);
       } catch (error) {
-        p.outcome = { error };
+        fail(p, error);
       }
     }
   }
@@ -287,7 +309,7 @@ export class BatchPgSql implements Sql {
           const inserted = new Set(r.rows.map((row) => JSON.stringify(shape.keyColumns.map((c) => String(row[c])))));
           for (const row of chunk) {
             const hit = inserted.has(JSON.stringify(shape.keyParams.map((i) => String(row.params[i]))));
-            for (const p of row.items) p.outcome = { rows: [], changes: hit ? 1 : 0 };
+            for (const p of row.items) settle(p, [], hit ? 1 : 0);
           }
           continue;
         }
@@ -296,7 +318,7 @@ export class BatchPgSql implements Sql {
           throw new Error(`batched insert returned ${r.rows.length} rows for ${chunk.length}`);
         }
         chunk.forEach((row, i) => {
-          for (const p of row.items) p.outcome = { rows: shape.returning ? [{ ...r.rows[i]! }] : [], changes: 1 };
+          for (const p of row.items) settle(p, shape.returning ? [{ ...r.rows[i]! }] : [], 1);
         });
       }
     }
@@ -352,7 +374,7 @@ export class BatchPgSql implements Sql {
         if (unnested.length > 0) for (const p of unnested) noUnnest.add(p.unnested!);
         else for (const sql of byText.keys()) unbatchable.add(sql);
       }
-      for (const items of byText.values()) for (const p of items) p.outcome = { error: err };
+      for (const items of byText.values()) for (const p of items) fail(p, err);
       return true;
     }
     this.stats.combined++;
@@ -360,7 +382,7 @@ export class BatchPgSql implements Sql {
       try {
         p.settle(per[i]!);
       } catch (error) {
-        for (const it of p.items) it.outcome ??= { error };
+        for (const it of p.items) fail(it, error, true);
       }
     });
     return true;
@@ -386,7 +408,7 @@ export class BatchPgSql implements Sql {
       this.stats.statements++;
       if (shape.tagged !== true) {
         await this.plain.run(sql, values);
-        for (const p of chunk) p.outcome = { rows: [], changes: (p.params[0] as unknown[] | undefined)?.length ?? 0 };
+        for (const p of chunk) settle(p, [], (p.params[0] as unknown[] | undefined)?.length ?? 0);
         continue;
       }
       const rows = await this.plain.all<Record<string, unknown>>(sql, values);
@@ -405,7 +427,7 @@ export class BatchPgSql implements Sql {
         per[k]!.push({ ...r, svc_i: at - start[k]! + 1 });
       }
       chunk.forEach((p, k) => {
-        p.outcome = { rows: per[k]!, changes: per[k]!.length };
+        settle(p, per[k]!, per[k]!.length);
       });
     }
   }
@@ -429,7 +451,7 @@ export class BatchPgSql implements Sql {
         const changes = chunk.map(() => 0);
         for (const r of rows) changes[Number(r.svc_i) - 1]!++;
         chunk.forEach((p, i) => {
-          p.outcome = { rows: [], changes: changes[i]! };
+          settle(p, [], changes[i]!);
         });
       }
     }
@@ -467,27 +489,36 @@ interface Column {
 function distinctSets(items: Pending[]): Pending[][] {
   if (items.length === 1) return [items];
   const width = items[0]!.params.length;
+  if (width > 0 && allSame(items, width)) return [items];
   if (width > 0) {
     const out: Pending[][] = [];
-    const byLast = new Map<unknown, Pending[][]>();
+    // The first set of a last value is the map's value itself; a bucket (an array of sets) is made only when a
+    // second distinct set shares that value (rare): no array per set beyond the set.
+    const byLast = new Map<unknown, Pending[] | Pending[][]>();
+    const buckets = new Set<Pending[][]>();
     let i = 0;
     for (; i < items.length; i++) {
       const p = items[i]!;
       if (p.params.length !== width) break;
       const last = keyValue(p.params[width - 1]);
       if (last === NOT_PRIMITIVE) break;
-      const bucket = byLast.get(last);
-      if (bucket === undefined) {
+      const found = byLast.get(last);
+      if (found === undefined) {
         const set = [p];
-        byLast.set(last, [set]);
+        byLast.set(last, set);
         out.push(set);
         continue;
       }
+      const bucket = buckets.has(found as Pending[][]) ? (found as Pending[][]) : [found as Pending[]];
       const same = bucket.find((set) => sameParams(set[0]!.params, p.params, width - 1));
       if (same !== undefined) same.push(p);
       else if (bucket.length >= LAST_BUCKET) break;
       else {
         const set = [p];
+        if (bucket.length === 1) {
+          byLast.set(last, bucket);
+          buckets.add(bucket);
+        }
         bucket.push(set);
         out.push(set);
       }
@@ -502,6 +533,27 @@ function distinctSets(items: Pending[]): Pending[][] {
     else list.push(p);
   }
   return [...distinct.values()];
+}
+
+/**
+ * Whether every item asks with the same parameters as the first (as their JSON forms would be; primitives only):
+ * a look-up every operation of a group asks alike (the site's webhook subscriptions, its event triggers) is one set
+ * without a map.
+ */
+function allSame(items: Pending[], width: number): boolean {
+  const first = items[0]!.params;
+  for (let k = 0; k < width; k++) if (keyValue(first[k]) === NOT_PRIMITIVE) return false;
+  for (let i = 1; i < items.length; i++) {
+    const q = items[i]!.params;
+    if (q === first) continue;
+    if (q.length !== width) return false;
+    for (let k = 0; k < width; k++) {
+      const a = first[k];
+      const b = q[k];
+      if (a !== b && keyValue(a) !== keyValue(b)) return false;
+    }
+  }
+  return true;
 }
 
 /** At most this many distinct sets share the value of their last parameter before distinctSets keys them by JSON. */
@@ -614,7 +666,7 @@ function untagged(r: Record<string, unknown>): Record<string, unknown> {
  * copies (a caller may change its rows).
  */
 function settleShared(set: Pending[], rows: Record<string, unknown>[]): void {
-  for (let k = 0; k < set.length; k++) set[k]!.outcome = { rows: k === 0 ? rows : rows.map((r) => ({ ...r })), changes: rows.length };
+  for (let k = 0; k < set.length; k++) settle(set[k]!, k === 0 ? rows : rows.map((r) => ({ ...r })), rows.length);
 }
 
 /**
@@ -636,7 +688,7 @@ function insertPart(sql: string, shape: InsertShape, items: Pending[], base: num
     settle: (rows) => {
       if (shape.returning && rows.length !== items.length) throw new Error(`batched insert returned ${rows.length} rows for ${items.length}`);
       items.forEach((p, i) => {
-        p.outcome = { rows: shape.returning ? [fromJson(rows[i]!, columns!)] : [], changes: 1 };
+        settle(p, shape.returning ? [fromJson(rows[i]!, columns!)] : [], 1);
       });
     },
   };
@@ -654,7 +706,7 @@ function doNothingPart(sql: string, shape: InsertShape, items: Pending[], base: 
     columns: shape.keyColumns.map((name) => ({ name, type: TEXT })),
     settle: (rows) => {
       const inserted = new Set(rows.map((row) => JSON.stringify(shape.keyColumns.map((c) => String(row[c] ?? null)))));
-      for (const x of keyed) x.p.outcome = { rows: [], changes: inserted.has(x.k) ? 1 : 0 };
+      for (const x of keyed) settle(x.p, [], inserted.has(x.k) ? 1 : 0);
     },
   };
 }
@@ -762,7 +814,20 @@ type WellFormed = string & { isWellFormed(): boolean; toWellFormed(): string };
  */
 function unnestValues(rows: readonly Params[], width: number): string[] {
   const out: string[] = [];
+  const plain = new Array<string>(rows.length);
   for (let i = 0; i < width; i++) {
+    // The common column (keys: site, session, visitor ids): strings only, none to escape, joined in one go (no
+    // string object per element).
+    let r = 0;
+    for (; r < rows.length; r++) {
+      const v = rows[r]![i];
+      if (typeof v !== 'string' || ESCAPE.test(v)) break;
+      plain[r] = v;
+    }
+    if (r === rows.length) {
+      out.push(rows.length === 0 ? '{}' : `{"${plain.join('","')}"}`);
+      continue;
+    }
     let a = '{';
     for (let r = 0; r < rows.length; r++) {
       if (r > 0) a += ',';
