@@ -252,6 +252,15 @@ describe('decisions merged in a group transaction (WriteOptions.merge, SQLite)',
     for (let i = 0; i < 40; i += 3) expect((await store.exposures.decisionFacts(siteId, `mh-b${String(i).padStart(2, '0')}`)).earlierArms).toEqual(new Map([[`exp_h${i % 4}`, `arm_h${i}`]]));
   });
 
+  it('insertDecisions outside a transaction (autocommit) stores none of a statement that fails', async () => {
+    const bad = decision('ma-bad', 5, { zone: (i) => (i === 3 ? null : `zone_${i}`) });
+    await expect(store.exposures.insertDecisions([decision('ma-1', 5, { exp: 'exp_a', arm: 'arm_a' }), bad])).rejects.toThrow(/zone_id/);
+    expect(await stored('ma-bad')).toBe(0);
+    // SQLite: one statement for both, so the good decision before the bad one is not stored either; PostgreSQL: one each.
+    expect(await stored('ma-1')).toBe(onPg ? 5 : 0);
+    expect((await store.exposures.decisionFacts(siteId, 'ma-1')).earlierArms).toEqual(onPg ? new Map([['exp_a', 'arm_a']]) : new Map());
+  });
+
   it('a faulty decision fails alone: the merged call fails, the group runs again with each operation alone, the others are stored', async () => {
     const calls: number[] = [];
     const alone: string[] = [];
