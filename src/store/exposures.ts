@@ -393,8 +393,9 @@ export class ExposuresRepo {
   /**
    * The exposures of several decisions (each `insert`'s rows), in the order given: what the writer calls for the
    * decisions of one group transaction (WriteOptions.merge). SQLite: consecutive decisions with the same number of
-   * rows go as one statement (decisionsRows), up to 32 decisions and 256 rows; a decision of another form (rows
-   * that do not share their site, visitor, profile, URL and time, or more than 64) goes alone as `insert`.
+   * rows go as one statement (decisionsRows), up to 32 decisions and 256 rows, a lone decision too inside a
+   * transaction (for OR FAIL); a decision of another form (rows that do not share their site, visitor, profile, URL
+   * and time, or more than 64) goes alone as `insert`.
    * PostgreSQL: each decision as `insert`. Inside a transaction the statement is OR FAIL (no statement journal,
    * decisionsRows): when it fails, rows of it before the failing one stay until the caller rolls back, which the
    * writer does (the group, then each decision alone in its savepoint, its own `insert`), so only the faulty one
@@ -416,7 +417,7 @@ export class ExposuresRepo {
         const most = Math.min(MAX_DECISIONS_PER_INSERT, Math.floor(MAX_ROWS_PER_DECISIONS_INSERT / n));
         while (j < decisions.length && j - i < most && decisions[j]!.length === n && oneDecisionForm(decisions[j]!)) j++;
       }
-      if (j - i === 1) {
+      if (j - i === 1 && !(orFail && n > 0 && oneDecisionForm(first))) {
         await this.insert(first);
         i++;
         continue;

@@ -194,8 +194,9 @@ export interface WriteOptions {
    */
   oneStatement?: boolean | undefined;
   /**
-   * SQLite: `fn` is `merge.by(tx, [merge.item])`, and consecutive operations of one group transaction with the
-   * same `merge.by` run as ONE call of it with their items in submission order (the exposures of many
+   * SQLite: `fn` is `merge.by(tx, [merge.item])`, and in a group's first (optimistic) pass consecutive operations
+   * with the same `merge.by` run as ONE call of it with their items in submission order (a lone operation as a call
+   * with its one item) (the exposures of many
    * decisions as one statement: the per-statement costs and SQLite's statement journal paid once a group).
    * When that call fails, the group is rolled back and run again with every operation alone in its own
    * savepoint (its own `fn`), as for any failure, so only the faulty operation fails. A merged operation

@@ -259,11 +259,12 @@ export class GroupCommitWriter {
           const m = op.merge;
           let j = i + 1;
           if (m !== undefined) while (j < batch.length && batch[j]!.merge?.by === m.by) j++;
-          if (j - i > 1) {
-            // Consecutive operations merged (WriteOptions.merge): one call with their items in order.
+          if (m !== undefined) {
+            // Consecutive operations merged (WriteOptions.merge): one call with their items in order (a lone one too:
+            // `by` may take a form that only the optimistic pass can, such as the exposures' OR FAIL).
             const items: unknown[] = new Array(j - i);
             for (let k = i; k < j; k++) items[k - i] = batch[k]!.merge!.item;
-            await m!.by(this.repos, items);
+            await m.by(this.repos, items);
             for (; i < j; i++) results[i] = { ok: true, value: undefined };
           } else {
             results[i] = { ok: true, value: await op.fn(this.repos) };
