@@ -39,6 +39,45 @@ function oneDecisionRows(n: number): string {
     `SELECT ?, ?, ?, ?, ?, column1, column2, column3, column4, column5 FROM (VALUES (?, ?, ?, ?, ?)${', (?, ?, ?, ?, ?)'.repeat(n - 1)})`);
 }
 
+/** At most this many decisions, and rows, in one statement of many decisions (decisionsRows; bounds the texts cached). */
+const MAX_DECISIONS_PER_INSERT = 32;
+const MAX_ROWS_PER_DECISIONS_INSERT = 256;
+const decisionsTexts = new Map<number, string>();
+
+/**
+ * `d` decisions of `n` rows each in one statement (SQLite): oneDecisionRows's SELECT once per decision, joined by
+ * UNION ALL, which yields its terms in order, so the rows are inserted in the order given, decision after
+ * decision, as `d` statements would insert them (and the first_arm trigger, row by row, keeps the first arm of the
+ * first). One statement's fixed costs instead of `d`.
+ *
+ * `orFail`: `INSERT OR FAIL`, which needs no statement journal. SQLite opens one for a statement that writes more
+ * than one row (or fires a trigger) and may abort (the NOT NULL columns, ABORT by default), so that an abort can
+ * undo the statement's own rows, and copies into it every page the statement changes: ~35k instructions a decision
+ * (test/bench/decide-handler.ts, callgrind). Under OR FAIL a failing row leaves the statement's earlier rows in
+ * place, so it is only for a statement inside a transaction that is rolled back (or rolled back to its savepoint)
+ * when the statement fails: the writer's group (GroupCommitWriter.runBatch rolls the group back, then runs each
+ * decision alone). The first_arm trigger ignores a known visitor and test by an upsert (migration 28), which an
+ * outer OR FAIL does not override as it did the INSERT OR IGNORE before.
+ */
+function decisionsRows(n: number, d: number, orFail: boolean): string {
+  const key = (n * 64 + d) * 2 + (orFail ? 1 : 0);
+  let text = decisionsTexts.get(key);
+  if (text === undefined) {
+    const one = `SELECT ?, ?, ?, ?, ?, column1, column2, column3, column4, column5 FROM (VALUES (?, ?, ?, ?, ?)${', (?, ?, ?, ?, ?)'.repeat(n - 1)})`;
+    text =
+      `INSERT ${orFail ? 'OR FAIL ' : ''}INTO exposures (site_id, visitor_id, profile_id, url, created_at, zone_id, variant_id, experiment_id, arm_id, holdout) ` +
+      Array.from({ length: d }, () => one).join(' UNION ALL ');
+    decisionsTexts.set(key, text);
+  }
+  return text;
+}
+
+/** Whether `rows` (one decision's, non-empty) can take oneDecisionRows's form: shared values equal, not too many rows. */
+function oneDecisionForm(rows: readonly ExposureInsert[]): boolean {
+  const d = rows[0]!;
+  return rows.length <= MAX_ROWS_PER_INSERT && rows.every((r) => r.siteId === d.siteId && r.visitorId === d.visitorId && r.profileId === d.profileId && r.url === d.url && r.at === d.at);
+}
+
 /** INSERT_EXPOSURE with `n` rows of values. */
 function insertRows(n: number): string {
   return (insertTexts[n] ??= `${INSERT_EXPOSURE}${', (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'.repeat(n - 1)}`);
@@ -352,6 +391,50 @@ export class ExposuresRepo {
 
 
   /**
+   * The exposures of several decisions (each `insert`'s rows), in the order given: what the writer calls for the
+   * decisions of one group transaction (WriteOptions.merge). SQLite: consecutive decisions with the same number of
+   * rows go as one statement (decisionsRows), up to 32 decisions and 256 rows, a lone decision too inside a
+   * transaction (for OR FAIL); a decision of another form (rows that do not share their site, visitor, profile, URL
+   * and time, or more than 64) goes alone as `insert`.
+   * PostgreSQL: each decision as `insert`. Inside a transaction the statement is OR FAIL (no statement journal,
+   * decisionsRows): when it fails, rows of it before the failing one stay until the caller rolls back, which the
+   * writer does (the group, then each decision alone in its savepoint, its own `insert`), so only the faulty one
+   * fails and nothing of it is stored. A caller other than the writer must roll back when this throws.
+   */
+  async insertDecisions(decisions: readonly (readonly ExposureInsert[])[]): Promise<void> {
+    if (this.x.dialect !== 'sqlite') {
+      for (const rows of decisions) await this.insert(rows);
+      return;
+    }
+    // OR FAIL only inside a transaction (the writer's group, rolled back when an operation fails): in autocommit
+    // the rows before a failing one would stay.
+    const orFail = this.x instanceof SqliteSql && this.x.db.inTransaction;
+    for (let i = 0; i < decisions.length; ) {
+      const first = decisions[i]!;
+      const n = first.length;
+      let j = i + 1;
+      if (n > 0 && oneDecisionForm(first)) {
+        const most = Math.min(MAX_DECISIONS_PER_INSERT, Math.floor(MAX_ROWS_PER_DECISIONS_INSERT / n));
+        while (j < decisions.length && j - i < most && decisions[j]!.length === n && oneDecisionForm(decisions[j]!)) j++;
+      }
+      if (j - i === 1 && !(orFail && n > 0 && oneDecisionForm(first))) {
+        await this.insert(first);
+        i++;
+        continue;
+      }
+      const count = j - i;
+      const params: unknown[] = [];
+      for (; i < j; i++) {
+        const rows = decisions[i]!;
+        const d = rows[0]!;
+        params.push(d.siteId, d.visitorId, d.profileId, d.url, d.at);
+        for (const r of rows) params.push(r.zoneId, r.variantId, r.experimentId, r.armId, r.holdout ? 1 : 0);
+      }
+      await this.x.run(decisionsRows(n, count, orFail), params);
+    }
+  }
+
+  /**
    * Writes one row per zone a request decided, in one statement. On PostgreSQL the rows go as
    * column arrays (INSERT_EXPOSURES_PG), and the rows of concurrent decisions share one such statement
    * (pg/batch.ts); on SQLite the request's rows are one multi-row INSERT (one call into SQLite instead
@@ -375,7 +458,7 @@ export class ExposuresRepo {
       return;
     }
     const d = rows[0]!;
-    if (rows.length > 1 && rows.length <= MAX_ROWS_PER_INSERT && rows.every((r) => r.siteId === d.siteId && r.visitorId === d.visitorId && r.profileId === d.profileId && r.url === d.url && r.at === d.at)) {
+    if (rows.length > 1 && oneDecisionForm(rows)) {
       const params: unknown[] = [d.siteId, d.visitorId, d.profileId, d.url, d.at];
       for (const r of rows) params.push(r.zoneId, r.variantId, r.experimentId, r.armId, r.holdout ? 1 : 0);
       await this.x.run(oneDecisionRows(rows.length), params);

@@ -1242,4 +1242,27 @@ BEGIN
 END;
 `,
   },
+  {
+    version: 28,
+    expand: true,
+    name: 'first arms: the trigger ignores a visitor and test it already holds by an upsert (DO NOTHING) instead of INSERT OR IGNORE, so an exposure insert may say OR FAIL',
+    sql: `
+-- The same rows as before: a visitor and test already in first_arms is left as it is (the first insert wins), and
+-- nothing else can fail (the WHEN clause and the exposures' NOT NULL columns give every value). What changes is
+-- what an outer conflict clause does to it: SQLite applies the clause of the statement that fires a trigger to the
+-- trigger's own statements, so under INSERT OR FAIL INTO exposures the OR IGNORE here became OR FAIL (a returning
+-- visitor failed), while an upsert's DO NOTHING holds for its target whatever the outer clause. svc inserts the
+-- exposures of a group's decisions OR FAIL (ExposuresRepo.insertDecisions), and a multi-row insert that cannot
+-- abort needs no statement journal (SQLite copies every page the statement changes into one otherwise).
+-- Expand-only: the release before this one inserts as it did and gets the same first arms.
+DROP TRIGGER first_arm;
+CREATE TRIGGER first_arm AFTER INSERT ON exposures
+  WHEN NEW.experiment_id IS NOT NULL AND NEW.arm_id IS NOT NULL
+BEGIN
+  INSERT INTO first_arms (site_id, visitor_id, experiment_id, arm_id, created_at)
+    VALUES (NEW.site_id, NEW.visitor_id, NEW.experiment_id, NEW.arm_id, NEW.created_at)
+    ON CONFLICT (site_id, visitor_id, experiment_id) DO NOTHING;
+END;
+`,
+  },
 ];

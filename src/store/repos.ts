@@ -193,4 +193,21 @@ export interface WriteOptions {
    * group transaction costs no round trip.
    */
   oneStatement?: boolean | undefined;
+  /**
+   * SQLite: `fn` is `merge.by(tx, [merge.item])`, and in a group's first (optimistic) pass consecutive operations
+   * with the same `merge.by` run as ONE call of it with their items in submission order (a lone operation as a call
+   * with its one item) (the exposures of many
+   * decisions as one statement: the per-statement costs and SQLite's statement journal paid once a group).
+   * When that call fails, the group is rolled back and run again with every operation alone in its own
+   * savepoint (its own `fn`), as for any failure, so only the faulty operation fails. A merged operation
+   * resolves with undefined. PostgreSQL ignores it (it runs `fn`; oneStatement does the grouping there).
+   */
+  merge?: WriteMerge | undefined;
+}
+
+/** WriteOptions.merge: the item of one operation, and what writes the items of consecutive operations at once. */
+export interface WriteMerge<I = unknown> {
+  /** A function kept for good (operations merge when theirs is the same): writes `items`, in order, through `tx`. */
+  by(tx: Repos, items: readonly I[]): Promise<void> | void;
+  item: I;
 }

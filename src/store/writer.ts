@@ -1,6 +1,6 @@
 import { fsync } from 'node:fs';
 import type { Db } from './db.js';
-import type { Repos, WriteOp, WriteOptions } from './repos.js';
+import type { Repos, WriteMerge, WriteOp, WriteOptions } from './repos.js';
 import { GroupCommitListeners } from './group-commits.js';
 
 interface Settled {
@@ -16,6 +16,8 @@ interface Op {
   reject: (e: unknown) => void;
   /** Settles at commit, before the fsync (WriteOptions.ack = 'commit'). */
   atCommit: boolean;
+  /** WriteOptions.merge: consecutive operations with the same `merge.by` run as one call in the optimistic pass. */
+  merge: WriteMerge | undefined;
 }
 
 const settled = (): void => undefined;
@@ -164,7 +166,7 @@ export class GroupCommitWriter {
     const atCommit = opts?.ack === 'commit' && this.walFd !== null;
     if (atCommit) this.atCommitQueued++;
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject, atCommit });
+      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject, atCommit, merge: opts?.merge });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => this.flush());
@@ -238,9 +240,9 @@ export class GroupCommitWriter {
   }
 
   private async runBatch(batch: Op[]): Promise<void> {
-    // Optimistic pass: no savepoints. Operations validate before they write, so a
-    // failure is rare; when one happens the batch is rolled back and re-run with a
-    // savepoint per operation, so only the failing operation is lost.
+    // Optimistic pass: no savepoints, consecutive mergeable operations as one call. Operations
+    // validate before they write, so a failure is rare; when one happens the batch is rolled
+    // back and re-run with a savepoint per operation, each alone, so only the failing operation is lost.
     const results: { ok: boolean; value: unknown }[] = new Array(batch.length);
     if (this.groupCommits.active) this.batchStarted = performance.now();
     try {
@@ -251,9 +253,23 @@ export class GroupCommitWriter {
     }
     let failed = false;
     try {
-      for (let i = 0; i < batch.length; i++) {
+      for (let i = 0; i < batch.length; ) {
+        const op = batch[i]!;
         try {
-          results[i] = { ok: true, value: await batch[i]!.fn(this.repos) };
+          const m = op.merge;
+          let j = i + 1;
+          if (m !== undefined) while (j < batch.length && batch[j]!.merge?.by === m.by) j++;
+          if (m !== undefined) {
+            // Consecutive operations merged (WriteOptions.merge): one call with their items in order (a lone one too:
+            // `by` may take a form that only the optimistic pass can, such as the exposures' OR FAIL).
+            const items: unknown[] = new Array(j - i);
+            for (let k = i; k < j; k++) items[k - i] = batch[k]!.merge!.item;
+            await m.by(this.repos, items);
+            for (; i < j; i++) results[i] = { ok: true, value: undefined };
+          } else {
+            results[i] = { ok: true, value: await op.fn(this.repos) };
+            i++;
+          }
         } catch {
           failed = true;
           break;

@@ -37,7 +37,7 @@ type Handler = (deps: unknown, req: unknown, res: unknown) => Promise<void>;
 interface Build {
   root: string;
   dir: string;
-  store: { close(): Promise<void>; sql: { get<T>(q: string, p: unknown[]): Promise<T> } };
+  store: { close(): Promise<void>; sql: { get<T>(q: string, p: unknown[]): Promise<T> }; writeCounters?: { batches: number; ops: number } };
   handle: Handler;
   deps: unknown;
   us: number[];
@@ -154,7 +154,9 @@ for (let pass = 0; pass < passes; pass++) {
 if (callgrindDir) console.log(`callgrind: ${(callgrindInstructions(callgrindDir, process.pid) / measured).toFixed(0)} instructions a request over ${measured}`);
 for (const b of builds) {
   const s = [...b.us].sort((x, y) => x - y);
-  console.log(`${b.root}: median ${s[s.length >> 1]!.toFixed(1)} mean ${(s.reduce((x, y) => x + y, 0) / s.length).toFixed(1)} µs/request over ${s.length} blocks of ${BLOCK}`);
+  const w = b.store.writeCounters;
+  const perGroup = w && w.batches > 0 ? `; ${(w.ops / w.batches).toFixed(1)} write operations a group transaction` : '';
+  console.log(`${b.root}: median ${s[s.length >> 1]!.toFixed(1)} mean ${(s.reduce((x, y) => x + y, 0) / s.length).toFixed(1)} µs/request over ${s.length} blocks of ${BLOCK}${perGroup}`);
 }
 if (builds.length === 2) {
   const r = builds[1]!.us.map((u, i) => u / builds[0]!.us[i]!).sort((x, y) => x - y);

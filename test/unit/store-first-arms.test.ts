@@ -143,6 +143,18 @@ describe(`first arms on ${pg_ ? 'PostgreSQL' : 'SQLite'}`, () => {
         's1/v4/exp_b=arm_b2',
         's2/v1/exp_a=arm_a1',
       ]);
+      if (!pg_) {
+        // svc's exposures of a group's decisions go OR FAIL (no statement journal); the trigger's upsert still ignores a
+        // visitor and test it holds (an INSERT OR IGNORE in the trigger became OR FAIL under it: this statement failed).
+        await b.run(
+          "INSERT OR FAIL INTO exposures (site_id, visitor_id, zone_id, experiment_id, arm_id, url, created_at) VALUES ('s1', 'v1', 'zone_1', 'exp_a', 'arm_a7', '/p', 1), ('s1', 'v7', 'zone_1', 'exp_a', 'arm_a1', '/p', 2), ('s1', 'v7', 'zone_1', 'exp_a', 'arm_a2', '/p', 3)",
+          [],
+        );
+        expect(await b.all("SELECT visitor_id, arm_id FROM first_arms WHERE site_id = 's1' AND experiment_id = 'exp_a' AND visitor_id IN ('v1', 'v7') ORDER BY visitor_id")).toEqual([
+          { visitor_id: 'v1', arm_id: 'arm_a2' },
+          { visitor_id: 'v7', arm_id: 'arm_a1' },
+        ]);
+      }
       // A statement that fails stores neither its exposures nor their first arms.
       await expect(write([row('s1', 'v5', 'exp_a', 'arm_a1', 1), row('s1', 'v6', 'exp_a', 'arm_a1', null as unknown as number)])).rejects.toThrow();
       expect(await b.all("SELECT visitor_id FROM first_arms WHERE visitor_id IN ('v5', 'v6')")).toEqual([]);

@@ -1,5 +1,5 @@
 import type { Store } from '../../store/store.js';
-import type { Repos, RepoShared } from '../../store/repos.js';
+import type { Repos, RepoShared, WriteMerge } from '../../store/repos.js';
 import { decide, orderPlacements, type Decision, type SiteSnapshot, type SnapshotContent, type SnapshotExperiment, type SnapshotVariant } from '../decide/decide.js';
 import { factsFromRows, type ExposureInsert, type FactsRow } from '../../store/exposures.js';
 
@@ -183,6 +183,11 @@ interface KnownFacts {
   visitor: Omit<VisitorFacts, 'visitorId'>;
 }
 
+/** The exposures of consecutive decisions of one group transaction (WriteOptions.merge; one function, so they merge). */
+function insertDecisions(tx: Repos, items: readonly ExposureInsert[][]): Promise<void> {
+  return tx.exposures.insertDecisions(items);
+}
+
 /** At most this many visitors' facts are kept per store (the oldest entry goes first). */
 const MAX_KNOWN = 20_000;
 /** After this many checks in a row that found other facts, a decision is stored as made from the facts just read (the plain insert, as before the check). */
@@ -262,7 +267,9 @@ export class DecisionService {
     const d = rows[0]!;
     // Keyed by visitor: decisions of different visitors share their group commit's insert (Store.write);
     // one statement, so on PostgreSQL the inserts of concurrent decisions commit without a transaction around them.
-    return this.store.write((tx) => tx.exposures.insert(rows), { key: `x\u0000${d.siteId}\u0000${d.visitorId}`, ack: 'commit', oneStatement: true });
+    // On SQLite the decisions of one group transaction are merged: their exposures one statement (insertDecisions).
+    const merge: WriteMerge<ExposureInsert[]> = { by: insertDecisions, item: rows };
+    return this.store.write((tx) => tx.exposures.insert(rows), { key: `x\u0000${d.siteId}\u0000${d.visitorId}`, ack: 'commit', oneStatement: true, merge });
   }
 
   private async decideAndRecordChecked(siteId: string, visitorId: string, url: string): Promise<DecisionResult | undefined> {
