@@ -188,6 +188,8 @@ describe('conversion fan-out to Meta and Google Ads', () => {
     await visit(svc, site, 's3', 'https://shop.example/p');
     const id = await convert(svc, site, 's3', 20);
     await mock.until(() => mock.meta.has(`Purchase:${id}`), 20_000, 'retried event');
+    // The platform has counted it; svc records the outcome when the answer comes back, a moment later.
+    await mock.until(() => jobState(id, metaId) === 'delivered', 10_000, 'delivered job');
     const sent = mock.requests.meta.slice(before).map((r) => (JSON.parse(r.body) as { data: { event_id: string }[] }).data.map((d) => d.event_id));
     expect(sent).toEqual([[id], [id], [id]]);
     expect(mock.meta.get(`Purchase:${id}`)!.arrivals).toBe(1);
