@@ -178,6 +178,13 @@ describe('oneStatement write operations', () => {
 
 describe('decisions merged in a group transaction (WriteOptions.merge, SQLite)', () => {
   /** One decision's rows: `n` zones, the first in test `exp` with arm `arm`, shared values unless `urlPerRow`. */
+  /** A merge function (WriteOptions.merge.by) that records how many items each call got, then stores them. */
+  const countingMerge =
+    (calls: number[]) =>
+    (tx: Parameters<Parameters<Store['write']>[0]>[0], items: readonly ExposureInsert[][]) => {
+      calls.push(items.length);
+      return tx.exposures.insertDecisions(items);
+    };
   const decision = (visitorId: string, n: number, opts: { exp?: string; arm?: string; urlPerRow?: boolean; zone?: (i: number) => string | null } = {}): ExposureInsert[] =>
     Array.from({ length: n }, (_, i) => ({
       siteId,
@@ -213,10 +220,7 @@ describe('decisions merged in a group transaction (WriteOptions.merge, SQLite)',
 
   it('consecutive operations run as one call with their items in order; rows stored in submission order, the first arm of the first decision kept', async () => {
     const calls: number[] = [];
-    const by = (tx: Parameters<Parameters<Store['write']>[0]>[0], items: readonly ExposureInsert[][]) => {
-      calls.push(items.length);
-      return tx.exposures.insertDecisions(items);
-    };
+    const by = countingMerge(calls);
     // Same visitor twice in one group with different arms (a force_arm override between them): the first stays.
     const decisions = [
       decision('mg-a1', 5, { exp: 'exp_m', arm: 'arm_m1' }),
@@ -264,10 +268,7 @@ describe('decisions merged in a group transaction (WriteOptions.merge, SQLite)',
   it('a faulty decision fails alone: the merged call fails, the group runs again with each operation alone, the others are stored', async () => {
     const calls: number[] = [];
     const alone: string[] = [];
-    const by = (tx: Parameters<Parameters<Store['write']>[0]>[0], items: readonly ExposureInsert[][]) => {
-      calls.push(items.length);
-      return tx.exposures.insertDecisions(items);
-    };
+    const by = countingMerge(calls);
     const decisions = [
       decision('mf-1', 5, { exp: 'exp_f', arm: 'arm_f1' }),
       decision('mf-2', 5),
