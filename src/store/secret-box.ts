@@ -1,6 +1,24 @@
 import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+
+/**
+ * Creates `file` holding 256 random bits, unless it exists (then leaves it). The key is written whole to a
+ * file of this process's own and hard-linked to its name, which either appears complete or fails with EEXIST:
+ * instances starting together on one data directory never read a file another is still writing (a `wx` create
+ * then write left a moment where the name held no key yet), and all end with the one key that won.
+ */
+function createKeyFile(file: string): void {
+  const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+  writeFileSync(tmp, randomBytes(32).toString('base64'), { flag: 'wx', mode: 0o600 });
+  try {
+    linkSync(tmp, file);
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'EEXIST') throw err;
+  } finally {
+    unlinkSync(tmp);
+  }
+}
 
 /**
  * Encrypts secrets at rest (webhook signing secrets, ad-platform credentials)
@@ -15,11 +33,7 @@ export class SecretBox {
     if (envKey) return new SecretBox(createHash('sha256').update(envKey).digest());
     const file = path.join(dataDir, 'secret.key');
     if (!existsSync(file)) {
-      try {
-        writeFileSync(file, randomBytes(32).toString('base64'), { flag: 'wx', mode: 0o600 });
-      } catch (err) {
-        if ((err as { code?: string }).code !== 'EEXIST') throw err;
-      }
+      createKeyFile(file);
       chmodSync(file, 0o600);
     }
     const key = Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
