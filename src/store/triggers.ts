@@ -75,7 +75,11 @@ export class TriggersRepo {
 
   private changed(): void {
     this.caches?.eventTriggerTypes.clear();
+    this.asking = null;
   }
+
+  /** PostgreSQL: the event triggers' ask of this transaction not answered yet (see listeningForEvent). */
+  private asking: { siteId: string; type: string; answer: Promise<readonly Readonly<TriggerRow>[]> } | null = null;
 
   async create(id: string, siteId: string, f: TriggerFields, by: string, now: number): Promise<TriggerRow> {
     this.changed();
@@ -133,8 +137,30 @@ export class TriggersRepo {
    * Enabled triggers of a site listening for an event type (listening(site, 'event', type)). With the
    * writer's caches on (SQLite), the types a site's triggers listen for are read once and kept, so an
    * event no trigger listens for costs no statement. Call inside a write operation.
+   *
+   * On PostgreSQL the operations of a group commit ask it together (each event of the group, one statement
+   * wave, one parameter set): an ask for the site and type of one still unanswered in this transaction
+   * shares its answer, the same rows (read-only: no caller may change them), as WebhooksRepo.receives does.
+   * An ask after the answer came, or after a change of a trigger in this transaction, asks anew; so the
+   * sequential rerun (one operation after another) asks per operation as before. Per transaction (one
+   * TriggersRepo per group), never across.
    */
-  async listeningForEvent(siteId: string, type: string): Promise<TriggerRow[]> {
+  listeningForEvent(siteId: string, type: string): Promise<readonly Readonly<TriggerRow>[]> {
+    if (this.x.dialect !== 'pg') return this.listeningHere(siteId, type);
+    const last = this.asking;
+    if (last !== null && last.siteId === siteId && last.type === type) return last.answer;
+    const answer: Promise<readonly Readonly<TriggerRow>[]> = this.listening(siteId, 'event', type);
+    const ask = { siteId, type, answer };
+    this.asking = ask;
+    const done = () => {
+      if (this.asking === ask) this.asking = null;
+    };
+    answer.then(done, done);
+    return answer;
+  }
+
+  /** listeningForEvent on SQLite: the writer's caches, then the read. */
+  private async listeningHere(siteId: string, type: string): Promise<TriggerRow[]> {
     const caches = this.caches;
     if (caches?.enabled) {
       let types = caches.eventTriggerTypes.get(siteId);
@@ -153,6 +179,7 @@ export class TriggersRepo {
   }
 
   async countCapped(id: string): Promise<void> {
+    this.asking = null;
     await this.x.run('UPDATE triggers SET capped_count = capped_count + 1 WHERE id = ?', [id]);
   }
 

@@ -107,3 +107,44 @@ describe('quiet hours in the site time zone', () => {
     });
   }
 });
+
+describe('event triggers asked by the operations of one group', () => {
+  it('runs of the same site and type, each next to one differing in the site or the type alone: each gets its own site and type\'s triggers; an ask after a trigger change of the same operation sees it', async () => {
+    const a = await site('UTC');
+    const b = await site('UTC');
+    const on = async (siteId: string, type: string, enabled: boolean): Promise<string> => {
+      const tr = await trigger(siteId, { cap_count: 10, cap_hours: 1 });
+      await store.write(async (tx) => {
+        await tx.triggers.update(siteId, tr.id, { ...tr, on_value: type }, Date.now());
+        if (enabled) await tx.triggers.setEnabled(siteId, tr.id, true, Date.now());
+      });
+      return tr.id;
+    };
+    const aPageview = await on(a, 'pageview', true);
+    const bClick = await on(b, 'click', true);
+    await on(a, 'click', false);
+    const run: [string, string][] = [
+      [a, 'pageview'],
+      [a, 'pageview'],
+      [a, 'click'],
+      [a, 'click'],
+      [b, 'click'],
+      [b, 'click'],
+      [b, 'pageview'],
+      [b, 'pageview'],
+    ];
+    const asks = [...run, ...run, ...run];
+    // Operations submitted in one turn (one group commit; on PostgreSQL their asks share a statement wave).
+    const got = await Promise.all(
+      asks.map(([s, type], i) => store.write(async (tx) => (await tx.triggers.listeningForEvent(s, type)).map((r) => `${r.site_id}/${r.on_value}/${r.id}`), { key: `ask${i}` })),
+    );
+    expect(got).toEqual(asks.map(([s, type]) => (s === a && type === 'pageview' ? [`${a}/pageview/${aPageview}`] : s === b && type === 'click' ? [`${b}/click/${bClick}`] : [])));
+    const changed = await store.write(async (tx) => {
+      const before = (await tx.triggers.listeningForEvent(b, 'pageview')).length;
+      const tr = (await tx.triggers.list(b)).find((r) => r.id === bClick)!;
+      await tx.triggers.update(b, tr.id, { ...tr, on_value: 'pageview' }, Date.now());
+      return [before, (await tx.triggers.listeningForEvent(b, 'pageview')).map((r) => r.id)];
+    });
+    expect(changed).toEqual([0, [bClick]]);
+  });
+});

@@ -25,7 +25,7 @@ async function siteZone(tx: Repos, siteId: string): Promise<string> {
  */
 export async function createFire(
   tx: Repos,
-  t: TriggerRow,
+  t: Readonly<TriggerRow>,
   profileId: string,
   reason: FireReason,
   now: number,
