@@ -53,7 +53,18 @@ export async function handleDecide(deps: DecideDeps, req: IncomingMessage, res: 
       throw new AppError('method_not_allowed', `${req.method} is not allowed on ${DECIDE_PATH}; use GET`, {}, { Allow: 'GET, OPTIONS' });
     }
     await takePublicLimit(deps.ipLimiter, 'client_address', clientAddress(req, deps.trustProxy));
-    const q = decideQuery(req.url ?? '/');
+    const params = queryOf(req.url ?? '/');
+    const raw: Record<string, string> = {};
+    for (const key of ['site_id', 'visitor_id', 'url'] as const) {
+      const all = params.getAll(key);
+      if (all.length > 1) throw new AppError('validation_failed', `${key}: given ${all.length} times; give it once`, { field: key });
+      if (all.length === 1) raw[key] = all[0]!;
+    }
+    const nul = nulError(raw);
+    if (nul) throw nul;
+    const parsed = decideQuerySchema.safeParse(raw);
+    if (!parsed.success) throw validationError(parsed.error);
+    const q = parsed.data;
     const site = await deps.ingestion.site(q.site_id);
     deps.origins.check(site, req, res);
     await takePublicLimit(deps.siteLimiter, 'site', q.site_id);
@@ -68,77 +79,6 @@ export async function handleDecide(deps: DecideDeps, req: IncomingMessage, res: 
     sendJsonText(res, 200, `${head}${zones.text}}`, undefined, Buffer.byteLength(head) + zones.bytes + 1);
   } catch (err) {
     sendFailure(res, err, () => deps.onUnexpected(err, req), 'internal error; nothing was stored');
-  }
-}
-
-/** The longest of each parameter (decideQuerySchema's max). */
-const MAX_LENGTH = { site_id: 64, visitor_id: 128, url: 2048 } as const;
-const PRINTABLE_ASCII = /^[\x21-\x7e]*$/;
-
-/**
- * The query of a request target as decideQuerySchema parses it, or the AppError of a bad one. A target of printable
- * ASCII whose parameters decode as UTF-8 and hold their lengths is read directly (as URLSearchParams would: `+` a
- * space, then percent-decoding); anything else, errors included, goes through URLSearchParams and the schema.
- */
-export function decideQuery(target: string): z.output<typeof decideQuerySchema> {
-  const quick = quickQuery(target);
-  if (quick !== undefined) return quick;
-  const params = queryOf(target);
-  const raw: Record<string, string> = {};
-  for (const key of ['site_id', 'visitor_id', 'url'] as const) {
-    const all = params.getAll(key);
-    if (all.length > 1) throw new AppError('validation_failed', `${key}: given ${all.length} times; give it once`, { field: key });
-    if (all.length === 1) raw[key] = all[0]!;
-  }
-  const nul = nulError(raw);
-  if (nul) throw nul;
-  const parsed = decideQuerySchema.safeParse(raw);
-  if (!parsed.success) throw validationError(parsed.error);
-  return parsed.data;
-}
-
-function quickQuery(target: string): z.output<typeof decideQuerySchema> | undefined {
-  const q = target.indexOf('?');
-  if (q === -1) return undefined;
-  const hash = target.indexOf('#', q);
-  const query = hash === -1 ? target.slice(q + 1) : target.slice(q + 1, hash);
-  if (!PRINTABLE_ASCII.test(query)) return undefined;
-  let site: string | undefined;
-  let visitor: string | undefined;
-  let url: string | undefined;
-  for (const part of query.split('&')) {
-    if (part === '') continue;
-    const eq = part.indexOf('=');
-    const name = formDecode(eq === -1 ? part : part.slice(0, eq));
-    if (name !== 'site_id' && name !== 'visitor_id' && name !== 'url') {
-      if (name === undefined) return undefined;
-      continue;
-    }
-    const value = eq === -1 ? '' : formDecode(part.slice(eq + 1));
-    if (value === undefined || value.length === 0 || value.length > MAX_LENGTH[name] || value.includes('\u0000')) return undefined;
-    if (name === 'site_id') {
-      if (site !== undefined) return undefined;
-      site = value;
-    } else if (name === 'visitor_id') {
-      if (visitor !== undefined) return undefined;
-      visitor = value;
-    } else {
-      if (url !== undefined) return undefined;
-      url = value;
-    }
-  }
-  if (site === undefined || visitor === undefined || url === undefined) return undefined;
-  return { site_id: site, visitor_id: visitor, url };
-}
-
-/** application/x-www-form-urlencoded decoding of printable ASCII; undefined where it is not UTF-8 once decoded (URLSearchParams would put U+FFFD there). */
-function formDecode(text: string): string | undefined {
-  const spaced = text.includes('+') ? text.replaceAll('+', ' ') : text;
-  if (!spaced.includes('%')) return spaced;
-  try {
-    return decodeURIComponent(spaced);
-  } catch {
-    return undefined;
   }
 }
 
