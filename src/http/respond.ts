@@ -16,13 +16,14 @@ export function sendJson(
 
 /**
  * A JSON answer already serialised: a string (node:http writes it with the head in one chunk) or its UTF-8
- * bytes (encoded once where the caller has them).
+ * bytes (encoded once where the caller has them). `byteLength`: the text's length in UTF-8 bytes where the caller
+ * knows it (GET /api/decide: summed from texts measured once).
  */
-export function sendJsonText(res: ServerResponse, status: number, text: string | Buffer, headers?: Record<string, string>): void {
+export function sendJsonText(res: ServerResponse, status: number, text: string | Buffer, headers?: Record<string, string>, byteLength?: number): void {
   if (headers) for (const k in headers) res.setHeader(k, headers[k]!);
   res.writeHead(status, {
     'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': typeof text === 'string' ? Buffer.byteLength(text) : text.length,
+    'Content-Length': byteLength ?? (typeof text === 'string' ? Buffer.byteLength(text) : text.length),
   });
   res.end(text);
 }

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { AppError } from '../errors/app-error.js';
 import { sendFailure, sendJsonText } from '../http/respond.js';
-import { zonesAnswerJson } from '../domain/decide/decide.js';
+import { zonesAnswer } from '../domain/decide/decide.js';
 import { nulError, validationError } from '../errors/validation.js';
 import { takePublicLimit, type RateLimiter } from '../http/rate-limit.js';
 import type { IngestionService } from '../domain/ingestion/service.js';
@@ -72,9 +72,11 @@ export async function handleDecide(deps: DecideDeps, req: IncomingMessage, res: 
     if (!r) throw new AppError('validation_failed', 'url: an absolute http(s) URL or a path starting with "/"', { field: 'url' });
     const cookie = visitorCookie(site, req, deps.trustProxy, q.visitor_id);
     if (cookie) res.setHeader('Set-Cookie', cookie);
-    // The same bytes as sendJson of { site_id, visitor_id, holdout, zones }, the zones' texts kept per snapshot.
-    const text = `{"site_id":${JSON.stringify(q.site_id)},"visitor_id":${JSON.stringify(q.visitor_id)},"holdout":${r.decision.holdout},"zones":${zonesAnswerJson(r.snap, r.decision.zones)}}`;
-    sendJsonText(res, 200, text);
+    // The same bytes as sendJson of { site_id, visitor_id, holdout, zones }, the zones' texts (and their UTF-8
+    // lengths) kept per snapshot.
+    const head = `{"site_id":${JSON.stringify(q.site_id)},"visitor_id":${JSON.stringify(q.visitor_id)},"holdout":${r.decision.holdout},"zones":`;
+    const zones = zonesAnswer(r.snap, r.decision.zones);
+    sendJsonText(res, 200, `${head}${zones.text}}`, undefined, Buffer.byteLength(head) + zones.bytes + 1);
   } catch (err) {
     sendFailure(res, err, () => deps.onUnexpected(err, req), 'internal error; nothing was stored');
   }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { decide, orderPlacements, zoneAnswerJson, zonesAnswerJson, type SiteSnapshot, type SnapshotExperiment, type SnapshotOverride, type VisitorInput, type ZoneDecision } from '../../src/domain/decide/decide.js';
-import { assignArm, inHoldout } from '../../src/domain/experiments/assign.js';
+import { decide, decideUnplanned, orderPlacements, PLAN_BOUNDS, planSize, zoneAnswerJson, zonesAnswer, zonesAnswerJson, type SiteSnapshot, type SnapshotExperiment, type SnapshotOverride, type VisitorInput, type ZoneDecision } from '../../src/domain/decide/decide.js';
+import { ArmRanges, assignArm, bucket, bucketAfter, fnv1a32, inHoldout } from '../../src/domain/experiments/assign.js';
 import type { VariantStatus } from '../../src/store/variants.js';
 
 /** A site with one page (/pricing), two zones (hero, banner) and variants v1..v4 of the hero, all published. */
@@ -371,5 +371,168 @@ describe("GET /api/decide's zone texts (kept per snapshot)", () => {
       }
     }
     expect(texts.size).toBe(cases.length);
+  });
+});
+
+describe('the plan kept per snapshot (pages per URL, decisions per what of the visitor they depend on)', () => {
+  /** A site where every step can apply or be skipped, on its hero zone and its banner. */
+  function busy(statuses: Record<string, VariantStatus> = {}, over: Partial<SiteSnapshot> = {}): SiteSnapshot {
+    return site(
+      {
+        holdoutShare: 0.2,
+        pages: [
+          { id: 'p_pricing', name: 'Pricing', match_type: 'exact', pattern: '/pricing' },
+          { id: 'p_all', name: 'Everything', match_type: 'prefix', pattern: '/' },
+          { id: 'p_items', name: 'Items', match_type: 'glob', pattern: '/items/*' },
+          { id: 'p_plan', name: 'Pro plan', match_type: 'exact', pattern: '/pricing?plan=pro' },
+        ],
+        zones: [
+          { id: 'z_hero', page_id: 'p_pricing', name: 'hero', selector: '#hero', default_content_id: 'c_default' },
+          { id: 'z_banner', page_id: 'p_all', name: 'banner', selector: '.banner', default_content_id: 'c_banner' },
+          { id: 'z_item', page_id: 'p_items', name: 'item', selector: '#item', default_content_id: null },
+          { id: 'z_plan', page_id: 'p_plan', name: 'plan', selector: '#plan', default_content_id: 'c2' },
+        ],
+        experiments: [
+          running({ id: 'exp_a', seed: 'a', arms: [
+            { id: 'arm_a0', label: 'A0', is_control: true, variant_id: null, weight: 1 },
+            { id: 'arm_a1', label: 'A1', is_control: false, variant_id: 'v1', weight: 2 },
+            { id: 'arm_a2', label: 'A2', is_control: false, variant_id: 'v4', weight: 1 },
+          ] }),
+          running({ id: 'exp_b', seed: 'b', zone_id: null, arms: [
+            { id: 'arm_b0', label: 'B0', is_control: true, variant_id: null, weight: 1 },
+            { id: 'arm_b1', label: 'B1', is_control: false, variant_id: 'v2', weight: 1 },
+          ] }),
+          running({ id: 'exp_item', seed: 'i', page_id: 'p_items', zone_id: 'z_item', arms: [
+            { id: 'arm_i0', label: 'I0', is_control: true, variant_id: null, weight: 0 },
+            { id: 'arm_i1', label: 'I1', is_control: false, variant_id: 'v3', weight: 1 },
+          ] }),
+        ],
+        placements: orderPlacements([
+          placement('plc_1', 'v1', 9, 'seg_a'),
+          placement('plc_2', 'v2', 8, 'seg_b'),
+          placement('plc_3', 'v3', 7, null),
+          { id: 'plc_b1', zone_id: 'z_banner', variant_id: 'v4', segment_id: 'seg_a', priority: 5 },
+          { id: 'plc_b2', zone_id: 'z_banner', variant_id: 'v2', segment_id: 'seg_b', priority: 4 },
+          { id: 'plc_b3', zone_id: 'z_banner', variant_id: 'v3', segment_id: null, priority: 1 },
+        ]),
+        overrides: [ovr({ kind: 'force_arm', experiment_id: 'exp_a', arm_id: 'arm_a2', visitor_id: 'vis_qa', zone_id: 'z_hero' })],
+        ...over,
+      },
+      statuses,
+    );
+  }
+  const urls = ['/pricing', 'https://shop.example/pricing?utm=x', '/pricing?plan=pro', '/items/shoe', '/items/a/b', '/other', 'not a url', 'https://shop.example/items/hat#top'];
+  const segmentSets = [[], ['seg_a'], ['seg_b'], ['seg_a', 'seg_b']];
+  const earlier = [new Map<string, string>(), new Map([['exp_a', 'arm_a0']]), new Map([['exp_a', 'arm_gone'], ['exp_b', 'arm_b1']]), new Map([['exp_item', 'arm_i0']])];
+  const visitors = ['vis_qa', ...Array.from({ length: 24 }, (_, i) => `v${i}`)];
+  /** Every (visitor, URL, segments, earlier arms) decided twice over one snapshot: both times as decideUnplanned, which makes every step each time. */
+  function checkAll(snap: SiteSnapshot): void {
+    for (let round = 0; round < 2; round++) {
+      for (const visitorId of visitors) {
+        for (const url of urls) {
+          for (const [i, segs] of segmentSets.entries()) {
+            const v = visitor({ visitorId, url, segmentIds: new Set(segs), earlierArms: earlier[(i + visitorId.length) % earlier.length]! });
+            const planned = decide(snap, v);
+            expect(planned).toEqual(decideUnplanned(snap, v));
+            if (planned) expect(zonesAnswer(snap, planned.zones)).toEqual({ text: JSON.stringify(planned.zones.map((z) => JSON.parse(zoneAnswerJson(z)))), bytes: Buffer.byteLength(zonesAnswerJson(snap, planned.zones)) });
+          }
+        }
+      }
+    }
+  }
+  it('decides as every step made each time would, over holdout, tests (kept, assigned, skipped arms), segments, skipped placements and force_arm', () => {
+    checkAll(busy());
+    checkAll(busy({ v1: 'disabled', v2: 'archived' }));
+    checkAll(busy({}, { holdoutShare: 0 }));
+    checkAll(busy({ v3: 'disabled' }, { overrides: [ovr({ kind: 'pin_zone', zone_id: 'z_hero', variant_id: 'v4' }), ovr({ kind: 'personalization_off', page_id: 'p_all' })] }));
+    checkAll(busy({}, { experiments: [shipped(), running()] }));
+    // The plan kept decisions: the same key, the same decision object, for visitors alike.
+    const snap = busy({}, { holdoutShare: 0 });
+    const a = decide(snap, visitor({ visitorId: 'v1', segmentIds: new Set(['seg_a']) }))!;
+    const b = decide(snap, visitor({ visitorId: 'v2', segmentIds: new Set(['seg_a']) }))!;
+    expect(b.zones.find((z) => z.zone_id === 'z_banner')).toBe(a.zones.find((z) => z.zone_id === 'z_banner'));
+    expect(planSize(snap)!.decisions).toBeGreaterThan(0);
+  });
+  it('never shares what is the visitor\u2019s: its segments, arms, holdout and force_arm decide its zones; kept decisions are frozen', () => {
+    const snap = busy();
+    const inSeg = decide(snap, visitor({ visitorId: 'v1', url: '/other', segmentIds: new Set(['seg_a']) }))!;
+    const outSeg = decide(snap, visitor({ visitorId: 'v1', url: '/other', segmentIds: new Set() }))!;
+    expect(inSeg.holdout).toBe(false);
+    expect(inSeg.zones[0]).toMatchObject({ placement_id: 'plc_b1', variant_id: 'v4' });
+    expect(outSeg.zones[0]).toMatchObject({ placement_id: 'plc_b3', variant_id: 'v3' });
+    expect(outSeg.zones).not.toBe(inSeg.zones);
+    // The QA visitor's forced arm, then another visitor on the same URL: not the forced arm.
+    expect(hero(snap, visitor({ visitorId: 'vis_qa', url: '/pricing' }))).toMatchObject({ reason: 'override_force_arm', arm_id: 'arm_a2' });
+    const others = visitors.slice(1).map((visitorId) => hero(snap, visitor({ visitorId, url: '/pricing' })));
+    expect(others.some((z) => z.reason === 'override_force_arm')).toBe(false);
+    expect(new Set(others.map((z) => z.reason))).toEqual(new Set(['holdout', 'experiment_arm']));
+    others.forEach((z, i) => {
+      const id = visitors[i + 1]!;
+      expect(z.reason === 'holdout').toBe(inHoldout(snap.siteId, id, 0.2));
+      if (z.reason === 'experiment_arm') expect(z.arm_id).toBe(assignArm('a', id, snap.experiments[0]!.arms)!.id);
+    });
+    // An earlier arm is kept for its visitor only.
+    const kept = hero(snap, visitor({ visitorId: 'v5', url: '/pricing', earlierArms: new Map([['exp_a', 'arm_a0']]) }));
+    const fresh = hero(snap, visitor({ visitorId: 'v5', url: '/pricing' }));
+    if (!inHoldout(snap.siteId, 'v5', 0.2)) {
+      expect(kept).toMatchObject({ arm_id: 'arm_a0', variant_id: null });
+      expect(fresh.arm_id).toBe(assignArm('a', 'v5', busy().experiments[0]!.arms)!.id);
+    }
+    expect(Object.isFrozen(kept)).toBe(true);
+    expect(Object.isFrozen(kept.chain)).toBe(true);
+    expect(() => {
+      (kept as { reason: string }).reason = 'default';
+    }).toThrow(TypeError);
+  });
+  it('a snapshot changed (a new one, or a part of it replaced) answers its own plan', () => {
+    const before = busy({}, { holdoutShare: 0 });
+    const v = visitor({ visitorId: 'v1', url: '/other', segmentIds: new Set(['seg_a']) });
+    expect(decide(before, v)!.zones[0]).toMatchObject({ placement_id: 'plc_b1', variant_id: 'v4' });
+    expect(zonesAnswerJson(before, decide(before, v)!.zones)).toContain('"variant_id":"v4"');
+    // A reload: a new snapshot where the placement is gone.
+    const after = { ...before, placements: before.placements.filter((p) => p.id !== 'plc_b1') };
+    expect(decide(after, v)!.zones[0]).toMatchObject({ placement_id: 'plc_b3', variant_id: 'v3' });
+    expect(zonesAnswerJson(after, decide(after, v)!.zones)).toContain('"variant_id":"v3"');
+    // A page's pattern changed: the URL kept before matches no more.
+    expect(decide(before, visitor({ url: '/items/shoe' }))!.pages.map((p) => p.id)).toContain('p_items');
+    before.pages = before.pages.map((p) => (p.id === 'p_items' ? { ...p, pattern: '/goods/*' } : p));
+    expect(decide(before, visitor({ url: '/items/shoe' }))!.pages.map((p) => p.id)).not.toContain('p_items');
+    // The holdout set: the same visitors now in it.
+    before.holdoutShare = 1;
+    expect(decide(before, v)!.holdout).toBe(true);
+    expect(decide(before, v)!.zones[0]).toMatchObject({ reason: 'holdout', variant_id: null });
+  });
+  it('keeps at most PLAN_BOUNDS.urls URLs and PLAN_BOUNDS.urlChars characters of them a snapshot', () => {
+    const snap = busy({}, { holdoutShare: 0 });
+    for (let i = 0; i < PLAN_BOUNDS.urls + 100; i++) {
+      decide(snap, visitor({ url: `/items/i${i}` }));
+      expect(planSize(snap)!.urls).toBeLessThanOrEqual(PLAN_BOUNDS.urls);
+    }
+    const long = '/items/'.padEnd(2000, 'x');
+    for (let i = 0; i < 600; i++) {
+      const d = decide(snap, visitor({ url: `${long}${i}` }))!;
+      expect(d.pages.map((p) => p.id)).toEqual(['p_all', 'p_items']);
+      expect(planSize(snap)!.urlChars).toBeLessThanOrEqual(PLAN_BOUNDS.urlChars);
+    }
+    expect(planSize(snap)!.urls).toBeGreaterThan(0);
+    // Decisions a zone are bounded too: as many keys as placements and arms, here far below the bound.
+    expect(planSize(snap)!.decisions).toBeLessThanOrEqual(4 * PLAN_BOUNDS.decisionsPerZone);
+  });
+  it('ArmRanges assigns as assignArm, visitor by visitor', () => {
+    const sets = [
+      [1, 1],
+      [0, 1, 2],
+      [0.1, 0.2, 0.7],
+      [3, 0, 0, 5, 1],
+      [0, 0],
+      [-1, 2, 1],
+      [1 / 3, 1 / 3, 1 / 3],
+    ];
+    for (const weights of sets) {
+      const arms = weights.map((weight, i) => ({ id: `a${i}`, weight }));
+      const ranges = new ArmRanges('seed-x', arms);
+      for (let i = 0; i < 2000; i++) expect(ranges.assign(`visitor-${i}`)).toBe(assignArm('seed-x', `visitor-${i}`, arms));
+    }
+    for (let i = 0; i < 200; i++) expect(bucketAfter(fnv1a32('holdout:site_1'), `v${i}\u00e9`)).toBe(bucket('holdout:site_1', `v${i}\u00e9`));
   });
 });

@@ -1,6 +1,6 @@
-import { assignArm, inHoldout } from '../experiments/assign.js';
+import { ArmRanges, assignArm, bucketAfter, fnv1a32, inHoldout } from '../experiments/assign.js';
 import type { Status } from '../experiments/rules.js';
-import { matchesPage, urlParts } from '../web/url-match.js';
+import { matchesPage, urlParts, type UrlParts } from '../web/url-match.js';
 import { servableByArm, servableByPlacement } from '../web/lifecycle.js';
 import type { ContentKind } from '../../store/content.js';
 import type { OverrideRow } from '../../store/overrides.js';
@@ -152,8 +152,24 @@ function covers(e: SnapshotExperiment, z: SnapshotZone): boolean {
   return e.zone_id !== null ? e.zone_id === z.id : e.page_id === z.page_id;
 }
 
-/** Decides every zone of every page matching the URL; undefined when the URL is not a URL or a path. */
+/**
+ * Decides every zone of every page matching the URL; undefined when the URL is not a URL or a path.
+ * Over the snapshot's plan (planOf): the pages a URL matches are kept per URL, and each zone's decision per
+ * what of the visitor it depends on (zoneKey); what is kept is what decideZone gives, made once.
+ */
 export function decide(snap: SiteSnapshot, visitor: VisitorInput): Decision | undefined {
+  const plan = planOf(snap);
+  const u = urlPlan(plan, snap, visitor.url);
+  if (!u) return undefined;
+  const holdout = plan.holdoutHash === null ? false : bucketAfter(plan.holdoutHash, visitor.visitorId) < snap.holdoutShare;
+  const zones: ZoneDecision[] = [];
+  const forced = plan.forced.has(visitor.visitorId);
+  for (const zp of u.zones) zones.push(forced ? decideZone(snap, visitor, zp.z, holdout) : zoneDecision(snap, zp, visitor, holdout));
+  return { url: u.parts, holdout, pages: u.pages, zones };
+}
+
+/** decide as it was made before plans (every step each time): what the plan's decisions are checked against (decide.test.ts). */
+export function decideUnplanned(snap: SiteSnapshot, visitor: VisitorInput): Decision | undefined {
   const parts = urlParts(visitor.url);
   if (!parts) return undefined;
   const pages = snap.pages.filter((p) => matchesPage(p.match_type, p.pattern, parts));
@@ -164,6 +180,224 @@ export function decide(snap: SiteSnapshot, visitor: VisitorInput): Decision | un
     if (pageIds.has(z.page_id)) zones.push(decideZone(snap, visitor, z, holdout));
   }
   return { url: parts, holdout, pages: pages.map((p) => ({ id: p.id, name: p.name })), zones };
+}
+
+/** A running test covering a zone, with what its assignment needs computed once. */
+interface RunningPlan {
+  e: SnapshotExperiment;
+  ranges: ArmRanges<SnapshotArm>;
+  /** An arm id's index in e.arms (the first arm with that id, as `find`). */
+  armIndex: Map<string, number>;
+  /** Whether each arm's variant can be served (armVariant). */
+  armOk: boolean[];
+}
+
+/** What one zone's decision depends on, per snapshot. */
+interface ZonePlan {
+  z: SnapshotZone;
+  /** A pin_zone or personalization_off applies: for a visitor without force_arm, the decision depends on the holdout alone. */
+  overridden: boolean;
+  /** A shipped test applies: outside the holdout, the same decision for everyone. */
+  shipped: boolean;
+  running: RunningPlan[];
+  placements: SnapshotPlacement[];
+  /** Whether each placement's variant can be served. */
+  placementOk: boolean[];
+  /** Decisions made, by zoneKey (at most MAX_DECISIONS_PER_ZONE). */
+  decisions: Map<string, ZoneDecision>;
+}
+
+interface UrlPlan {
+  parts: UrlParts;
+  pages: { id: string; name: string }[];
+  zones: ZonePlan[];
+}
+
+/** A snapshot's plan, with the parts of the snapshot it was made from (a test may replace a part of a snapshot: a new plan then). */
+interface Plan {
+  from: readonly unknown[];
+  /** fnv1a32 of the holdout's seed (`holdout:<site>`), null without a holdout. */
+  holdoutHash: number | null;
+  /** Visitors with a force_arm override: decided step by step, nothing kept. */
+  forced: Set<string>;
+  zonesOfPage: Map<string, ZonePlan[]>;
+  /** URL → its pages and zones (null: not a URL); at most MAX_URLS entries and MAX_URL_CHARS characters of URL, then emptied. */
+  urls: Map<string, UrlPlan | null>;
+  urlChars: number;
+}
+
+/** Bounds of what a snapshot's plan keeps: URLs (and their characters), and decisions a zone. */
+const MAX_URLS = 4096;
+const MAX_URL_CHARS = 512 * 1024;
+const MAX_DECISIONS_PER_ZONE = 256;
+const plans = new WeakMap<SiteSnapshot, Plan>();
+
+/** What a snapshot's plan keeps (tests): URLs, their characters, decisions of all its zones; undefined before its first decision. */
+export function planSize(snap: SiteSnapshot): { urls: number; urlChars: number; decisions: number } | undefined {
+  const plan = plans.get(snap);
+  if (!plan) return undefined;
+  let decisions = 0;
+  for (const list of plan.zonesOfPage.values()) for (const zp of list) decisions += zp.decisions.size;
+  return { urls: plan.urls.size, urlChars: plan.urlChars, decisions };
+}
+
+export const PLAN_BOUNDS = { urls: MAX_URLS, urlChars: MAX_URL_CHARS, decisionsPerZone: MAX_DECISIONS_PER_ZONE } as const;
+
+function planParts(snap: SiteSnapshot): unknown[] {
+  return [snap.siteId, snap.holdoutShare, snap.pages, snap.zones, snap.contents, snap.variants, snap.placements, snap.experiments, snap.overrides];
+}
+
+function planOf(snap: SiteSnapshot): Plan {
+  let plan = plans.get(snap);
+  if (plan) {
+    const f = plan.from;
+    if (
+      f[0] === snap.siteId &&
+      f[1] === snap.holdoutShare &&
+      f[2] === snap.pages &&
+      f[3] === snap.zones &&
+      f[4] === snap.contents &&
+      f[5] === snap.variants &&
+      f[6] === snap.placements &&
+      f[7] === snap.experiments &&
+      f[8] === snap.overrides
+    ) {
+      return plan;
+    }
+  }
+  const forced = new Set<string>();
+  for (const o of snap.overrides) if (o.kind === 'force_arm' && o.visitor_id !== null) forced.add(o.visitor_id);
+  const zonesOfPage = new Map<string, ZonePlan[]>();
+  for (const z of snap.zones) {
+    let list = zonesOfPage.get(z.page_id);
+    if (!list) zonesOfPage.set(z.page_id, (list = []));
+    list.push(zonePlan(snap, z));
+  }
+  plan = {
+    from: planParts(snap),
+    holdoutHash: snap.holdoutShare > 0 ? fnv1a32(`holdout:${snap.siteId}`) : null,
+    forced,
+    zonesOfPage,
+    urls: new Map(),
+    urlChars: 0,
+  };
+  plans.set(snap, plan);
+  return plan;
+}
+
+function zonePlan(snap: SiteSnapshot, z: SnapshotZone): ZonePlan {
+  const overridden =
+    snap.overrides.some((o) => {
+      if (o.kind !== 'pin_zone' || o.zone_id !== z.id) return false;
+      const v = o.variant_id ? snap.variants.get(o.variant_id) : undefined;
+      return v !== undefined && servableByPlacement(v.status);
+    }) || snap.overrides.some((o) => o.kind === 'personalization_off' && o.page_id === z.page_id);
+  const tests = experimentsOf(snap, z);
+  const shipped = tests.shipped.some((e) => {
+    const arm = e.arms.find((a) => a.id === e.shipped_arm_id);
+    return arm !== undefined && armVariant(snap, arm).ok;
+  });
+  const running = tests.running.map((e) => {
+    const armIndex = new Map<string, number>();
+    e.arms.forEach((a, i) => {
+      if (!armIndex.has(a.id)) armIndex.set(a.id, i);
+    });
+    return { e, ranges: new ArmRanges(e.seed, e.arms), armIndex, armOk: e.arms.map((a) => armVariant(snap, a).ok) };
+  });
+  const placements = placementsOf(snap, z.id);
+  const placementOk = placements.map((p) => {
+    const v = snap.variants.get(p.variant_id);
+    return v !== undefined && servableByPlacement(v.status);
+  });
+  return { z, overridden, shipped, running, placements, placementOk, decisions: new Map() };
+}
+
+/** The pages and zones of a URL (kept per plan, within its bounds); undefined when it is not a URL or a path. */
+function urlPlan(plan: Plan, snap: SiteSnapshot, url: string): UrlPlan | undefined {
+  const kept = plan.urls.get(url);
+  if (kept !== undefined) return kept ?? undefined;
+  const parts = urlParts(url);
+  let u: UrlPlan | null = null;
+  if (parts) {
+    const pages = snap.pages.filter((p) => matchesPage(p.match_type, p.pattern, parts));
+    const pageIds = new Set(pages.map((p) => p.id));
+    const zones: ZonePlan[] = [];
+    // In snapshot order of the zones, as decideUnplanned.
+    for (const z of snap.zones) if (pageIds.has(z.page_id)) zones.push(zonePlanOf(plan, z));
+    u = { parts: Object.freeze(parts), pages: Object.freeze(pages.map((p) => Object.freeze({ id: p.id, name: p.name }))) as UrlPlan['pages'], zones };
+  }
+  if (plan.urls.size >= MAX_URLS || plan.urlChars + url.length > MAX_URL_CHARS) {
+    plan.urls.clear();
+    plan.urlChars = 0;
+  }
+  if (url.length <= MAX_URL_CHARS) {
+    plan.urls.set(url, u);
+    plan.urlChars += url.length;
+  }
+  return u ?? undefined;
+}
+
+function zonePlanOf(plan: Plan, z: SnapshotZone): ZonePlan {
+  for (const zp of plan.zonesOfPage.get(z.page_id)!) if (zp.z === z) return zp;
+  throw new Error(`zone ${z.id} is not in the plan`);
+}
+
+/**
+ * What of the visitor a zone's decision depends on (a visitor without force_arm), as a key: the holdout; the arm
+ * of each running test looked at (its index, kept from earlier or assigned); the placement that applies, and
+ * which placements looked at before it the visitor's segments hold although their variant cannot be served (the
+ * others looked at are not held, or have no segment). The same key, the same decideZone result.
+ */
+function zoneKey(zp: ZonePlan, visitor: VisitorInput, holdout: boolean): string {
+  if (holdout) return 'h';
+  if (zp.overridden || zp.shipped) return '';
+  let key = '';
+  for (const r of zp.running) {
+    const earlier = visitor.earlierArms.get(r.e.id);
+    let i = earlier === undefined ? undefined : r.armIndex.get(earlier);
+    let kept = true;
+    if (i === undefined) {
+      kept = false;
+      const arm = r.ranges.assign(visitor.visitorId);
+      if (arm === undefined) {
+        key += 'n,';
+        continue;
+      }
+      i = r.e.arms.indexOf(arm);
+    }
+    key += kept ? `k${i},` : `a${i},`;
+    if (r.armOk[i]) return key;
+  }
+  key += 'p';
+  const placements = zp.placements;
+  for (let i = 0; i < placements.length; i++) {
+    const segment = placements[i]!.segment_id;
+    if (segment !== null && !visitor.segmentIds.has(segment)) continue;
+    if (zp.placementOk[i]) return `${key}${i}`;
+    if (segment !== null) key += `s${i},`;
+  }
+  return key;
+}
+
+function zoneDecision(snap: SiteSnapshot, zp: ZonePlan, visitor: VisitorInput, holdout: boolean): ZoneDecision {
+  const key = zoneKey(zp, visitor, holdout);
+  let d = zp.decisions.get(key);
+  if (d === undefined) {
+    d = frozen(decideZone(snap, visitor, zp.z, holdout));
+    if (zp.decisions.size < MAX_DECISIONS_PER_ZONE) {
+      zp.decisions.set(key, d);
+      keptAnswers.set(d, answerOf(d));
+    }
+  }
+  return d;
+}
+
+/** A kept decision, shared by visitors: frozen with its parts. */
+function frozen(d: ZoneDecision): ZoneDecision {
+  for (const step of d.chain) Object.freeze(step);
+  Object.freeze(d.chain);
+  if (d.content) Object.freeze(d.content);
+  return Object.freeze(d);
 }
 
 /** Placements per zone, in snapshot order, computed once per snapshot (a snapshot is never changed once built). */
@@ -384,8 +618,15 @@ export function orderPlacements<P extends { priority: number; id: string }>(plac
  * are made each time.
  */
 const MAX_ANSWERS_PER_SNAPSHOT = 10_000;
-type AnswerTrie = Map<string | null, AnswerTrie | string>;
+/** A zone's answer text and its length in UTF-8 bytes. */
+interface ZoneAnswer {
+  text: string;
+  bytes: number;
+}
+type AnswerTrie = Map<string | null, AnswerTrie | ZoneAnswer>;
 const zoneAnswers = new WeakMap<SiteSnapshot, { root: AnswerTrie; size: number }>();
+/** The answer of a decision a plan keeps (zoneDecision): found from the decision itself, without the trie. */
+const keptAnswers = new WeakMap<ZoneDecision, ZoneAnswer>();
 
 /** The JSON of one zone as GET /api/decide answers it (the fields and order of its `zones` items). */
 export function zoneAnswerJson(z: ZoneDecision): string {
@@ -403,27 +644,44 @@ export function zoneAnswerJson(z: ZoneDecision): string {
 
 /** `zones` (decided over `snap`) as the JSON array GET /api/decide answers: the same text as JSON.stringify of their zoneAnswerJson objects. */
 export function zonesAnswerJson(snap: SiteSnapshot, zones: readonly ZoneDecision[]): string {
-  let kept = zoneAnswers.get(snap);
-  if (!kept) zoneAnswers.set(snap, (kept = { root: new Map(), size: 0 }));
+  return zonesAnswer(snap, zones).text;
+}
+
+/** zonesAnswerJson and its length in UTF-8 bytes (each zone's counted once, when its text is made). */
+export function zonesAnswer(snap: SiteSnapshot, zones: readonly ZoneDecision[]): ZoneAnswer {
   let out = '[';
+  let bytes = 2 + (zones.length > 0 ? zones.length - 1 : 0);
   for (let i = 0; i < zones.length; i++) {
     const z = zones[i]!;
-    const path = [z.zone_id, z.content === null ? null : z.content.id, z.variant_id, z.experiment_id, z.arm_id];
-    let node = kept.root;
-    for (const k of path) {
-      let next = node.get(k) as AnswerTrie | undefined;
-      if (next === undefined) node.set(k, (next = new Map()));
-      node = next;
-    }
-    let text = node.get(z.reason) as string | undefined;
-    if (text === undefined) {
-      text = zoneAnswerJson(z);
-      if (kept.size < MAX_ANSWERS_PER_SNAPSHOT) {
-        node.set(z.reason, text);
-        kept.size++;
-      }
-    }
-    out += i === 0 ? text : `,${text}`;
+    const a = keptAnswers.get(z) ?? trieAnswer(snap, z);
+    bytes += a.bytes;
+    out += i === 0 ? a.text : `,${a.text}`;
   }
-  return `${out}]`;
+  return { text: `${out}]`, bytes };
+}
+
+function trieAnswer(snap: SiteSnapshot, z: ZoneDecision): ZoneAnswer {
+  let kept = zoneAnswers.get(snap);
+  if (!kept) zoneAnswers.set(snap, (kept = { root: new Map(), size: 0 }));
+  const path = [z.zone_id, z.content === null ? null : z.content.id, z.variant_id, z.experiment_id, z.arm_id];
+  let node = kept.root;
+  for (const k of path) {
+    let next = node.get(k) as AnswerTrie | undefined;
+    if (next === undefined) node.set(k, (next = new Map()));
+    node = next;
+  }
+  let a = node.get(z.reason) as ZoneAnswer | undefined;
+  if (a === undefined) {
+    a = answerOf(z);
+    if (kept.size < MAX_ANSWERS_PER_SNAPSHOT) {
+      node.set(z.reason, a);
+      kept.size++;
+    }
+  }
+  return a;
+}
+
+function answerOf(z: ZoneDecision): ZoneAnswer {
+  const text = zoneAnswerJson(z);
+  return { text, bytes: Buffer.byteLength(text) };
 }

@@ -15,7 +15,12 @@
 
 /** FNV-1a, 32 bits, over the UTF-16 code units of a string (as GrowthBook's SDK). */
 export function fnv1a32(text: string): number {
-  let h = 0x811c9dc5;
+  return fnv1a32After(0x811c9dc5, text);
+}
+
+/** FNV-1a continued over `text` from the hash `h` of what came before: fnv1a32(a + b) === fnv1a32After(fnv1a32(a), b). */
+export function fnv1a32After(start: number, text: string): number {
+  let h = start;
   for (let i = 0; i < text.length; i++) {
     h ^= text.charCodeAt(i);
     h = Math.imul(h, 0x01000193) >>> 0;
@@ -26,6 +31,11 @@ export function fnv1a32(text: string): number {
 /** The visitor's position in [0, 1) for a seed (GrowthBook hash version 2; ("seed", "a") = 0.0505). */
 export function bucket(seed: string, value: string): number {
   return (fnv1a32(String(fnv1a32(seed + value))) % 10000) / 10000;
+}
+
+/** bucket(seed, value) with the seed's hash computed once: bucketAfter(fnv1a32(seed), value) === bucket(seed, value). */
+export function bucketAfter(seedHash: number, value: string): number {
+  return (fnv1a32(String(fnv1a32After(seedHash, value))) % 10000) / 10000;
 }
 
 export interface WeightedArm {
@@ -46,6 +56,40 @@ export function assignArm<A extends WeightedArm>(seed: string, visitorId: string
     if (n < edge) return arm;
   }
   return [...arms].reverse().find((a) => a.weight > 0);
+}
+
+/**
+ * assignArm for one list of arms with its ranges computed once (a decision snapshot's running test): the same
+ * arm as assignArm(seed, visitorId, arms) for every visitor (the edges are summed in the same order).
+ */
+export class ArmRanges<A extends WeightedArm> {
+  private readonly seedHash: number;
+  private readonly none: boolean;
+  private readonly edges: number[] = [];
+  private readonly ranged: A[] = [];
+  private readonly last: A | undefined;
+
+  constructor(seed: string, arms: readonly A[]) {
+    this.seedHash = fnv1a32(seed);
+    const total = arms.reduce((s, a) => s + Math.max(0, a.weight), 0);
+    this.none = total <= 0;
+    let edge = 0;
+    for (const arm of arms) {
+      const w = Math.max(0, arm.weight);
+      if (w === 0) continue;
+      edge += w / total;
+      this.edges.push(edge);
+      this.ranged.push(arm);
+    }
+    this.last = [...arms].reverse().find((a) => a.weight > 0);
+  }
+
+  assign(visitorId: string): A | undefined {
+    if (this.none) return undefined;
+    const n = bucketAfter(this.seedHash, visitorId);
+    for (let i = 0; i < this.edges.length; i++) if (n < this.edges[i]!) return this.ranged[i];
+    return this.last;
+  }
 }
 
 /** Whether a visitor is in the site's holdout (always sees zone defaults): a separate hash space per site. */
