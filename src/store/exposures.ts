@@ -161,15 +161,19 @@ ${IDENTITY_FACTS_PG}) f`;
  * The expected facts come rendered as PostgreSQL renders the facts it reads (renderFacts: json_agg of json_build_array
  * in code point order), so where they hold the comparison is of two texts; where the texts differ, the expected facts
  * are parsed, ordered and rendered by PostgreSQL and compared again, so a rendering of svc's that is not
- * PostgreSQL's (say, a string escaped otherwise) costs a parse, never a wrong answer. The arrays are read through
- * JSON (json_array_elements_text of array_to_json), not unnest: PostgreSQL estimates an unnest of a known array by its length, so every execution's
- * custom plan looked cheaper than the generic one and the statement was planned every time (1.1 ms; measured:
- * custom_plans only); this form's estimate is fixed, and the plan cache settles on the generic plan. `OFFSET 0` keeps the
- * facts read a subquery of its own: pulled up, it was run once for each of its two uses.
+ * PostgreSQL's (say, a string escaped otherwise) costs a parse, never a wrong answer. Each array is unnested from a
+ * sub-select, `unnest((SELECT ?::text[]))`, not from the parameter itself: PostgreSQL estimates an unnest of a known
+ * array by its length, so with `unnest(?::text[])` every execution's custom plan looked cheaper than the generic one
+ * and the statement was planned every time (1.1 ms; measured: custom_plans only). Through the sub-select (an InitPlan)
+ * the planner does not see the array, the estimate is fixed, and the plan cache settles on the generic plan. (The
+ * arrays were read as JSON before, json_array_elements_text(array_to_json(…)), for the same fixed estimate: each
+ * array parsed, rendered as JSON and parsed again; this form saved 5–8 µs of backend CPU a decision,
+ * docs/scale.md.) `OFFSET 0` keeps the facts read a subquery of its own: pulled up, it was run once for each of its
+ * two uses.
  */
 export const INSERT_EXPOSURES_IF_FACTS_PG =
   'WITH q (s, v, p, u, t, x, z, svc_i) AS (SELECT * FROM ROWS FROM (' +
-  Array.from({ length: 7 }, () => 'json_array_elements_text(array_to_json(?::text[]))').join(', ') +
+  Array.from({ length: 7 }, () => 'unnest((SELECT ?::text[]))').join(', ') +
   ') WITH ORDINALITY), ' +
   'g AS MATERIALIZED (SELECT f.*, CASE WHEN f.x = f.got THEN f.got ELSE (SELECT coalesce(json_agg(json_build_array(w.k, w.a, w.b, w.c) ' +
   'ORDER BY w.k, w.a COLLATE "C", w.b COLLATE "C", w.c COLLATE "C"), \'[]\')::text FROM (SELECT (j->>0)::int AS k, j->>1 AS a, j->>2 AS b, j->>3 AS c ' +

@@ -229,7 +229,7 @@ describe.runIf(onPg)('the checked exposure statement (PostgreSQL)', () => {
     try {
       const own = new ExposuresRepo(new PgSql(client as unknown as pg.PoolClient));
       for (let i = 0; i < 8; i++) expect(await own.insertIfFacts([], rowsOf(`st-plan-${i}`))).toBeNull();
-      const plans = await client.query<{ generic_plans: string; custom_plans: string }>("SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%json_array_elements_text%'");
+      const plans = await client.query<{ generic_plans: string; custom_plans: string }>("SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%unnest((SELECT $1::text[]))%'");
       expect(plans.rows.map((r) => [Number(r.generic_plans), Number(r.custom_plans)])).toEqual([[3, 5]]);
     } finally {
       await client.end();
@@ -240,7 +240,7 @@ describe.runIf(onPg)('the checked exposure statement (PostgreSQL)', () => {
 describe('the checked exposure statement\u2019s shape', () => {
   it('is a tagged append (its sets joined end to end, rows back by position); other forms are not', () => {
     expect(shapeOf(INSERT_EXPOSURES_IF_FACTS_PG)).toEqual({ kind: 'append', params: 7, tagged: true });
-    const head = 'WITH q (a, b, svc_i) AS (SELECT * FROM ROWS FROM (json_array_elements_text(array_to_json(?::text[])), json_array_elements_text(array_to_json(?::text[]))) WITH ORDINALITY)';
+    const head = 'WITH q (a, b, svc_i) AS (SELECT * FROM ROWS FROM (unnest((SELECT ?::text[])), unnest((SELECT ?::text[]))) WITH ORDINALITY)';
     expect(shapeOf(`${head}, e AS (INSERT INTO x (a) SELECT a FROM q) SELECT svc_i FROM q`)).toEqual({ kind: 'append', params: 2, tagged: true });
     expect(shapeOf(`${head}, e AS (INSERT INTO x (a) SELECT a FROM q WHERE b = ?) SELECT svc_i FROM q`)).toBeNull();
     expect(shapeOf(`${head.replace('svc_i', 'n')}, e AS (INSERT INTO x (a) SELECT a FROM q) SELECT n FROM q`)).toBeNull();
