@@ -13,7 +13,8 @@
  * - `json`: each array read as json_array_elements_text(array_to_json(…)), as the build before did;
  * - `noflag`: every row to a test tries its first arm (ON CONFLICT DO NOTHING), as the build before did, where svc's
  *   tries only those of tests the expected facts do not hold (here none: every decision is to a known test).
- * Prints backend CPU (/proc utime + stime) per decision for each round, the plan cache's generic and custom plans
+ * Prints backend CPU (/proc utime + stime) per decision for each round, and this process's (the client's: building
+ * the parameters, pg's serialising and parsing; the same work for every form but the text), the plan cache's generic and custom plans
  * of each form, and the exposures stored against those expected (every form stores every row).
  */
 import { parseArgs } from 'node:util';
@@ -100,15 +101,22 @@ try {
   // Past the plan cache's first five custom plans.
   for (const n of names) for (let i = 0; i < 8; i++) await once(n);
   const res = new Map<string, number[]>(names.map((n) => [n, []]));
+  const own = new Map<string, number[]>(names.map((n) => [n, []]));
   for (let round = 0; round < ROUNDS; round++) {
     for (const n of round % 2 ? [...names].reverse() : names) {
       const c0 = processCpuMs(pid)!;
+      const u0 = process.cpuUsage();
       for (let i = 0; i < N; i++) await once(n);
       res.get(n)!.push(((processCpuMs(pid)! - c0) * 1000) / (N * B));
+      const u = process.cpuUsage(u0);
+      own.get(n)!.push((u.user + u.system) / (N * B));
     }
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  for (const [n, xs] of res) process.stdout.write(`${n}: backend µs per decision ${xs.map((x) => x.toFixed(1)).join(', ')} (median ${median(xs).toFixed(1)})\n`);
+  for (const [n, xs] of res) {
+    const ys = own.get(n)!;
+    process.stdout.write(`${n}: backend µs per decision ${xs.map((x) => x.toFixed(1)).join(', ')} (median ${median(xs).toFixed(1)}); this process ${ys.map((x) => x.toFixed(1)).join(', ')} (median ${median(ys).toFixed(1)})\n`);
+  }
   const plans = await client.query<{ name: string; generic_plans: string; custom_plans: string }>("SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'dfm_%' ORDER BY name");
   for (const r of plans.rows) process.stdout.write(`${r.name}: generic plans ${r.generic_plans}, custom plans ${r.custom_plans}\n`);
   const stored = (await client.query<{ c: number }>('SELECT count(*)::int AS c FROM exposures')).rows[0]!.c;
