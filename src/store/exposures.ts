@@ -153,7 +153,9 @@ ${IDENTITY_FACTS_PG}) f`;
  * A decision's exposures stored only if the visitor's facts are still those it was decided from (PostgreSQL):
  * one statement that reads the facts (IDENTITY_FACTS_PG), compares them with the ones the caller gives (`x`, the
  * rows of kinds 1 to 3 rendered by renderFacts), inserts the rows (`z`, the zones as JSON; the exposures and their first
- * arms, as INSERT_EXPOSURES_PG) where they are equal, and returns the facts read where they are not (`got`: a JSON
+ * arms, as INSERT_EXPOSURES_PG, a first arm only for a zone flagged `f`: svc flags a row to a test whose first arm the
+ * expected facts do not hold, since where the check holds first_arms has a row for each test they hold, and inserting it
+ * again would only be an index probe that conflicts) where they are equal, and returns the facts read where they are not (`got`: a JSON
  * array of [k, a, b, c]; one row per such decision, none for a decision stored). One decision per position of
  * the arrays; concurrent decisions' arrays are joined end to end (pg/batch.ts, a tagged append: each returned row
  * names its decision by `svc_i`). A decision's facts from an in-process cache (DecisionService) then cost no
@@ -161,26 +163,31 @@ ${IDENTITY_FACTS_PG}) f`;
  * The expected facts come rendered as PostgreSQL renders the facts it reads (renderFacts: json_agg of json_build_array
  * in code point order), so where they hold the comparison is of two texts; where the texts differ, the expected facts
  * are parsed, ordered and rendered by PostgreSQL and compared again, so a rendering of svc's that is not
- * PostgreSQL's (say, a string escaped otherwise) costs a parse, never a wrong answer. The arrays are read through
- * JSON (json_array_elements_text of array_to_json), not unnest: PostgreSQL estimates an unnest of a known array by its length, so every execution's
- * custom plan looked cheaper than the generic one and the statement was planned every time (1.1 ms; measured:
- * custom_plans only); this form's estimate is fixed, and the plan cache settles on the generic plan. `OFFSET 0` keeps the
- * facts read a subquery of its own: pulled up, it was run once for each of its two uses.
+ * PostgreSQL's (say, a string escaped otherwise) costs a parse, never a wrong answer. Each array is unnested from a
+ * sub-select, `unnest((SELECT ?::text[]))`, not from the parameter itself: PostgreSQL estimates an unnest of a known
+ * array by its length, so with `unnest(?::text[])` every execution's custom plan looked cheaper than the generic one
+ * and the statement was planned every time (1.1 ms; measured: custom_plans only). Through the sub-select (an InitPlan)
+ * the planner does not see the array, the estimate is fixed, and the plan cache settles on the generic plan. (The
+ * arrays were read as JSON before, json_array_elements_text(array_to_json(…)), for the same fixed estimate: each
+ * array parsed, rendered as JSON and parsed again; this form saved 5–8 µs of backend CPU a decision,
+ * docs/scale.md.) `OFFSET 0` keeps the facts read a subquery of its own: pulled up, it was run once for each of its
+ * two uses.
  */
 export const INSERT_EXPOSURES_IF_FACTS_PG =
   'WITH q (s, v, p, u, t, x, z, svc_i) AS (SELECT * FROM ROWS FROM (' +
-  Array.from({ length: 7 }, () => 'json_array_elements_text(array_to_json(?::text[]))').join(', ') +
+  Array.from({ length: 7 }, () => 'unnest((SELECT ?::text[]))').join(', ') +
   ') WITH ORDINALITY), ' +
   'g AS MATERIALIZED (SELECT f.*, CASE WHEN f.x = f.got THEN f.got ELSE (SELECT coalesce(json_agg(json_build_array(w.k, w.a, w.b, w.c) ' +
   'ORDER BY w.k, w.a COLLATE "C", w.b COLLATE "C", w.c COLLATE "C"), \'[]\')::text FROM (SELECT (j->>0)::int AS k, j->>1 AS a, j->>2 AS b, j->>3 AS c ' +
   'FROM json_array_elements(f.x::json) j) w) END AS want FROM (SELECT q.s, q.v, q.p, q.u, q.t::int8 AS t, q.x, q.z, q.svc_i, ' +
   `(SELECT coalesce(json_agg(json_build_array(h.k, h.a, h.b, h.c) ORDER BY h.k, h.a COLLATE "C", h.b COLLATE "C", h.c COLLATE "C"), '[]')::text FROM (${IDENTITY_FACTS_PG}) h) AS got ` +
   'FROM q OFFSET 0) f), ' +
-  'r AS (SELECT g.s, g.v, g.p, y.zone_id, y.variant_id, y.experiment_id, y.arm_id, y.holdout, g.u, g.t FROM g ' +
-  'CROSS JOIN LATERAL json_to_recordset(g.z::json) AS y(zone_id text, variant_id text, experiment_id text, arm_id text, holdout int) WHERE g.got = g.want), ' +
-  'e AS (INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) SELECT * FROM r), ' +
+  'r AS (SELECT g.s, g.v, g.p, y.zone_id, y.variant_id, y.experiment_id, y.arm_id, y.holdout, g.u, g.t, y.f FROM g ' +
+  'CROSS JOIN LATERAL json_to_recordset(g.z::json) AS y(zone_id text, variant_id text, experiment_id text, arm_id text, holdout int, f int) WHERE g.got = g.want), ' +
+  'e AS (INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) ' +
+  'SELECT s, v, p, zone_id, variant_id, experiment_id, arm_id, holdout, u, t FROM r), ' +
   'a AS (INSERT INTO first_arms (site_id, visitor_id, experiment_id, arm_id, created_at) ' +
-  'SELECT s, v, experiment_id, arm_id, t FROM r WHERE experiment_id IS NOT NULL AND arm_id IS NOT NULL ON CONFLICT DO NOTHING) ' +
+  'SELECT s, v, experiment_id, arm_id, t FROM r WHERE f = 1 AND experiment_id IS NOT NULL AND arm_id IS NOT NULL ON CONFLICT DO NOTHING) ' +
   'SELECT svc_i, got FROM g WHERE got <> want';
 
 /** At most this many visitors in one FACTS_MANY_PG statement. */
@@ -376,6 +383,10 @@ export class ExposuresRepo {
    */
   async insertIfFacts(expected: readonly FactsRow[], rows: readonly ExposureInsert[]): Promise<FactsRow[] | null> {
     const d = rows[0]!;
+    // The tests whose first arm the expected facts hold: where the check holds, first_arms has their rows (the statement
+    // just read them), so an insert of theirs would only conflict; flagged `f: 0`, the statement does not try it.
+    let known: Set<string> | undefined;
+    for (const r of expected) if (Number(r.k) === 2) (known ??= new Set()).add(r.a!);
     const got = await this.x.all<{ got: string }>(INSERT_EXPOSURES_IF_FACTS_PG, [
       [d.siteId],
       [d.visitorId],
@@ -383,7 +394,18 @@ export class ExposuresRepo {
       [d.url],
       [d.at],
       [renderFacts(expected)],
-      [JSON.stringify(rows.map((r) => ({ zone_id: r.zoneId, variant_id: r.variantId, experiment_id: r.experimentId, arm_id: r.armId, holdout: r.holdout ? 1 : 0 })))],
+      [
+        JSON.stringify(
+          rows.map((r) => ({
+            zone_id: r.zoneId,
+            variant_id: r.variantId,
+            experiment_id: r.experimentId,
+            arm_id: r.armId,
+            holdout: r.holdout ? 1 : 0,
+            f: r.experimentId !== null && r.armId !== null && known?.has(r.experimentId) !== true ? 1 : 0,
+          })),
+        ),
+      ],
     ]);
     if (got.length === 0) return null;
     return (JSON.parse(got[0]!.got) as [number, string | null, string | null, string | null][]).map(([k, a, b, c]) => ({ k, a, b, c }));

@@ -198,6 +198,21 @@ describe.runIf(onPg)('the checked exposure statement (PostgreSQL)', () => {
     ]);
   });
 
+  it('writes the first arm of a test the expected facts do not hold, next to one they hold (rows to a known test skip first_arms)', async () => {
+    await behind('INSERT INTO first_arms (site_id, visitor_id, experiment_id, arm_id, created_at) VALUES (?, ?, ?, ?, ?)', [siteId, 'st-two', 'exp_s', 'arm_s2', 1]);
+    const at = 1_700_000_000_000;
+    const row = (zoneId: string, experimentId: string | null, armId: string | null): ExposureInsert => ({ siteId, visitorId: 'st-two', profileId: null, zoneId, variantId: null, experimentId, armId, holdout: false, url: '/p', at });
+    // exp_s known (its stored arm arm_s2; the row says arm_s1, as a decision from stale weights might), exp_t new twice.
+    const rows = [row('za', 'exp_s', 'arm_s1'), row('zb', 'exp_t', 'arm_t1'), row('zc', null, null), row('zd', 'exp_t', 'arm_t2')];
+    expect(await store.write((tx) => tx.exposures.insertIfFacts([{ k: 2, a: 'exp_s', b: 'arm_s2', c: null }], rows), { key: 'xst-two', oneStatement: true })).toBeNull();
+    expect(await exposuresOf('st-two')).toHaveLength(4);
+    const arms = await store.sql.all<{ experiment_id: string; arm_id: string; created_at: number }>("SELECT experiment_id, arm_id, created_at FROM first_arms WHERE visitor_id = 'st-two' ORDER BY experiment_id");
+    expect(arms).toEqual([
+      { experiment_id: 'exp_s', arm_id: 'arm_s2', created_at: 1 },
+      { experiment_id: 'exp_t', arm_id: 'arm_t1', created_at: at },
+    ]);
+  });
+
   it('fails only the decision with a value PostgreSQL refuses', async () => {
     const results = await Promise.allSettled(
       ['st-ok1', 'st-bad', 'st-ok2'].map((v) => store.write((tx) => tx.exposures.insertIfFacts([], rowsOf(v, v === 'st-bad' ? '/p\u0000' : '/p')), { key: `x${v}`, oneStatement: true })),
@@ -229,7 +244,7 @@ describe.runIf(onPg)('the checked exposure statement (PostgreSQL)', () => {
     try {
       const own = new ExposuresRepo(new PgSql(client as unknown as pg.PoolClient));
       for (let i = 0; i < 8; i++) expect(await own.insertIfFacts([], rowsOf(`st-plan-${i}`))).toBeNull();
-      const plans = await client.query<{ generic_plans: string; custom_plans: string }>("SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%json_array_elements_text%'");
+      const plans = await client.query<{ generic_plans: string; custom_plans: string }>("SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%unnest((SELECT $1::text[]))%'");
       expect(plans.rows.map((r) => [Number(r.generic_plans), Number(r.custom_plans)])).toEqual([[3, 5]]);
     } finally {
       await client.end();
@@ -240,7 +255,7 @@ describe.runIf(onPg)('the checked exposure statement (PostgreSQL)', () => {
 describe('the checked exposure statement\u2019s shape', () => {
   it('is a tagged append (its sets joined end to end, rows back by position); other forms are not', () => {
     expect(shapeOf(INSERT_EXPOSURES_IF_FACTS_PG)).toEqual({ kind: 'append', params: 7, tagged: true });
-    const head = 'WITH q (a, b, svc_i) AS (SELECT * FROM ROWS FROM (json_array_elements_text(array_to_json(?::text[])), json_array_elements_text(array_to_json(?::text[]))) WITH ORDINALITY)';
+    const head = 'WITH q (a, b, svc_i) AS (SELECT * FROM ROWS FROM (unnest((SELECT ?::text[])), unnest((SELECT ?::text[]))) WITH ORDINALITY)';
     expect(shapeOf(`${head}, e AS (INSERT INTO x (a) SELECT a FROM q) SELECT svc_i FROM q`)).toEqual({ kind: 'append', params: 2, tagged: true });
     expect(shapeOf(`${head}, e AS (INSERT INTO x (a) SELECT a FROM q WHERE b = ?) SELECT svc_i FROM q`)).toBeNull();
     expect(shapeOf(`${head.replace('svc_i', 'n')}, e AS (INSERT INTO x (a) SELECT a FROM q) SELECT n FROM q`)).toBeNull();

@@ -31,7 +31,7 @@ import { statementName } from './names.js';
  *   INSERT …` whose inserts read those rows (the parameters all in the unnest; ON CONFLICT DO NOTHING at
  *   most, at the end): the sets' arrays concatenated, sent as the same text, so a
  *   fixed-text named statement parsed and planned once per connection whatever the number of rows;
- *   likewise `WITH q (cols, svc_i) AS (SELECT * FROM ROWS FROM (json_array_elements_text(array_to_json(?::type[])), …)
+ *   likewise `WITH q (cols, svc_i) AS (SELECT * FROM ROWS FROM (unnest((SELECT ?::type[])), …)
  *   WITH ORDINALITY), …` whose sets stand alone, with the rows it returns handed back to the set their
  *   `svc_i` names (the checked exposure insert of a decision, ExposuresRepo.insertIfFacts);
  * - anything else, or a text whose rewrite PostgreSQL refused once, as sent;
@@ -947,8 +947,8 @@ interface UpdateShape {
 
 /**
  * `INSERT INTO t (cols) SELECT * FROM unnest(?::type[], …)`: every parameter an array of one column's values.
- * `tagged`: `WITH name (cols, svc_i) AS (SELECT * FROM ROWS FROM (json_array_elements_text(array_to_json(?::type[])), …)
- * WITH ORDINALITY), …` (a row estimate that does not depend on the arrays, so a generic plan) with no other parameter, whose every set stands alone (what it reads and writes is its own, so it does the same whatever
+ * `tagged`: `WITH name (cols, svc_i) AS (SELECT * FROM ROWS FROM (unnest((SELECT ?::type[])), …)
+ * WITH ORDINALITY), …` (the arrays behind a sub-select: a row estimate that does not depend on them, so a generic plan) with no other parameter, whose every set stands alone (what it reads and writes is its own, so it does the same whatever
  * the other sets of the statement; ExposuresRepo.insertIfFacts) and whose rows name their set by `svc_i`.
  */
 interface AppendShape {
@@ -988,7 +988,7 @@ function parseShape(sql: string): Shape | null {
   }
   // Rows that come back tagged with the position of their set (AppendShape.tagged): the ordinality column last.
   const tagged =
-    /^\s*with\s+[a-z_][a-z0-9_]*\s*\(([^)]*)\)\s*as\s*\(\s*select\s+\*\s+from\s+rows\s+from\s*\(((?:\s*json_array_elements_text\s*\(\s*array_to_json\s*\(\s*\?::[a-z0-9_]+\[\]\s*\)\s*\)\s*,?)+)\)\s*with\s+ordinality\s*\)\s*,[^?]*$/.exec(
+    /^\s*with\s+[a-z_][a-z0-9_]*\s*\(([^)]*)\)\s*as\s*\(\s*select\s+\*\s+from\s+rows\s+from\s*\(((?:\s*unnest\s*\(\s*\(\s*select\s+\?::[a-z0-9_]+\[\]\s*\)\s*\)\s*,?)+)\)\s*with\s+ordinality\s*\)\s*,[^?]*$/.exec(
       lower,
     );
   if (tagged !== null) {
