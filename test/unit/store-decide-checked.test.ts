@@ -1,12 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { rmSync } from 'node:fs';
 import pg from 'pg';
 import type { Store } from '../../src/store/store.js';
 import type { GroupCommitInfo } from '../../src/store/observe.js';
 import { decisionService } from '../../src/domain/web/decisions.js';
-import { ExposuresRepo, INSERT_EXPOSURES_IF_FACTS_PG, renderFacts, type ExposureInsert, type FactsRow } from '../../src/store/exposures.js';
+import { INSERT_EXPOSURES_IF_FACTS_PG, renderFacts, type ExposureInsert, type FactsRow } from '../../src/store/exposures.js';
 import { shapeOf } from '../../src/store/pg/batch.js';
-import { PgSql } from '../../src/store/pg/sql.js';
 import { pgClientConfig } from '../../src/store/pg/store.js';
 import { databaseUrlFor, PG_BASE_URL } from '../helpers/backend.js';
 import { tempDir } from '../helpers/svc.js';
@@ -242,7 +241,15 @@ describe.runIf(onPg)('the checked exposure statement (PostgreSQL)', () => {
     const client = new pg.Client(pgClientConfig({ url: databaseUrlFor(dir) }));
     await client.connect();
     try {
-      const own = new ExposuresRepo(new PgSql(client as unknown as pg.PoolClient));
+      // Statement names are per process and bounded (pg/names.ts: the first 500 texts). The unit tests share their
+      // processes (isolate: false), and earlier files' compiled segment rules can have taken every name, leaving
+      // this text unnamed and so unplanned; modules loaded afresh start with no names taken, as a server does.
+      vi.resetModules();
+      const fresh = {
+        ...(await import('../../src/store/exposures.js')),
+        ...(await import('../../src/store/pg/sql.js')),
+      };
+      const own = new fresh.ExposuresRepo(new fresh.PgSql(client as unknown as pg.PoolClient));
       for (let i = 0; i < 8; i++) expect(await own.insertIfFacts([], rowsOf(`st-plan-${i}`))).toBeNull();
       const plans = await client.query<{ generic_plans: string; custom_plans: string }>("SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%unnest((SELECT $1::text[]))%'");
       expect(plans.rows.map((r) => [Number(r.generic_plans), Number(r.custom_plans)])).toEqual([[3, 5]]);
