@@ -28,6 +28,16 @@ export function sendJsonText(res: ServerResponse, status: number, text: string |
   res.end(text);
 }
 
+/**
+ * A 200 JSON answer whose every character is ASCII (the caller knows it): as sendJsonText would send it, its
+ * Content-Length its length in characters and its bytes written as Latin-1, which for ASCII are its UTF-8 bytes;
+ * node joins it to the head and the socket writes both as one string, without a Buffer of their own.
+ */
+export function sendAsciiJson(res: ServerResponse, text: string): void {
+  res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': text.length });
+  res.end(text, 'latin1');
+}
+
 /** Writes an error's JSON body (with the request id as `error.request_id`) and notes its code for /metrics. */
 export function sendError(res: ServerResponse, err: AppError): void {
   noteError(res.req, err);

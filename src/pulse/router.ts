@@ -7,7 +7,7 @@ import { AppError } from '../errors/app-error.js';
 import { jsonPath, nulError } from '../errors/validation.js';
 import { verifyJsonBody } from '../http/json-guard.js';
 import { createRateLimiter, describePolicy, type RateLimiter } from '../http/rate-limit.js';
-import { httpError, sendError, sendJsonText } from '../http/respond.js';
+import { httpError, sendAsciiJson, sendError, sendJsonText } from '../http/respond.js';
 import type { Store } from '../store/store.js';
 import { authenticateKey, requireScope, type CallerKey } from './auth.js';
 import { PresentedKeys } from '../domain/access/api-keys.js';
@@ -171,6 +171,8 @@ export function createPulseApi(store: Store, deps: Omit<PulseDeps, 'store'>, log
   // What express does for this route: the chain above, res.json's bytes and headers, the app's error formatter.
   // The key, the profile and its facts are read together (on SQLite in one read transaction: the locks taken once).
   async function serveProfile(req: IncomingMessage, res: ServerResponse, search: string): Promise<void> {
+    // Whether this request's snapshot is all ASCII (set by snapshotJson): its own, as requests interleave at awaits.
+    const body = { ascii: false };
     const text = await asOneRead(store, async () => {
       const key = await admit(keys, profileSpec, profileLimiter, req, (h) => {
         for (const k in h) res.setHeader(k, String(h[k]));
@@ -183,12 +185,16 @@ export function createPulseApi(store: Store, deps: Omit<PulseDeps, 'store'>, log
       const found = findProfileFacts(store, key.siteId, kind, value);
       const facts = found instanceof Promise ? await found : found;
       if (facts === undefined) throw noProfile(kind);
-      return snapshotJson(facts, pii);
+      return snapshotJson(facts, pii, body);
     });
-    // Encoded once: its length and its bytes from one pass (a string would be measured, then joined to the
-    // head and flattened and encoded again by the socket write).
-    sendJsonText(res, 200, Buffer.from(text, 'utf8'));
+    // All ASCII (the usual answer): its length is its length in characters, and node writes it with the head as
+    // one Latin-1 string (the same bytes as UTF-8), flattened and copied once. Otherwise encoded once: its length
+    // and its bytes from one pass (a string would be measured, then joined to the head and flattened and encoded
+    // again by the socket write).
+    if (body.ascii) sendAsciiJson(res, text);
+    else sendJsonText(res, 200, Buffer.from(text, 'utf8'));
   }
+
 
   const answerProfile = (req: IncomingMessage, res: ServerResponse, url: string): boolean => {
     if (req.method !== 'GET' || req.headers['if-none-match'] !== undefined || req.headers['if-modified-since'] !== undefined || UNUSUAL_URL.test(url)) return false;

@@ -94,12 +94,26 @@ export class ProfileReadRepo {
    */
   findWithFacts(siteId: string, kind: LookupKind, value: string): ProfileFacts | undefined | Promise<ProfileFacts | undefined> {
     if (this.x.dialect !== 'sqlite') return this.find(siteId, kind, value).then(this.factsOfFound);
-    const r = (this.x as SqliteSql).getRow(FIND_FACTS[kind], [{ site: siteId, kind: LOOKUP_IDENTITY_KIND[kind], value }]);
+    const stored = LOOKUP_IDENTITY_KIND[kind];
+    // Bound by position (the statements' `?`s in order): an object would be read a property at a time, each checked.
+    const r = stored === null ? (this.x as SqliteSql).getRow(FIND_FACTS_BY_ID, [value, siteId]) : (this.x as SqliteSql).getRow(FIND_FACTS[kind], [siteId, stored, value]);
     // An aggregate over no row still answers one, of NULLs: no profile matched.
     if (r === undefined || r[0] === null) return undefined;
-    const profile = profileOf(r)!;
+    const lists = JSON.parse(r[2] as string) as FactLists;
+    const s = lists[FACT_SCALARS];
+    // The profile's own columns travel in the scalars (FIND_SCALARS); its site is the one the statement matched.
+    const profile: ProfileRow = {
+      id: r[0] as string,
+      site_id: siteId,
+      known: s[0],
+      traits: r[1] as string,
+      primary_segment: s[1],
+      merged_into: s[2],
+      created_at: s[3],
+      updated_at: s[4],
+    };
     if (profile.merged_into !== null) return this.survivor(siteId, profile).then(this.factsOfFound);
-    return this.factsOfRow(profile, r, PROFILE_COLUMN_COUNT);
+    return this.factsOfLists(profile, lists, r[3] as number, r[4] as number | null, PROFILE_SCALARS);
   }
 
   /** The facts of a found profile; undefined when none was found. */
@@ -164,14 +178,16 @@ export class ProfileReadRepo {
    * such ties by a sequence number in scan order).
    */
   private sqliteFacts(profile: ProfileRow): ProfileFacts | Promise<ProfileFacts> {
-    return this.factsOfRow(profile, (this.x as SqliteSql).getRow(SQLITE_FACTS, [{ id: profile.id, site: profile.site_id }])!, 0);
+    const r = (this.x as SqliteSql).getRow(SQLITE_FACTS, [{ id: profile.id, site: profile.site_id }])!;
+    return this.factsOfLists(profile, JSON.parse(r[0] as string) as FactLists, r[1] as number, r[2] as number | null, 0);
   }
 
-  /** The facts of `profile` from FACTS_COLUMNS read at `at` in row `r` (of SQLITE_FACTS or FIND_FACTS). */
-  private factsOfRow(profile: ProfileRow, r: unknown[], at: number): ProfileFacts | Promise<ProfileFacts> {
-    const row = factsOf(r, at);
-    // The six lists in one JSON text: one parse.
-    const [identityList, hashList, segmentList, eventList, merged, sessions] = JSON.parse(row.lists) as FactLists;
+  /**
+   * The facts of `profile` from FACTS_LISTS parsed (`lists`) and the two REAL columns beside it (the conversions'
+   * revenue in the site's currency, the last score); the facts' scalars start at `at` in the seventh element.
+   */
+  private factsOfLists(profile: ProfileRow, lists: FactLists, revenue: number, score: number | null, at: number): ProfileFacts | Promise<ProfileFacts> {
+    const [identityList, hashList, segmentList, eventList, merged, sessions, s] = lists;
     const identities = sortedBy(identityList, byKindThenTime).map(([kind, value]) => ({ kind, value }));
     const hashes = sortedBy(hashList, byKindThenNewest).map(([kind, hash]) => ({ kind, hash }));
     const segments = sortedBy(segmentList, byPriorityThenId).map(([id, name, priority, since]) => ({
@@ -182,6 +198,7 @@ export class ProfileReadRepo {
     }));
     // The top 50 by count, then type (each type once: the order is total, so the cut is the portable statement's).
     const events = topEvents(eventList).map(([type, n, last]) => ({ type, n, last }));
+    const scoreAt = s[at + 5] as number | null;
     const facts: ProfileFacts = {
       profile,
       identities,
@@ -189,12 +206,12 @@ export class ProfileReadRepo {
       segments,
       sessions: { count: sessions[0], first_seen: sessions[1], last_seen: sessions[2] },
       events,
-      conversions: { count: row.conv_count, revenue: row.conv_revenue, last: row.conv_last, currency: row.site_currency ?? '', otherCurrencies: [] },
-      leads: row.leads,
-      lastScore: row.score_at === null ? null : { score: row.score, at: row.score_at },
+      conversions: { count: s[at + 2] as number, revenue, last: s[at + 3] as number | null, currency: (s[at + 1] as string | null) ?? '', otherCurrencies: [] },
+      leads: s[at] as number,
+      lastScore: scoreAt === null ? null : { score, at: scoreAt },
       mergedFrom: sortedBy(merged, binaryOrder),
     };
-    if (row.conv_other === 0) return facts;
+    if (s[at + 4] === 0) return facts;
     return conversionTotals(this.x, profile.site_id, profile.id).then((conversions) => ({ ...facts, conversions }));
   }
 }
@@ -245,9 +262,10 @@ const byPriorityThenId = (a: [string, string, number, number], b: [string, strin
 const byCountThenType = (a: [string, number, number], b: [string, number, number]) => b[1] - a[1] || binaryOrder(a[0], b[0]);
 
 /**
- * FACTS_COLUMNS's `lists`, parsed: identities (kind, value, created_at), hashes (kind, hash, created_at), segments
- * (id, name, priority, since), event counts (type, n, last), merged profile ids, and the sessions' count, first
- * and last seen (integers, which JSON carries exactly).
+ * FACTS_LISTS parsed: identities (kind, value, created_at), hashes (kind, hash, created_at), segments (id, name,
+ * priority, since), event counts (type, n, last), merged profile ids, the sessions' count, first and last seen,
+ * and the scalars (FIND_SCALARS then FACTS_SCALARS, or FACTS_SCALARS alone): integers and texts, which JSON
+ * carries exactly.
  */
 type FactLists = [
   [string, string, number][],
@@ -256,85 +274,74 @@ type FactLists = [
   [string, number, number][],
   string[],
   [number, number | null, number | null],
+  FactScalars,
 ];
-
-interface SqliteFactsRow {
-  /** The six lists as one JSON array (FactLists). */
-  lists: string;
-  leads: number;
-  site_currency: string | null;
-  conv_count: number;
-  conv_last: number | null;
-  /** Revenue of the conversions in the site's currency. */
-  conv_revenue: number;
-  /** Conversions in another currency. */
-  conv_other: number;
-  score: number | null;
-  /** received_at of the last score; null when the profile has none. */
-  score_at: number | null;
-}
-
-/** FACTS_COLUMNS read as an array from position `at` (their order in the statement). */
-function factsOf(r: unknown[], at: number): SqliteFactsRow {
-  return {
-    lists: r[at] as string,
-    leads: r[at + 1] as number,
-    site_currency: r[at + 2] as string | null,
-    conv_count: r[at + 3] as number,
-    conv_last: r[at + 4] as number | null,
-    conv_revenue: r[at + 5] as number,
-    conv_other: r[at + 6] as number,
-    score: r[at + 7] as number | null,
-    score_at: r[at + 8] as number | null,
-  };
-}
+/**
+ * FIND_SCALARS (known, primary_segment, merged_into, created_at, updated_at), when the look-up read the profile,
+ * then FACTS_SCALARS (leads, the site's currency, the conversions' count, last time and count in another
+ * currency, the last score's time).
+ */
+type FactScalars = (number | string | null)[] & [number, string | null, string | null, number, number];
+/** Where the scalars are in FactLists. */
+const FACT_SCALARS = 6;
+/** The profile's columns carried in the scalars by FIND_FACTS (ProfileRow's but id, site_id and traits). */
+const FIND_SCALARS = 'p.known, p.primary_segment, p.merged_into, p.created_at, p.updated_at';
+/** How many FIND_SCALARS there are (FACTS_SCALARS follow them). */
+const PROFILE_SCALARS = 5;
 
 /**
- * The facts of the profile whose id is the SQL expression `id`, as columns of one row (SQLite; see
- * ProfileReadRepo.factsOfRow), over FACTS_JOINS. The lists come as one JSON array of six (json_group_array gives
- * `[]`, never NULL, for no rows), unordered (sorted by factsOfRow), with the sort keys the portable statements
- * order by; the event counts come one per type, all of them (topEvents keeps the first 50 by count, then type:
- * an ORDER BY ... LIMIT 50 here cost a sorter and a temporary b-tree per snapshot, ~16% of this statement's
- * instructions, for a cut that matters only to a profile with more than 50 event types). The sessions' count,
- * first and last seen are the sixth element (a correlated subquery: SQLite has no LATERAL, so it cannot be a
- * subquery in FROM once the id comes from the row of a look-up). The site and its conversions are joined
- * (LEFT JOIN: one row whether or not the site or conversions exist) and aggregated by the statement itself:
- * conversionTotals's figures over the site's currency. The last score is its row, joined by rowid to the one id
- * a subquery finds in the ordered index (scores_profile holds the rowid): one descent of the index and one of
- * the table, where a scalar subquery per column took two of each.
+ * The facts of the profile whose id is the SQL expression `id`, over FACTS_JOINS (SQLite; see
+ * ProfileReadRepo.factsOfLists): one JSON text (FactLists) and, after it, the two values that may be REAL as
+ * columns of their own (the conversions' revenue in the site's currency, the last score), so that no REAL goes
+ * through SQLite's JSON rendering (15 significant digits). Every other value is in the text: better-sqlite3 sets
+ * each column of a row on its array through V8's API (about 1,200 instructions a column), more than SQLite takes
+ * to write an integer or a short text into the JSON and V8 to parse it, so the look-up's columns but the id and
+ * the traits travel there too (`scalars`: FIND_SCALARS, or none for a profile already read). The lists come
+ * unordered (json_group_array gives `[]`, never NULL, for no rows; sorted by factsOfLists) with the sort keys the
+ * portable statements order by; the event counts come one per type, all of them (topEvents keeps the first 50 by
+ * count, then type: an ORDER BY ... LIMIT 50 here cost a sorter and a temporary b-tree per snapshot, ~16% of this
+ * statement's instructions, for a cut that matters only to a profile with more than 50 event types). The
+ * sessions' count, first and last seen are the sixth element (a correlated subquery: SQLite has no LATERAL, so it
+ * cannot be a subquery in FROM once the id comes from the row of a look-up). The site and its conversions are
+ * joined (LEFT JOIN: one row whether or not the site or conversions exist) and aggregated by the statement
+ * itself: conversionTotals's figures over the site's currency. The last score is its row, joined by rowid to the
+ * one id a subquery finds in the ordered index (scores_profile holds the rowid): one descent of the index and one
+ * of the table, where a scalar subquery per column took two of each.
  */
-const FACTS_COLUMNS = (id: string): string =>
+const FACTS_COLUMNS = (id: string, scalars: string): string =>
   "'[' || " +
   `(SELECT json_group_array(json_array(kind, value, created_at)) FROM identities WHERE profile_id = ${id}) || ',' || ` +
   `(SELECT json_group_array(json_array(kind, hash, created_at)) FROM identity_hashes WHERE profile_id = ${id}) || ',' || ` +
   `(SELECT json_group_array(json_array(s.id, s.name, s.priority, m.since)) FROM segment_members m JOIN segments s ON s.id = m.segment_id WHERE m.profile_id = ${id}) || ',' || ` +
   `(SELECT json_group_array(json_array(type, n, last)) FROM (SELECT type, count(*) AS n, max(ts) AS last FROM events WHERE profile_id = ${id} GROUP BY type)) || ',' || ` +
   `(SELECT json_group_array(id) FROM profiles WHERE merged_into = ${id}) || ',' || ` +
-  `(SELECT json_array(count(*), min(first_seen), max(last_seen)) FROM sessions WHERE profile_id = ${id}) || ']' AS lists, ` +
-  `(SELECT count(*) FROM leads WHERE profile_id = ${id}) AS leads, ` +
-  's.currency AS site_currency, count(c.id) AS conv_count, max(c.created_at) AS conv_last, ' +
-  'coalesce(sum(CASE WHEN c.currency = s.currency THEN c.revenue END), 0) AS conv_revenue, count(CASE WHEN c.currency <> s.currency THEN 1 END) AS conv_other, ' +
-  'sc.score, sc.received_at AS score_at';
+  `(SELECT json_array(count(*), min(first_seen), max(last_seen)) FROM sessions WHERE profile_id = ${id}) || ',' || ` +
+  // FACTS_SCALARS
+  `json_array(${scalars}(SELECT count(*) FROM leads WHERE profile_id = ${id}), s.currency, count(c.id), max(c.created_at), ` +
+  "count(CASE WHEN c.currency <> s.currency THEN 1 END), sc.received_at) || ']' AS lists, " +
+  'coalesce(sum(CASE WHEN c.currency = s.currency THEN c.revenue END), 0) AS conv_revenue, sc.score';
 /** The joins FACTS_COLUMNS reads: the site `site`, the conversions and the last score of the profile `id`. */
 const FACTS_JOINS = (id: string, site: string): string =>
   `LEFT JOIN sites s ON s.id = ${site} LEFT JOIN conversions c ON c.site_id = s.id AND c.profile_id = ${id} ` +
   `LEFT JOIN scores sc ON sc.id = (SELECT id FROM scores WHERE profile_id = ${id} ORDER BY received_at DESC, id DESC LIMIT 1)`;
 
 /** The facts of one profile in one row: `@id` its id, `@site` its site (two bound values, not one per use). */
-const SQLITE_FACTS = `SELECT ${FACTS_COLUMNS('@id')} FROM (SELECT 1) AS one ${FACTS_JOINS('@id', '@site')}`;
+const SQLITE_FACTS = `SELECT ${FACTS_COLUMNS('@id', '')} FROM (SELECT 1) AS one ${FACTS_JOINS('@id', '@site')}`;
 
 /**
- * A look-up and the facts of the profile it finds, in one row (ProfileReadRepo.findWithFacts): PROFILE_COLUMNS,
- * then FACTS_COLUMNS of p. `@site`, `@value` and (but by id) `@kind`, identities' or identity_hashes' kind, are
- * bound. The aggregate answers one row even when nothing matches: its columns are then NULL.
+ * A look-up and the facts of the profile it finds, in one row (ProfileReadRepo.findWithFacts): the profile's id
+ * and traits, then FACTS_COLUMNS of p with FIND_SCALARS. Bound by position: the id, then the site (by id); the
+ * site, identities' or identity_hashes' kind, then the value (by an identity or a hash). The aggregate answers
+ * one row even when nothing matches: its columns are then NULL. The profile's site is the one bound (p.site_id
+ * equals it), so it is not read.
  */
-const FIND_FACTS_BY_ID = `SELECT ${PROFILE_COLUMNS}, ${FACTS_COLUMNS('p.id')} FROM profiles p ${FACTS_JOINS('p.id', 'p.site_id')} WHERE p.id = @value AND p.site_id = @site`;
+const FIND_FACTS_BY_ID = `SELECT p.id, p.traits, ${FACTS_COLUMNS('p.id', `${FIND_SCALARS}, `)} FROM profiles p ${FACTS_JOINS('p.id', 'p.site_id')} WHERE p.id = ? AND p.site_id = ?`;
 const FIND_FACTS_BY_IDENTITY =
-  `SELECT ${PROFILE_COLUMNS}, ${FACTS_COLUMNS('p.id')} FROM identities i JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id ` +
-  `${FACTS_JOINS('p.id', 'p.site_id')} WHERE i.site_id = @site AND i.kind = @kind AND i.value = @value`;
+  `SELECT p.id, p.traits, ${FACTS_COLUMNS('p.id', `${FIND_SCALARS}, `)} FROM identities i JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id ` +
+  `${FACTS_JOINS('p.id', 'p.site_id')} WHERE i.site_id = ? AND i.kind = ? AND i.value = ?`;
 const FIND_FACTS_BY_HASH =
-  `SELECT ${PROFILE_COLUMNS}, ${FACTS_COLUMNS('p.id')} FROM identity_hashes h JOIN profiles p ON p.id = h.profile_id AND p.site_id = h.site_id ` +
-  `${FACTS_JOINS('p.id', 'p.site_id')} WHERE h.site_id = @site AND h.kind = @kind AND h.hash = @value`;
+  `SELECT p.id, p.traits, ${FACTS_COLUMNS('p.id', `${FIND_SCALARS}, `)} FROM identity_hashes h JOIN profiles p ON p.id = h.profile_id AND p.site_id = h.site_id ` +
+  `${FACTS_JOINS('p.id', 'p.site_id')} WHERE h.site_id = ? AND h.kind = ? AND h.hash = ?`;
 const FIND_FACTS: Record<LookupKind, string> = {
   profile_id: FIND_FACTS_BY_ID,
   visitor_id: FIND_FACTS_BY_IDENTITY,
@@ -361,8 +368,6 @@ const LOOKUP_IDENTITY_KIND: Record<LookupKind, string | null> = {
   email_sha256: 'email_sha256',
   phone_sha256: 'phone_sha256',
 };
-/** How many columns PROFILE_COLUMNS has (FIND_FACTS's facts start after them). */
-const PROFILE_COLUMN_COUNT = 8;
 
 /**
  * A profile's conversions: count and last time over all of them; revenue summed

@@ -90,6 +90,64 @@ describe('snapshotJson', () => {
     }
   }
 
+  it('says an answer is all ASCII only when it is, and says so for the usual answer', () => {
+    const isAscii = (j: string) => /^[\u0000-\u007f]*$/.test(j);
+    let claimed = 0;
+    for (const [name, f] of cases) {
+      for (const pii of [false, true]) {
+        const body = { ascii: !pii };
+        const j = snapshotJson(f, pii, body);
+        if (body.ascii) claimed++;
+        expect(isAscii(j) || !body.ascii, `${name}, pii ${pii}`).toBe(true);
+      }
+    }
+    // The usual answer (printable ASCII everywhere, stored traits embedded) is said to be ASCII, with or without pii.
+    const plainFacts: Partial<ProfileFacts> = {
+      segments: [{ id: 'seg_1', name: 'Gold buyers', priority: 10, since: 1_700_000_000_500 }],
+      conversions: { count: 2, revenue: 0.1 + 0.2, last: 1_700_000_160_000, currency: 'EUR', otherCurrencies: [] },
+    };
+    const usual = facts(plainFacts);
+    for (const pii of [false, true]) {
+      const body = { ascii: false };
+      expect(snapshotJson(usual, pii, body)).toBe(JSON.stringify(buildSnapshot(usual, pii)));
+      expect(body.ascii).toBe(true);
+    }
+    expect(claimed).toBeGreaterThan(0);
+    // A character above U+007F anywhere: in embedded traits (pii only), an identity, a segment, an event type, a
+    // merged id, another currency's code, a trait key (trait_keys), a trait value JSON.stringify re-writes.
+    const wide: [string, ProfileFacts, boolean][] = [
+      ['embedded traits', facts(plainFacts, { plan: 'gold', city: 'Z\u00fcrich' }), true],
+      ['an identity', facts({ ...plainFacts, identities: [{ kind: 'visitor', value: 'v\u00e9' }] }), false],
+      ['a segment name', facts({ ...plainFacts, segments: [{ id: 's', name: '\u65e5', priority: 1, since: 1 }] }), false],
+      ['an event type', facts({ ...plainFacts, events: [{ type: '\u{1F600}', n: 1, last: 1 }] }), false],
+      ['a merged id', facts({ ...plainFacts, mergedFrom: ['p\u0080'] }), false],
+      ['another currency', facts({ ...plainFacts, conversions: { count: 1, revenue: 1, last: 1, currency: 'EUR', otherCurrencies: [{ currency: '\u20ac', revenue: 1 }] } }), false],
+      ['a trait key', facts(plainFacts, { 'cl\u00e9': 'x' }), false],
+      ['a re-written trait value', facts(plainFacts, { plan: '\u00e9', n: 1 }), true],
+    ];
+    for (const [name, f, pii] of wide) {
+      // Each differs from `usual` (said to be ASCII above) in that one string.
+      const body = { ascii: true };
+      const j = snapshotJson(f, pii, body);
+      expect(isAscii(j), name).toBe(false);
+      expect(body.ascii, name).toBe(false);
+    }
+  });
+
+  it('lists trait keys in the order of Array#sort, for few keys and many', () => {
+    let seed = 5;
+    const rand = (n: number) => (seed = (seed * 1103515245 + 12345) % 2147483648) % n;
+    const alphabet = ['a', 'B', 'z', '0', '9', '_', '\u00e9', '\uff21', '\u{1F600}', '\ue000'];
+    for (let n = 0; n <= 24; n++) {
+      for (let round = 0; round < 20; round++) {
+        const traits: Record<string, string> = {};
+        while (Object.keys(traits).length < n) traits[Array.from({ length: 1 + rand(3) }, () => alphabet[rand(alphabet.length)]).join('')] = 'v';
+        const f = facts({}, traits);
+        for (const pii of [false, true]) expect(snapshotJson(f, pii)).toBe(JSON.stringify(buildSnapshot(f, pii)));
+      }
+    }
+  });
+
   it('throws as buildSnapshot does on a time out of range', () => {
     const f = facts({ sessions: { count: 1, first_seen: 9e15, last_seen: 9e15 } });
     expect(() => JSON.stringify(buildSnapshot(f, false))).toThrow(RangeError);
@@ -163,7 +221,11 @@ describe('stored traits embedded as they are', () => {
         expect(stringified(text, o), text).toBe(embeddable(text));
         if (embeddable(text)) embedded++;
         const f = { ...facts(), profile: { ...facts().profile, traits: text } };
-        expect(snapshotJson(f, true), text).toBe(JSON.stringify(buildSnapshot(f, true)));
+        const body = { ascii: true };
+        const j = snapshotJson(f, true, body);
+        expect(j, text).toBe(JSON.stringify(buildSnapshot(f, true)));
+        // Never said to be ASCII when it is not (it would be sent as Latin-1).
+        if (body.ascii) expect(/^[\u0000-\u007f]*$/.test(j), text).toBe(true);
       }
     }
     expect(embedded).toBeGreaterThan(2_000);

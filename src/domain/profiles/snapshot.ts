@@ -70,8 +70,22 @@ function plain(s: string): boolean {
   }
   return true;
 }
+/**
+ * Whether the snapshot being written may hold a character above U+007F: set by whatever writes a string that is
+ * not plain (conservatively: a control character or a quote sets it too). snapshotJson starts it false.
+ */
+let wide = false;
 /** JSON of a string: as JSON.stringify writes it; the common case (nothing to escape) without calling it. */
-const str = (s: string): string => (plain(s) ? `"${s}"` : JSON.stringify(s));
+const str = (s: string): string => {
+  if (plain(s)) return `"${s}"`;
+  wide = true;
+  return JSON.stringify(s);
+};
+/** Whether every character of `s` is ASCII (U+0000..U+007F). */
+function ascii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
 /** JSON of a time (val(iso(t))): isoTime writes only digits, `-`, `+`, `:`, `.`, `T` and `Z`, nothing to escape. */
 const isoJson = (t: number | null): string => (t === null ? 'null' : `"${isoTime(t)}"`);
 /** JSON of any leaf value (a number may come as a string or bigint-like from PostgreSQL): as JSON.stringify writes it. */
@@ -79,6 +93,7 @@ const val = (v: unknown): string => {
   if (typeof v === 'string') return str(v);
   if (typeof v === 'number') return Number.isFinite(v) ? String(v) : 'null';
   if (v === null || v === undefined) return 'null';
+  wide = true;
   return JSON.stringify(v);
 };
 const strs = (list: string[]): string => {
@@ -86,6 +101,33 @@ const strs = (list: string[]): string => {
   for (let i = 0; i < list.length; i++) out += (i === 0 ? '' : ',') + str(list[i]!);
   return `${out}]`;
 };
+
+/**
+ * Object.keys(o).sort(): a few keys (a profile's traits) by insertion, comparing with `<` as the default sort
+ * compares (UTF-16 code units; keys are distinct, so any correct sort gives this order); many by sort itself.
+ * Array#sort cost ~3,500 instructions a call, even on a handful of keys.
+ */
+function sortedKeys(o: Record<string, unknown>): string[] {
+  const keys = Object.keys(o);
+  if (keys.length > 16) return keys.sort();
+  for (let i = 1; i < keys.length; i++) {
+    const k = keys[i]!;
+    let j = i - 1;
+    while (j >= 0 && keys[j]! > k) {
+      keys[j + 1] = keys[j]!;
+      j--;
+    }
+    keys[j + 1] = k;
+  }
+  return keys;
+}
+
+/** JSON.stringify of the other currencies' totals (usually none). */
+function otherCurrencies(list: { currency: string; revenue: number }[]): string {
+  if (list.length === 0) return '[]';
+  wide = true;
+  return JSON.stringify(list);
+}
 
 /** String.prototype.isWellFormed (Node 20+, not in the ES2023 lib this project compiles against). */
 const isWellFormed = (s: string): boolean => (s as unknown as { isWellFormed(): boolean }).isWellFormed();
@@ -129,9 +171,14 @@ export function stringified(text: string, o: Record<string, unknown>): boolean {
  * JSON.stringify(buildSnapshot(f, pii)), byte for byte (the same keys in the
  * same order, the same escapes and number renderings), written directly: no
  * snapshot object, no walk of it. The hot read path (GET /profile) answers
- * with it; a unit test holds it to buildSnapshot.
+ * with it; a unit test holds it to buildSnapshot. `body.ascii` is set true
+ * only when every character of the answer is ASCII (what every string it
+ * wrote as it is already showed, plus a scan of embedded traits), so that the
+ * caller may send it as Latin-1 (the same bytes as UTF-8, without measuring
+ * and encoding it as UTF-8); false means it may not be.
  */
-export function snapshotJson(f: ProfileFacts, pii: boolean): string {
+export function snapshotJson(f: ProfileFacts, pii: boolean, body?: { ascii: boolean }): string {
+  wide = false;
   const p = f.profile;
   const traits = JSON.parse(p.traits) as Record<string, unknown>;
   const visitors: string[] = [];
@@ -146,8 +193,17 @@ export function snapshotJson(f: ProfileFacts, pii: boolean): string {
     if (h.kind === 'email_sha256') emails.push(h.hash);
     else if (h.kind === 'phone_sha256') phones.push(h.hash);
   }
-  let j = `{"profile_id":${val(p.id)},"identity":{"known":${p.known === 1},"visitor_ids":${strs(visitors)},"external_ids":${strs(externals)},"email_sha256":${strs(emails)},"phone_sha256":${strs(phones)},"trait_keys":${strs(Object.keys(traits).sort())}`;
-  if (pii) j += `,"email":${val(traits.email ?? null)},"phone":${val(traits.phone ?? null)},"name":${val(traits.name ?? null)},"traits":${stringified(p.traits, traits) ? p.traits : JSON.stringify(traits)}`;
+  let j = `{"profile_id":${val(p.id)},"identity":{"known":${p.known === 1},"visitor_ids":${strs(visitors)},"external_ids":${strs(externals)},"email_sha256":${strs(emails)},"phone_sha256":${strs(phones)},"trait_keys":${strs(sortedKeys(traits))}`;
+  if (pii) {
+    j += `,"email":${val(traits.email ?? null)},"phone":${val(traits.phone ?? null)},"name":${val(traits.name ?? null)},"traits":`;
+    if (stringified(p.traits, traits)) {
+      j += p.traits;
+      if (!ascii(p.traits)) wide = true;
+    } else {
+      j += JSON.stringify(traits);
+      wide = true;
+    }
+  }
   j += `},"segments":{"primary":${val(p.primary_segment)},"member_of":[`;
   for (let i = 0; i < f.segments.length; i++) {
     const s = f.segments[i]!;
@@ -161,8 +217,9 @@ export function snapshotJson(f: ProfileFacts, pii: boolean): string {
     j += `${i === 0 ? '' : ','}{"type":${val(e.type)},"count":${val(e.n)},"last_at":${isoJson(e.last)}}`;
   }
   const c = f.conversions;
-  j += `],"conversions":${val(c.count)},"revenue":${val(c.revenue)},"currency":${val(c.currency)},"revenue_other_currencies":${JSON.stringify(c.otherCurrencies)},"last_conversion_at":${isoJson(c.last)},"leads":${val(f.leads)},"last_score":`;
+  j += `],"conversions":${val(c.count)},"revenue":${val(c.revenue)},"currency":${val(c.currency)},"revenue_other_currencies":${otherCurrencies(c.otherCurrencies)},"last_conversion_at":${isoJson(c.last)},"leads":${val(f.leads)},"last_score":`;
   j += f.lastScore ? `{"score":${val(f.lastScore.score)},"at":${isoJson(f.lastScore.at)}}` : 'null';
   j += `},"meta":{"site_id":${val(p.site_id)},"created_at":${isoJson(p.created_at)},"updated_at":${isoJson(p.updated_at)},"merged_profile_ids":${strs(f.mergedFrom)},"pii":${pii}}}`;
+  if (body !== undefined) body.ascii = !wide;
   return j;
 }
