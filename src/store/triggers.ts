@@ -1,6 +1,7 @@
 import type { Sql } from './sql.js';
 import { whereOf } from './where.js';
 import type { WriterCaches } from './writer-caches.js';
+import { PendingAsk } from './pending-ask.js';
 
 export interface TriggerRow {
   id: string;
@@ -75,11 +76,11 @@ export class TriggersRepo {
 
   private changed(): void {
     this.caches?.eventTriggerTypes.clear();
-    this.asking = null;
+    this.asking.forget();
   }
 
   /** PostgreSQL: the event triggers' ask of this transaction not answered yet (see listeningForEvent). */
-  private asking: { siteId: string; type: string; answer: Promise<readonly Readonly<TriggerRow>[]> } | null = null;
+  private readonly asking = new PendingAsk<readonly Readonly<TriggerRow>[]>();
 
   async create(id: string, siteId: string, f: TriggerFields, by: string, now: number): Promise<TriggerRow> {
     this.changed();
@@ -147,16 +148,7 @@ export class TriggersRepo {
    */
   listeningForEvent(siteId: string, type: string): Promise<readonly Readonly<TriggerRow>[]> {
     if (this.x.dialect !== 'pg') return this.listeningHere(siteId, type);
-    const last = this.asking;
-    if (last !== null && last.siteId === siteId && last.type === type) return last.answer;
-    const answer: Promise<readonly Readonly<TriggerRow>[]> = this.listening(siteId, 'event', type);
-    const ask = { siteId, type, answer };
-    this.asking = ask;
-    const done = () => {
-      if (this.asking === ask) this.asking = null;
-    };
-    answer.then(done, done);
-    return answer;
+    return this.asking.ask(siteId, type, () => this.listening(siteId, 'event', type));
   }
 
   /** listeningForEvent on SQLite: the writer's caches, then the read. */
@@ -179,7 +171,7 @@ export class TriggersRepo {
   }
 
   async countCapped(id: string): Promise<void> {
-    this.asking = null;
+    this.asking.forget();
     await this.x.run('UPDATE triggers SET capped_count = capped_count + 1 WHERE id = ?', [id]);
   }
 

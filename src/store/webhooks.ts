@@ -2,6 +2,7 @@ import type { Sql } from './sql.js';
 import { newId, newIds } from './ids.js';
 import { whereOf, type Filter } from './where.js';
 import type { WriterCaches } from './writer-caches.js';
+import { PendingAsk } from './pending-ask.js';
 
 export interface DestinationRow {
   id: string;
@@ -182,20 +183,11 @@ export class WebhooksRepo {
    */
   receives(siteId: string, eventType: string): Promise<boolean> {
     if (this.x.dialect !== 'pg') return this.receivesHere(siteId, eventType);
-    const last = this.asking;
-    if (last !== null && last.siteId === siteId && last.eventType === eventType) return last.answer;
-    const answer = this.x.get<{ yes: boolean }>(RECEIVES_PG, [siteId, eventType]).then((r) => r?.yes === true);
-    const ask = { siteId, eventType, answer };
-    this.asking = ask;
-    const done = () => {
-      if (this.asking === ask) this.asking = null;
-    };
-    answer.then(done, done);
-    return answer;
+    return this.asking.ask(siteId, eventType, () => this.x.get<{ yes: boolean }>(RECEIVES_PG, [siteId, eventType]).then((r) => r?.yes === true));
   }
 
   /** PostgreSQL: the subscriptions ask of this transaction not answered yet (see receives). */
-  private asking: { siteId: string; eventType: string; answer: Promise<boolean> } | null = null;
+  private readonly asking = new PendingAsk<boolean>();
 
   /** receives on SQLite: the writer's caches, else the destinations read. */
   private async receivesHere(siteId: string, eventType: string): Promise<boolean> {
@@ -221,7 +213,7 @@ export class WebhooksRepo {
    */
   private async changed(receiving: boolean): Promise<void> {
     this.caches?.destinationTypes.clear();
-    this.asking = null;
+    this.asking.forget();
     if (receiving && this.x.dialect === 'pg') await this.x.get(DESTINATIONS_CHANGING_PG);
   }
 
