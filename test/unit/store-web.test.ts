@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openStore, type Store } from '../../src/store/store.js';
 import { openPgStore } from '../../src/store/pg/store.js';
 import { cleanup, tempDir } from '../helpers/svc.js';
@@ -6,7 +6,6 @@ import { databaseUrlFor, PG_BASE_URL } from '../helpers/backend.js';
 import pg from 'pg';
 import { decisionService } from '../../src/domain/web/decisions.js';
 import { ExposuresRepo, type DecisionFacts } from '../../src/store/exposures.js';
-import { PgSql } from '../../src/store/pg/sql.js';
 import { pgClientConfig } from '../../src/store/pg/store.js';
 import type { Sql } from '../../src/store/sql.js';
 import { recordVariantRender, WATCHDOG } from '../../src/domain/web/watchdog.js';
@@ -166,7 +165,15 @@ describe('the facts of one decision, in one statement', () => {
       const client = new pg.Client(pgClientConfig({ url: databaseUrlFor(dir) }));
       await client.connect();
       try {
-        const own = new ExposuresRepo(new PgSql(client as unknown as pg.PoolClient));
+        // Statement names are per process and bounded (pg/names.ts: the first 500 texts). The unit tests share their
+        // processes (isolate: false), and earlier files' compiled segment rules can take every name, leaving this text
+        // unnamed and so unplanned; modules loaded afresh start with no names taken, as a server does.
+        vi.resetModules();
+        const fresh = {
+          ...(await import('../../src/store/exposures.js')),
+          ...(await import('../../src/store/pg/sql.js')),
+        };
+        const own = new fresh.ExposuresRepo(new fresh.PgSql(client as unknown as pg.PoolClient));
         for (let i = 0; i < 8; i++) {
           expect(await Promise.all([own.decisionFacts(siteId, 'f-live'), own.decisionFacts(siteId, `f-other-${i}`)])).toEqual([alone[0], { version: null, profileId: null, segmentIds: [], earlierArms: new Map() }]);
         }
