@@ -195,7 +195,6 @@ export function createPulseApi(store: Store, deps: Omit<PulseDeps, 'store'>, log
     else sendJsonText(res, 200, Buffer.from(text, 'utf8'));
   }
 
-
   const answerProfile = (req: IncomingMessage, res: ServerResponse, url: string): boolean => {
     if (req.method !== 'GET' || req.headers['if-none-match'] !== undefined || req.headers['if-modified-since'] !== undefined || UNUSUAL_URL.test(url)) return false;
     const q = url.indexOf('?');

@@ -45,22 +45,13 @@ export interface WeightedArm {
 
 /** The arm whose range holds the visitor's position; arms with weight 0 never receive anyone. */
 export function assignArm<A extends WeightedArm>(seed: string, visitorId: string, arms: readonly A[]): A | undefined {
-  const total = arms.reduce((s, a) => s + Math.max(0, a.weight), 0);
-  if (total <= 0) return undefined;
-  const n = bucket(seed, visitorId);
-  let edge = 0;
-  for (const arm of arms) {
-    const w = Math.max(0, arm.weight);
-    if (w === 0) continue;
-    edge += w / total;
-    if (n < edge) return arm;
-  }
-  return [...arms].reverse().find((a) => a.weight > 0);
+  return new ArmRanges(seed, arms).assign(visitorId);
 }
 
 /**
- * assignArm for one list of arms with its ranges computed once (a decision snapshot's running test): the same
- * arm as assignArm(seed, visitorId, arms) for every visitor (the edges are summed in the same order).
+ * The ranges of one list of arms, computed once (a decision snapshot's running test keeps them): each arm with a
+ * positive weight owns the next share of [0, 1) in list order; `assign` gives the arm whose range holds the
+ * visitor's bucket (assignArm makes one for a single call).
  */
 export class ArmRanges<A extends WeightedArm> {
   private readonly seedHash: number;
