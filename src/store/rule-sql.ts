@@ -1,5 +1,6 @@
 import type { Db } from './db.js';
 import type { Dialect } from './sql.js';
+import { builtAtRunTime } from './pg/names.js';
 import {
   kindOf,
   type CompanyCondition,
@@ -215,7 +216,9 @@ class Compiler {
 export function profileMatchesSql(rule: Rule, o: { profileId: string; now: number; dialect?: Dialect }): CompiledSql {
   const c = new Compiler(o.now, o.dialect);
   const expr = c.compile(rule);
-  return { sql: `SELECT ${expr} AS m FROM profiles p WHERE p.id = ?`, params: [...c.params, o.profileId] };
+  const sql = `SELECT ${expr} AS m FROM profiles p WHERE p.id = ?`;
+  if (o.dialect === 'pg') builtAtRunTime(sql);
+  return { sql, params: [...c.params, o.profileId] };
 }
 
 /** One keyset page of the ids of a site's live (unmerged) profiles that match, ascending. */
@@ -225,8 +228,7 @@ export function profilesMatchingSql(
 ): CompiledSql {
   const c = new Compiler(o.now, o.dialect);
   const expr = c.compile(rule);
-  return {
-    sql: `SELECT p.id FROM profiles p WHERE p.site_id = ? AND p.merged_into IS NULL AND p.id > ? AND ${expr} ORDER BY p.id LIMIT ?`,
-    params: [o.siteId, o.afterId, ...c.params, o.limit],
-  };
+  const sql = `SELECT p.id FROM profiles p WHERE p.site_id = ? AND p.merged_into IS NULL AND p.id > ? AND ${expr} ORDER BY p.id LIMIT ?`;
+  if (o.dialect === 'pg') builtAtRunTime(sql);
+  return { sql, params: [o.siteId, o.afterId, ...c.params, o.limit] };
 }

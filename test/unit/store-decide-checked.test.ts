@@ -241,9 +241,9 @@ describe.runIf(onPg)('the checked exposure statement (PostgreSQL)', () => {
     const client = new pg.Client(pgClientConfig({ url: databaseUrlFor(dir) }));
     await client.connect();
     try {
-      // Statement names are per process and bounded (pg/names.ts: the first 500 texts). The unit tests share their
-      // processes (isolate: false), and earlier files' compiled segment rules can have taken every name, leaving
-      // this text unnamed and so unplanned; modules loaded afresh start with no names taken, as a server does.
+      // Statement names are per process and bounded (pg/names.ts: 1,000 of the code's texts, 250 built at run time).
+      // The unit tests share their processes (isolate: false), and earlier files' texts could have taken every name,
+      // leaving this text unnamed and so unplanned; modules loaded afresh start with no names taken, as a server does.
       vi.resetModules();
       const fresh = {
         ...(await import('../../src/store/exposures.js')),
