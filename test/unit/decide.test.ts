@@ -518,7 +518,20 @@ describe('the plan kept per snapshot (pages per URL, decisions per what of the v
     // Decisions a zone are bounded too: as many keys as placements and arms, here far below the bound.
     expect(planSize(snap)!.decisions).toBeLessThanOrEqual(4 * PLAN_BOUNDS.decisionsPerZone);
   });
-  it('ArmRanges assigns as assignArm, visitor by visitor', () => {
+  it('ArmRanges and assignArm assign as the documented ranges, visitor by visitor', () => {
+    // The rule of assign.ts written out again, from bucket(): arms with a positive weight own consecutive shares of [0, 1).
+    const reference = (seed: string, visitor: string, arms: readonly { id: string; weight: number }[]) => {
+      const positive = arms.filter((a) => a.weight > 0);
+      const total = positive.reduce((sum, a) => sum + a.weight, 0);
+      if (total <= 0) return undefined;
+      const n = bucket(seed, visitor);
+      let edge = 0;
+      for (const a of positive) {
+        edge += a.weight / total;
+        if (n < edge) return a;
+      }
+      return positive[positive.length - 1];
+    };
     const sets = [
       [1, 1],
       [0, 1, 2],
@@ -531,7 +544,11 @@ describe('the plan kept per snapshot (pages per URL, decisions per what of the v
     for (const weights of sets) {
       const arms = weights.map((weight, i) => ({ id: `a${i}`, weight }));
       const ranges = new ArmRanges('seed-x', arms);
-      for (let i = 0; i < 2000; i++) expect(ranges.assign(`visitor-${i}`)).toBe(assignArm('seed-x', `visitor-${i}`, arms));
+      for (let i = 0; i < 2000; i++) {
+        const want = reference('seed-x', `visitor-${i}`, arms);
+        expect(ranges.assign(`visitor-${i}`)).toBe(want);
+        expect(assignArm('seed-x', `visitor-${i}`, arms)).toBe(want);
+      }
     }
     for (let i = 0; i < 200; i++) expect(bucketAfter(fnv1a32('holdout:site_1'), `v${i}\u00e9`)).toBe(bucket('holdout:site_1', `v${i}\u00e9`));
   });
