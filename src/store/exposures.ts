@@ -103,24 +103,44 @@ export interface ExposureInsert {
  * and what it was merged into (`b`); kind 2: the first arm the visitor saw in a test (`a` experiment,
  * `b` arm; first_arms, one row per test, kept by a trigger on exposures, so the read does not grow with
  * the visitor's history); kind 3: a segment (`a`) of the identity's profile when that profile is not merged.
+ *
+ * SQLite (FACTS_SQLITE): the site and the visitor bound once each by name (`@s`, `@v`; better-sqlite3 refuses
+ * `?NNN`), where seven positional parameters were each a UTF-8 conversion and copy; and the identity looked up
+ * once, its segments joined to that look-up (LEFT JOIN, so the identity's row comes without any): kind 1's rows carry
+ * a segment each in `n` (null for none), which decisionFactsRead turns into the rows above, in their order
+ * (kinds 0, 1, 2, then 3). The statement before looked the identity and its profile up a second time for kind 3.
  */
-const FACTS_VISITOR = `SELECT 1 AS k, i.profile_id AS a, p.merged_into AS b, p.id AS c, NULL AS n FROM identities i
+const FACTS_SQLITE = `SELECT 0 AS k, NULL AS a, NULL AS b, NULL AS c, version AS n FROM web_versions WHERE site_id = @s
+UNION ALL
+SELECT 1, i.profile_id, p.merged_into, p.id, m.segment_id FROM identities i
   LEFT JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id
- WHERE i.site_id = ? AND i.kind = 'visitor' AND i.value = ?
+  LEFT JOIN segment_members m ON m.profile_id = p.id AND p.merged_into IS NULL
+ WHERE i.site_id = @s AND i.kind = 'visitor' AND i.value = @v
 UNION ALL
-SELECT 2, experiment_id, arm_id, NULL, NULL FROM first_arms WHERE site_id = ? AND visitor_id = ?
-UNION ALL
-SELECT 3, m.segment_id, NULL, NULL, NULL FROM identities i JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id AND p.merged_into IS NULL
-  JOIN segment_members m ON m.profile_id = p.id
- WHERE i.site_id = ? AND i.kind = 'visitor' AND i.value = ?`;
-const FACTS_SQLITE = `SELECT 0 AS k, NULL AS a, NULL AS b, NULL AS c, version AS n FROM web_versions WHERE site_id = ?
-UNION ALL
-${FACTS_VISITOR}`;
+SELECT 2, experiment_id, arm_id, NULL, NULL FROM first_arms WHERE site_id = @s AND visitor_id = @v`;
+
+/** FACTS_SQLITE's rows (arrays: k, a, b, c, n) as the rows of kinds 0 to 3: kind 1 once, its segments as kind 3 rows after the kind 2 rows. */
+function factsRowsSqlite(raw: readonly unknown[][]): FactsRow[] {
+  const rows: FactsRow[] = [];
+  let segments: FactsRow[] | undefined;
+  for (const r of raw) {
+    const k = r[0] as number;
+    if (k === 1) {
+      // One row per segment (or one with none): the identity's row once.
+      if (segments === undefined) {
+        segments = [];
+        rows.push({ k: 1, a: r[1] as string | null, b: r[2] as string | null, c: r[3] as string | null, n: null });
+      }
+      if (r[4] !== null) segments.push({ k: 3, a: r[4] as string, b: null, c: null, n: null });
+    } else rows.push({ k, a: r[1] as string | null, b: r[2] as string | null, c: r[3] as string | null, n: r[4] as number | null });
+  }
+  if (segments !== undefined) for (const x of segments) rows.push(x);
+  return rows;
+}
 
 /**
- * What one visitor's identity says (kinds 1 and 3 of FACTS_VISITOR), PostgreSQL: the identity and its
- * profile looked up once, the segments joined to that lookup (LATERAL), where FACTS_VISITOR's two
- * branches each look them up (SQLite has no LATERAL). `q.s`, `q.v`: the site and the visitor.
+ * What one visitor's identity says (kinds 1 and 3 of FACTS_SQLITE), PostgreSQL: the identity and its
+ * profile looked up once, the segments joined to that lookup (LATERAL). `q.s`, `q.v`: the site and the visitor.
  */
 const IDENTITY_FACTS_PG = `SELECT x.k, x.a, x.b, x.c, NULL::bigint AS n FROM identities i
   LEFT JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id
@@ -132,12 +152,12 @@ const IDENTITY_FACTS_PG = `SELECT x.k, x.a, x.b, x.c, NULL::bigint AS n FROM ide
 UNION ALL
 SELECT 2, f.experiment_id, f.arm_id, NULL, NULL FROM first_arms f WHERE f.site_id = q.s AND f.visitor_id = q.v`;
 
-/** FACTS_VISITOR on PostgreSQL (IDENTITY_FACTS_PG): the same rows, for one visitor. */
+/** The visitor's rows of FACTS_SQLITE (kinds 1 to 3) on PostgreSQL (IDENTITY_FACTS_PG), for one visitor. */
 const FACTS_VISITOR_PG = `SELECT f.k, f.a, f.b, f.c, f.n FROM (SELECT ?::text AS s, ?::text AS v) AS q CROSS JOIN LATERAL (
 ${IDENTITY_FACTS_PG}) f`;
 
 /**
- * FACTS_VISITOR for many visitors at once (PostgreSQL): the (site, visitor) pairs come as one JSON
+ * FACTS_VISITOR_PG for many visitors at once (PostgreSQL): the (site, visitor) pairs come as one JSON
  * array of `{"o": position, "s": site, "v": visitor}`, and every row carries `o`, the 1-based position
  * of the pair it answers. A fixed text, so it is a named statement prepared once per connection; and
  * planned once too: the pairs are a json_to_recordset, whose row estimate (100) is the same whatever the
@@ -193,7 +213,7 @@ export const INSERT_EXPOSURES_IF_FACTS_PG =
 /** At most this many visitors in one FACTS_MANY_PG statement. */
 const MAX_FACTS_BATCH = 256;
 
-/** A row of the facts read (FACTS_VISITOR): `k` the kind, `n` SQLite's configuration version (kind 0). */
+/** A row of the facts read (FACTS_SQLITE, FACTS_VISITOR_PG): `k` the kind, `n` SQLite's configuration version (kind 0). */
 export type FactsRow = { k: number | string; a: string | null; b: string | null; c: string | null; n?: number | string | null };
 
 interface FactsAsk {
@@ -361,13 +381,12 @@ export class ExposuresRepo {
 
   /** decisionFacts, and the rows of kinds 1 to 3 they come from (what insertIfFacts compares). */
   async decisionFactsRead(siteId: string, visitorId: string): Promise<{ facts: DecisionFacts; rows: FactsRow[] }> {
-    const sqlite = this.x.dialect === 'sqlite';
+    const sqlite = this.x instanceof SqliteSql;
     let rows: FactsRow[];
-    if (this.x instanceof SqliteSql) {
+    if (sqlite) {
       // Rows as arrays (raw mode): better-sqlite3 builds a row object property by property, which cost more than the read's b-tree descents.
-      rows = this.x.allRows(FACTS_SQLITE, [siteId, siteId, visitorId, siteId, visitorId, siteId, visitorId]).map((r) => ({ k: r[0] as number, a: r[1] as string | null, b: r[2] as string | null, c: r[3] as string | null, n: r[4] as number | null }));
-    } else if (sqlite) rows = await this.x.all<FactsRow>(FACTS_SQLITE, [siteId, siteId, visitorId, siteId, visitorId, siteId, visitorId]);
-    else {
+      rows = factsRowsSqlite((this.x as SqliteSql).allRows(FACTS_SQLITE, [{ s: siteId, v: visitorId }]));
+    } else {
       let batcher = factsBatchers.get(this.x);
       if (batcher === undefined) factsBatchers.set(this.x, (batcher = new FactsBatcher(this.x)));
       rows = await batcher.rows(siteId, visitorId);
