@@ -104,37 +104,39 @@ export interface ExposureInsert {
  * `b` arm; first_arms, one row per test, kept by a trigger on exposures, so the read does not grow with
  * the visitor's history); kind 3: a segment (`a`) of the identity's profile when that profile is not merged.
  *
- * SQLite (FACTS_SQLITE): the site and the visitor bound once each by name (`@s`, `@v`; better-sqlite3 refuses
- * `?NNN`), where seven positional parameters were each a UTF-8 conversion and copy; and the identity looked up
- * once, its segments joined to that look-up (LEFT JOIN, so the identity's row comes without any): kind 1's rows carry
- * a segment each in `n` (null for none), which decisionFactsRead turns into the rows above, in their order
- * (kinds 0, 1, 2, then 3). The statement before looked the identity and its profile up a second time for kind 3.
+ * SQLite (FACTS_SQLITE): one value, a JSON text `[version, profile, merged_into, profile row id, [segment…],
+ * [[experiment, arm]…]]` (null for a missing version or identity), which factsRowsSqlite turns into the rows above,
+ * in the order the rows of kinds 0 to 3 came before (one UNION ALL branch a kind). better-sqlite3 builds a row as
+ * an array with one Object::Set a column (~1,000 instructions each under callgrind): the rows of kinds 0 to 3, five
+ * columns each, cost more than the read's b-tree descents. The site and the visitor are bound once each by name
+ * (`@s`, `@v`; better-sqlite3 refuses `?NNN`), where seven positional parameters were each a UTF-8 conversion and
+ * copy, and the identity is looked up once (the segments' branch looked it and its profile up again). JSON
+ * escapes every string (json_quote, json_group_array), so any id reads back as stored.
  */
-const FACTS_SQLITE = `SELECT 0 AS k, NULL AS a, NULL AS b, NULL AS c, version AS n FROM web_versions WHERE site_id = @s
-UNION ALL
-SELECT 1, i.profile_id, p.merged_into, p.id, m.segment_id FROM identities i
-  LEFT JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id
-  LEFT JOIN segment_members m ON m.profile_id = p.id AND p.merged_into IS NULL
- WHERE i.site_id = @s AND i.kind = 'visitor' AND i.value = @v
-UNION ALL
-SELECT 2, experiment_id, arm_id, NULL, NULL FROM first_arms WHERE site_id = @s AND visitor_id = @v`;
+const FACTS_SQLITE = `SELECT '[' || coalesce((SELECT version FROM web_versions WHERE site_id = @s), 'null')
+ || ',' || json_quote(i.profile_id) || ',' || json_quote(p.merged_into) || ',' || json_quote(p.id)
+ || ',' || (SELECT json_group_array(m.segment_id) FROM segment_members m WHERE m.profile_id = p.id AND p.merged_into IS NULL)
+ || ',' || (SELECT json_group_array(json_array(f.experiment_id, f.arm_id)) FROM first_arms f WHERE f.site_id = @s AND f.visitor_id = @v) || ']'
+FROM (SELECT 1) AS one
+  LEFT JOIN identities i ON i.site_id = @s AND i.kind = 'visitor' AND i.value = @v
+  LEFT JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id`;
 
-/** FACTS_SQLITE's rows (arrays: k, a, b, c, n) as the rows of kinds 0 to 3: kind 1 once, its segments as kind 3 rows after the kind 2 rows. */
-function factsRowsSqlite(raw: readonly unknown[][]): FactsRow[] {
+/** FACTS_SQLITE's value as the rows of kinds 0 to 3, in that order. */
+function factsRowsSqlite(text: string): FactsRow[] {
+  const [version, profileId, mergedInto, rowId, segments, arms] = JSON.parse(text) as [
+    number | null,
+    string | null,
+    string | null,
+    string | null,
+    string[],
+    [string, string][],
+  ];
   const rows: FactsRow[] = [];
-  let segments: FactsRow[] | undefined;
-  for (const r of raw) {
-    const k = r[0] as number;
-    if (k === 1) {
-      // One row per segment (or one with none): the identity's row once.
-      if (segments === undefined) {
-        segments = [];
-        rows.push({ k: 1, a: r[1] as string | null, b: r[2] as string | null, c: r[3] as string | null, n: null });
-      }
-      if (r[4] !== null) segments.push({ k: 3, a: r[4] as string, b: null, c: null, n: null });
-    } else rows.push({ k, a: r[1] as string | null, b: r[2] as string | null, c: r[3] as string | null, n: r[4] as number | null });
-  }
-  if (segments !== undefined) for (const x of segments) rows.push(x);
+  if (version !== null) rows.push({ k: 0, a: null, b: null, c: null, n: version });
+  // identities.profile_id is NOT NULL: null is no identity.
+  if (profileId !== null) rows.push({ k: 1, a: profileId, b: mergedInto, c: rowId, n: null });
+  for (const [experimentId, armId] of arms) rows.push({ k: 2, a: experimentId, b: armId, c: null, n: null });
+  for (const segmentId of segments) rows.push({ k: 3, a: segmentId, b: null, c: null, n: null });
   return rows;
 }
 
@@ -384,8 +386,7 @@ export class ExposuresRepo {
     const sqlite = this.x instanceof SqliteSql;
     let rows: FactsRow[];
     if (sqlite) {
-      // Rows as arrays (raw mode): better-sqlite3 builds a row object property by property, which cost more than the read's b-tree descents.
-      rows = factsRowsSqlite((this.x as SqliteSql).allRows(FACTS_SQLITE, [{ s: siteId, v: visitorId }]));
+      rows = factsRowsSqlite((this.x as SqliteSql).getValue(FACTS_SQLITE, [{ s: siteId, v: visitorId }]) as string);
     } else {
       let batcher = factsBatchers.get(this.x);
       if (batcher === undefined) factsBatchers.set(this.x, (batcher = new FactsBatcher(this.x)));

@@ -201,7 +201,7 @@ describe('the facts of one decision, in one statement', () => {
   });
 });
 
-describe('the facts of one decision on SQLite (one statement, the identity looked up once)', () => {
+describe('the facts of one decision on SQLite (one JSON value, the identity looked up once)', () => {
   /** The statement before (the site and the visitor bound by position, the identity looked up again for the segments): the reference. */
   const BEFORE = `SELECT 1 AS k, i.profile_id AS a, p.merged_into AS b, p.id AS c FROM identities i
   LEFT JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id
@@ -235,10 +235,11 @@ SELECT 3, m.segment_id, NULL, NULL FROM identities i JOIN profiles p ON p.id = i
         await tx.sql.run("INSERT INTO identities (site_id, kind, value, profile_id, created_at) VALUES (?, 'visitor', ?, ?, ?)", [siteId, visitor, profile, now]);
       }
       // Segments of a merged profile and of another site's profile are not the visitor's.
+      // Ids JSON escapes (quotes, a backslash, a tab, non-ASCII and past U+FFFF) read back as stored.
       for (const [seg, profile] of [
-        ['seg_r3', 'prof_r_segs'],
+        ['seg_r3 "q"\\', 'prof_r_segs'],
         ['seg_r1', 'prof_r_segs'],
-        ['seg_r2', 'prof_r_segs'],
+        ['seg_r2\té😀', 'prof_r_segs'],
         ['seg_r1', 'prof_r_merged'],
         ['seg_r1', 'prof_r_elsewhere'],
       ] as const) {
@@ -247,7 +248,7 @@ SELECT 3, m.segment_id, NULL, NULL FROM identities i JOIN profiles p ON p.id = i
       const row = { siteId, profileId: null, zoneId, variantId: null, holdout: false, url: '/p' };
       for (const visitor of ['r-segs', 'r-merged', 'r-nobody', 'r-gone']) {
         await tx.exposures.insert([
-          { ...row, visitorId: visitor, experimentId: 'exp_r2', armId: 'arm_r2a', at: now },
+          { ...row, visitorId: visitor, experimentId: 'exp_r2 "x"', armId: 'arm_r2a\\ü', at: now },
           { ...row, visitorId: visitor, experimentId: 'exp_r1', armId: 'arm_r1b', at: now },
         ]);
       }
@@ -267,7 +268,8 @@ SELECT 3, m.segment_id, NULL, NULL FROM identities i JOIN profiles p ON p.id = i
     }
     // Every kind of row, a profile with three segments included, was compared.
     expect(seen).toEqual(['r-segs: 122333', 'r-none: 1', 'r-merged: 122', 'r-elsewhere: 1', 'r-gone: 122', 'r-nobody: 22']);
-    expect((await store.exposures.decisionFacts(siteId, 'r-segs')).segmentIds).toEqual(['seg_r1', 'seg_r2', 'seg_r3']);
+    expect((await store.exposures.decisionFacts(siteId, 'r-segs')).segmentIds).toEqual(['seg_r1', 'seg_r2\té😀', 'seg_r3 "q"\\']);
+    expect((await store.exposures.decisionFacts(siteId, 'r-gone')).earlierArms).toEqual(new Map([['exp_r1', 'arm_r1b'], ['exp_r2 "x"', 'arm_r2a\\ü']]));
     // Another site's visitor of the same id: nothing of this site's.
     expect(await store.exposures.decisionFacts('site_r_other', 'r-segs')).toEqual({ version: 0, profileId: null, segmentIds: [], earlierArms: new Map() });
   });
