@@ -89,6 +89,19 @@ export class SqliteSql implements Sql {
     return st.get(...params) as unknown[] | undefined;
   }
 
+  private readonly pluckStatements = new Map<string, Statement>();
+
+  /** The first column of the first row (better-sqlite3's pluck mode: not even an array), at once; undefined for no row. */
+  getValue(sql: string, params: Params = NO_PARAMS): unknown {
+    let st = this.pluckStatements.get(sql);
+    if (st === undefined) {
+      st = this.db.prepare(sql).pluck(true);
+      if (this.pluckStatements.size >= 200) this.pluckStatements.clear();
+      this.pluckStatements.set(sql, st);
+    }
+    return st.get(...params);
+  }
+
   /** Every row as the array of its columns (raw mode, as getRow), at once: for the hot reads whose rows are many or small. */
   allRows(sql: string, params: Params = NO_PARAMS): unknown[][] {
     let st = this.rawStatements.get(sql);

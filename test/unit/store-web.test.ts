@@ -201,6 +201,80 @@ describe('the facts of one decision, in one statement', () => {
   });
 });
 
+describe('the facts of one decision on SQLite (one JSON value, the identity looked up once)', () => {
+  /** The statement before (the site and the visitor bound by position, the identity looked up again for the segments): the reference. */
+  const BEFORE = `SELECT 1 AS k, i.profile_id AS a, p.merged_into AS b, p.id AS c FROM identities i
+  LEFT JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id
+ WHERE i.site_id = ? AND i.kind = 'visitor' AND i.value = ?
+UNION ALL
+SELECT 2, experiment_id, arm_id, NULL FROM first_arms WHERE site_id = ? AND visitor_id = ?
+UNION ALL
+SELECT 3, m.segment_id, NULL, NULL FROM identities i JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id AND p.merged_into IS NULL
+  JOIN segment_members m ON m.profile_id = p.id
+ WHERE i.site_id = ? AND i.kind = 'visitor' AND i.value = ?`;
+
+  it('gives the rows of the statement before, in its order, for every kind of identity', async () => {
+    if (store.dialect !== 'sqlite') return; // PostgreSQL reads them with IDENTITY_FACTS_PG (store-decide-checked)
+    const now = Date.now();
+    await store.write(async (tx) => {
+      for (const [id, site, merged] of [
+        ['prof_r_segs', siteId, null],
+        ['prof_r_none', siteId, null],
+        ['prof_r_merged', siteId, 'prof_r_segs'],
+        ['prof_r_elsewhere', 'site_r_other', null],
+      ] as const) {
+        await tx.sql.run('INSERT INTO profiles (id, site_id, merged_into, created_at, updated_at) VALUES (?, ?, ?, ?, ?)', [id, site, merged, now, now]);
+      }
+      for (const [visitor, profile] of [
+        ['r-segs', 'prof_r_segs'],
+        ['r-none', 'prof_r_none'],
+        ['r-merged', 'prof_r_merged'],
+        ['r-elsewhere', 'prof_r_elsewhere'],
+        ['r-gone', 'prof_r_missing'],
+      ] as const) {
+        await tx.sql.run("INSERT INTO identities (site_id, kind, value, profile_id, created_at) VALUES (?, 'visitor', ?, ?, ?)", [siteId, visitor, profile, now]);
+      }
+      // Segments of a merged profile and of another site's profile are not the visitor's.
+      // Ids JSON escapes (quotes, a backslash, a tab, non-ASCII and past U+FFFF) read back as stored.
+      for (const [seg, profile] of [
+        ['seg_r3 "q"\\', 'prof_r_segs'],
+        ['seg_r1', 'prof_r_segs'],
+        ['seg_r2\té😀', 'prof_r_segs'],
+        ['seg_r1', 'prof_r_merged'],
+        ['seg_r1', 'prof_r_elsewhere'],
+      ] as const) {
+        await tx.sql.run('INSERT INTO segment_members (segment_id, profile_id, site_id, since) VALUES (?, ?, ?, ?)', [seg, profile, siteId, now]);
+      }
+      const row = { siteId, profileId: null, zoneId, variantId: null, holdout: false, url: '/p' };
+      for (const visitor of ['r-segs', 'r-merged', 'r-nobody', 'r-gone']) {
+        await tx.exposures.insert([
+          { ...row, visitorId: visitor, experimentId: 'exp_r2 "x"', armId: 'arm_r2a\\ü', at: now },
+          { ...row, visitorId: visitor, experimentId: 'exp_r1', armId: 'arm_r1b', at: now },
+        ]);
+      }
+    });
+    const seen: string[] = [];
+    for (const visitor of ['r-segs', 'r-none', 'r-merged', 'r-elsewhere', 'r-gone', 'r-nobody']) {
+      const want = (await store.sql.all<{ k: number; a: string | null; b: string | null; c: string | null }>(BEFORE, [siteId, visitor, siteId, visitor, siteId, visitor])).map((r) => ({
+        k: Number(r.k),
+        a: r.a,
+        b: r.b,
+        c: r.c,
+      }));
+      const got = await store.exposures.decisionFactsRead(siteId, visitor);
+      expect(got.rows, visitor).toEqual(want);
+      expect(got.facts.version, visitor).toBe(await store.webConfig.version(siteId));
+      seen.push(`${visitor}: ${want.map((r) => r.k).join('')}`);
+    }
+    // Every kind of row, a profile with three segments included, was compared.
+    expect(seen).toEqual(['r-segs: 122333', 'r-none: 1', 'r-merged: 122', 'r-elsewhere: 1', 'r-gone: 122', 'r-nobody: 22']);
+    expect((await store.exposures.decisionFacts(siteId, 'r-segs')).segmentIds).toEqual(['seg_r1', 'seg_r2\té😀', 'seg_r3 "q"\\']);
+    expect((await store.exposures.decisionFacts(siteId, 'r-gone')).earlierArms).toEqual(new Map([['exp_r1', 'arm_r1b'], ['exp_r2 "x"', 'arm_r2a\\ü']]));
+    // Another site's visitor of the same id: nothing of this site's.
+    expect(await store.exposures.decisionFacts('site_r_other', 'r-segs')).toEqual({ version: 0, profileId: null, segmentIds: [], earlierArms: new Map() });
+  });
+});
+
 /** `inner` with a count of the statements sent through it. */
 function countStatements(inner: Sql): { sql: Sql; statements: () => number } {
   let n = 0;
