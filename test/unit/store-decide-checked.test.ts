@@ -232,6 +232,20 @@ describe.runIf(onPg)('the checked exposure statement (PostgreSQL)', () => {
     }
     expect(sent).toHaveLength(1);
     expect(sent[0]!.map((v) => Buffer.isBuffer(v))).toEqual(Array(7).fill(true));
+    // A decision alone in its pass as well.
+    sent.length = 0;
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const c = args[0] as { text?: string; values?: unknown[] };
+      if (typeof c === 'object' && c.text?.includes('unnest((SELECT $1::text[]))') === true) sent.push(c.values ?? []);
+      return (seen as (...x: unknown[]) => unknown).apply(this, args);
+    } as typeof pg.Client.prototype.query;
+    try {
+      expect(await store.write((tx) => tx.exposures.insertIfFacts([], rowsOf('st-alone-bin', '/p"alone')), { key: 'xst-alone-bin', oneStatement: true })).toBeNull();
+    } finally {
+      pg.Client.prototype.query = seen;
+    }
+    expect(sent.map((values) => values.map((v) => Buffer.isBuffer(v)))).toEqual([Array(7).fill(true)]);
+    expect(await store.sql.all("SELECT url FROM exposures WHERE visitor_id = 'st-alone-bin'")).toEqual([{ url: '/p"alone' }, { url: '/p"alone' }]);
     const stored = await store.sql.all<{ visitor_id: string; url: string; profile_id: string | null; created_at: number }>(
       "SELECT visitor_id, url, profile_id, created_at FROM exposures WHERE visitor_id LIKE 'st-bin-%' AND zone_id = 'za'",
     );

@@ -196,7 +196,9 @@ export class BatchPgSql implements Sql {
 
   /** One text's statements of a wave; never rejects (outcomes are set on the items). */
   private async send(sql: string, items: Pending[]): Promise<void> {
-    const shape = items.length > 1 && !unbatchable.has(sql) ? shapeOf(sql) : null;
+    // An append goes its own way even alone: its text arrays in binary form (see append). Other texts alone are sent as they are.
+    let shape = unbatchable.has(sql) || (items.length === 1 && !sql.includes('unnest(')) ? null : shapeOf(sql);
+    if (items.length === 1 && shape?.kind !== 'append') shape = null;
     try {
       if (shape === null) return await this.oneByOne(items);
       if (shape.kind === 'select') return await this.select(sql, shape, items);
