@@ -8,6 +8,8 @@
  * gives them, the zones as insertIfFacts's JSON), then times pg-protocol's Bind message for them `binds` times, the
  * arrays in pg's text form (prepareValue: each element quoted and escaped) against their binary form (binaryTextArray,
  * pg/batch.ts), rounds interleaved with the order alternated. Prints this process's CPU (process.cpuUsage) per Bind.
+ * `--only text|binary`: that form alone, warm-up included (for an instruction count under callgrind, by the difference
+ * of two runs with different `--binds`).
  */
 import { parseArgs } from 'node:util';
 import { serialize } from 'pg-protocol';
@@ -17,16 +19,18 @@ import { renderFacts } from '../../src/store/exposures.js';
 import { intFlag } from './lib/args.js';
 
 const { values: flags } = parseArgs({
-  options: { decisions: { type: 'string' }, binds: { type: 'string' }, rounds: { type: 'string' }, help: { type: 'boolean', short: 'h', default: false } },
+  options: { decisions: { type: 'string' }, binds: { type: 'string' }, rounds: { type: 'string' }, only: { type: 'string' }, help: { type: 'boolean', short: 'h', default: false } },
 });
 if (flags.help) {
-  process.stdout.write('usage: decide-bind-micro.ts [--decisions 16] [--binds 5000] [--rounds 8]\n');
+  process.stdout.write('usage: decide-bind-micro.ts [--decisions 16] [--binds 5000] [--rounds 8] [--only text|binary]\n');
   process.exit(0);
 }
 const B = intFlag('decisions', flags.decisions, 16, 1, 1000);
 const N = intFlag('binds', flags.binds, 5000, 1, 1_000_000);
 const ROUNDS = intFlag('rounds', flags.rounds, 8, 1, 100);
 /** node-pg's conversion of a parameter (what its Bind applies to each value). */
+const only = flags.only;
+if (only !== undefined && only !== 'text' && only !== 'binary') throw new Error('--only takes text or binary');
 const prepareValue = (createRequire(import.meta.url)('pg/lib/utils.js') as { prepareValue: (v: unknown) => unknown }).prepareValue;
 
 const columns: unknown[][] = Array.from({ length: 7 }, () => []);
@@ -63,14 +67,13 @@ function run(binary: boolean): number {
   return (u.user + u.system) / N;
 }
 
-for (let r = 0; r < 3; r++) {
-  run(r % 2 === 0);
-  run(r % 2 !== 0);
-}
+const forms = (r: number): boolean[] => (only !== undefined ? [only === 'binary'] : r % 2 ? [true, false] : [false, true]);
+for (let r = 0; r < 3; r++) for (const binary of forms(r)) run(binary);
 const res = { text: [] as number[], binary: [] as number[] };
-for (let r = 0; r < ROUNDS; r++) for (const binary of r % 2 ? [true, false] : [false, true]) res[binary ? 'binary' : 'text'].push(run(binary));
+for (let r = 0; r < ROUNDS; r++) for (const binary of forms(r)) res[binary ? 'binary' : 'text'].push(run(binary));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 for (const [k, xs] of Object.entries(res)) {
+  if (xs.length === 0) continue;
   process.stdout.write(`${k}: µs per Bind of ${B} decisions ${xs.map((x) => x.toFixed(1)).join(', ')} (median ${median(xs).toFixed(1)}, ${(median(xs) / B).toFixed(2)} a decision)\n`);
 }
 process.stdout.write(`(${bytes} bytes serialised)\n`);
