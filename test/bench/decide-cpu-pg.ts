@@ -12,7 +12,10 @@
  * (a returning visitor's history; the facts read grew with it before first arms were kept apart).
  * Prints per decision, for each of `rounds` rounds of `decisions`: this process's CPU (process.cpuUsage),
  * the CPU of the PostgreSQL backends serving the store's pool (/proc utime + stime), and the statements
- * sent.count (every query of any pg client of this process, background polls included). CPU, not wall clock:
+ * sent.count (every query of any pg client of this process, background polls included); then the store's commits
+ * of decisions (autocommit passes: decisions a pass, a pass's time from its start to its COMMIT's answer) and the
+ * server's WAL syncs a pass (pg_stat_wal.wal_sync, the whole cluster's: other clients' commits on a shared server count
+ * too, so an upper bound; fewer syncs than passes means concurrent passes shared a flush). CPU, not wall clock:
  * on a shared host the clock measures the neighbours. The file is self-contained (its own copy of
  * bench:decide's seed), so it can be copied into another build's tree for A/B pairs.
  */
@@ -77,6 +80,14 @@ try {
     const p = i % PAGES;
     pairs.push({ visitor: `bv-${(i * 7919) % VISITORS}`, url: p % 2 === 0 ? `https://shop.example/p${p}?utm_source=bench` : `https://shop.example/p${p}/item-${i}` });
   }
+  const passes = { n: 0, ops: 0, ms: 0 };
+  store.onGroupCommit((info) => {
+    if (info.mode !== 'autocommit') return;
+    passes.n++;
+    passes.ops += info.operations;
+    passes.ms += info.durationMs;
+  });
+  const walSyncs = async (): Promise<number> => Number((await store.sql.get<{ n: number | string }>('SELECT wal_sync AS n FROM pg_stat_wal'))!.n);
   let next = 0;
   /** `n` decisions, `concurrency` in flight. */
   async function run(n: number): Promise<void> {
@@ -96,15 +107,21 @@ try {
     const pids = pgBackendPids([process.pid], Number(url.port || 5432));
     const b0 = cpuOf(pids);
     const c0 = process.cpuUsage();
+    const w0 = await walSyncs();
+    const p0 = { ...passes };
     const s0 = sent.count;
     const t0 = process.hrtime.bigint();
     await run(perRound);
     const ms = Number(process.hrtime.bigint() - t0) / 1e6;
     const c1 = process.cpuUsage(c0);
     const b1 = cpuOf(pids);
+    const s1 = sent.count;
+    const w1 = await walSyncs();
+    const np = passes.n - p0.n;
     process.stdout.write(
       `round ${k + 1}: ${perRound} decisions, ${((perRound * 1000) / ms).toFixed(0)}/s, svc ${((c1.user + c1.system) / perRound).toFixed(1)} µs/decision, ` +
-        `backends ${(((b1 - b0) * 1000) / perRound).toFixed(1)} µs/decision (${pids.length}), ${((sent.count - s0) / perRound).toFixed(3)} statements/decision\n`,
+        `backends ${(((b1 - b0) * 1000) / perRound).toFixed(1)} µs/decision (${pids.length}), ${((s1 - s0) / perRound).toFixed(3)} statements/decision; ` +
+        `${np} passes, ${((passes.ops - p0.ops) / np).toFixed(1)} decisions/pass, ${((passes.ms - p0.ms) / np).toFixed(2)} ms/pass, ${((w1 - w0) / np).toFixed(2)} WAL syncs/pass\n`,
     );
   }
 } finally {

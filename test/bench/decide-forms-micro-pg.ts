@@ -3,7 +3,7 @@
  * alone on one connection (never part of the suite):
  *
  *   node --import ./test/bench/register.mjs test/bench/decide-forms-micro-pg.ts --database-url postgres://postgres@127.0.0.1:5432/test \
- *     [--decisions 16 --statements 500 --rounds 6 --forms svc,json,noflag]
+ *     [--decisions 16 --statements 500 --rounds 6 --forms svc,text,json,noflag]
  *
  * On a fresh schema migrated by svc (bench_dfm_<pid>, dropped at the end) holding 2,000 visitors with three first
  * arms each, runs in turn, the order reversed every other round, `statements` executions of each form, every one
@@ -11,6 +11,8 @@
  * check holding (each visitor's facts as rendered by renderFacts). Forms:
  * - `svc`: INSERT_EXPOSURES_IF_FACTS_PG as svc sends it (each array unnested from a sub-select);
  * - `json`: each array read as json_array_elements_text(array_to_json(…)), as the build before did;
+ * - `text`: svc's text with its arrays in pg's text form (each element quoted and escaped), as the build before sent them;
+ *   `svc` sends them as svc does now, in binary form (binaryTextArray, pg/batch.ts);
  * - `noflag`: every row to a test tries its first arm (ON CONFLICT DO NOTHING), as the build before did, where svc's
  *   tries only those of tests the expected facts do not hold (here none: every decision is to a known test).
  * Prints backend CPU (/proc utime + stime) per decision for each round, and this process's (the client's: building
@@ -25,6 +27,7 @@ import pg from 'pg';
 import { openPgStore, pgClientConfig } from '../../src/store/pg/store.js';
 import { ExposuresRepo, INSERT_EXPOSURES_IF_FACTS_PG, renderFacts, type FactsRow } from '../../src/store/exposures.js';
 import { PgSql, toPgPlaceholders } from '../../src/store/pg/sql.js';
+import { binaryTextArray } from '../../src/store/pg/batch.js';
 import { processCpuMs } from './lib/child.js';
 import { intFlag } from './lib/args.js';
 
@@ -39,7 +42,7 @@ const { values } = parseArgs({
   },
 });
 if (values.help || values['database-url'] === undefined) {
-  process.stdout.write('usage: decide-forms-micro-pg.ts --database-url URL [--decisions 16] [--statements 500] [--rounds 6] [--forms svc,json,noflag]\n');
+  process.stdout.write('usage: decide-forms-micro-pg.ts --database-url URL [--decisions 16] [--statements 500] [--rounds 6] [--forms svc,text,json,noflag]\n');
   process.exit(values.help ? 0 : 2);
 }
 const B = intFlag('decisions', values.decisions, 16, 1, 256);
@@ -51,8 +54,10 @@ const SVC = toPgPlaceholders(INSERT_EXPOSURES_IF_FACTS_PG);
 const SUB = /unnest\(\(SELECT (\$\d+)::text\[\]\)\)/g;
 const JSON_FORM = SVC.replace(SUB, 'json_array_elements_text(array_to_json($1::text[]))');
 const NOFLAG_FORM = SVC.replace('WHERE f = 1 AND experiment_id', 'WHERE experiment_id');
-const FORMS: Record<string, string> = { svc: SVC, json: JSON_FORM, noflag: NOFLAG_FORM };
-const names = (values.forms ?? 'svc,json,noflag').split(',');
+const FORMS: Record<string, string> = { svc: SVC, text: SVC, json: JSON_FORM, noflag: NOFLAG_FORM };
+/** Forms whose arrays go in binary form, as BatchPgSql sends an appended statement's text arrays. */
+const BINARY = new Set(['svc', 'noflag']);
+const names = (values.forms ?? 'svc,text,json,noflag').split(',');
 for (const n of names) if (FORMS[n] === undefined) throw new Error(`unknown form ${n}`);
 if (JSON_FORM === SVC || NOFLAG_FORM === SVC) throw new Error('the forms no longer derive from svc\u2019s text');
 
@@ -94,7 +99,8 @@ try {
   };
   let statements = 0;
   const once = async (form: string) => {
-    const r = await client.query({ name: `dfm_${form}`, text: FORMS[form]!, values: params() });
+    const p = params();
+    const r = await client.query({ name: `dfm_${form}`, text: FORMS[form]!, values: BINARY.has(form) ? p.map((a): unknown => binaryTextArray(a)!) : (p as unknown[]) });
     statements++;
     if (r.rows.length !== 0) throw new Error(`${form}: a check did not hold`);
   };

@@ -5,7 +5,7 @@ import type { Store } from '../../src/store/store.js';
 import type { GroupCommitInfo } from '../../src/store/observe.js';
 import { decisionService } from '../../src/domain/web/decisions.js';
 import { INSERT_EXPOSURES_IF_FACTS_PG, renderFacts, type ExposureInsert, type FactsRow } from '../../src/store/exposures.js';
-import { shapeOf } from '../../src/store/pg/batch.js';
+import { binaryTextArray, shapeOf } from '../../src/store/pg/batch.js';
 import { pgClientConfig } from '../../src/store/pg/store.js';
 import { databaseUrlFor, PG_BASE_URL } from '../helpers/backend.js';
 import { tempDir } from '../helpers/svc.js';
@@ -212,6 +212,48 @@ describe.runIf(onPg)('the checked exposure statement (PostgreSQL)', () => {
     ]);
   });
 
+  it('sends a turn\u2019s text arrays in binary form, and stores every text as given', async () => {
+    // Texts the array literal form would quote or escape: quotes, backslashes, braces, commas, NULL, empty, spaces, non-ASCII.
+    const urls = ['/p"q', '/p\\x\\', '/p{a,b}', 'NULL', '', ' /p ', '/p\u00e9\u4e2d\u{1f600}', '/p\t\n'];
+    const sent: unknown[][] = [];
+    const seen = pg.Client.prototype.query;
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const c = args[0] as { text?: string; values?: unknown[] };
+      if (typeof c === 'object' && c.text?.includes('unnest((SELECT $1::text[]))') === true) sent.push(c.values ?? []);
+      return (seen as (...x: unknown[]) => unknown).apply(this, args);
+    } as typeof pg.Client.prototype.query;
+    try {
+      const results = await Promise.all(
+        urls.map((u, i) => store.write((tx) => tx.exposures.insertIfFacts([], rowsOf(`st-bin-${i}`, u)), { key: `xst-bin-${i}`, oneStatement: true })),
+      );
+      expect(results).toEqual(urls.map(() => null));
+    } finally {
+      pg.Client.prototype.query = seen;
+    }
+    expect(sent).toHaveLength(1);
+    expect(sent[0]!.map((v) => Buffer.isBuffer(v))).toEqual(Array(7).fill(true));
+    // A decision alone in its pass as well.
+    sent.length = 0;
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      const c = args[0] as { text?: string; values?: unknown[] };
+      if (typeof c === 'object' && c.text?.includes('unnest((SELECT $1::text[]))') === true) sent.push(c.values ?? []);
+      return (seen as (...x: unknown[]) => unknown).apply(this, args);
+    } as typeof pg.Client.prototype.query;
+    try {
+      expect(await store.write((tx) => tx.exposures.insertIfFacts([], rowsOf('st-alone-bin', '/p"alone')), { key: 'xst-alone-bin', oneStatement: true })).toBeNull();
+    } finally {
+      pg.Client.prototype.query = seen;
+    }
+    expect(sent.map((values) => values.map((v) => Buffer.isBuffer(v)))).toEqual([Array(7).fill(true)]);
+    expect(await store.sql.all("SELECT url FROM exposures WHERE visitor_id = 'st-alone-bin'")).toEqual([{ url: '/p"alone' }, { url: '/p"alone' }]);
+    const stored = await store.sql.all<{ visitor_id: string; url: string; profile_id: string | null; created_at: number }>(
+      "SELECT visitor_id, url, profile_id, created_at FROM exposures WHERE visitor_id LIKE 'st-bin-%' AND zone_id = 'za'",
+    );
+    expect(stored.sort((a, b) => Number(a.visitor_id.slice(7)) - Number(b.visitor_id.slice(7)))).toEqual(
+      urls.map((url, i) => ({ visitor_id: `st-bin-${i}`, url, profile_id: null, created_at: 1_700_000_000_000 })),
+    );
+  });
+
   it('fails only the decision with a value PostgreSQL refuses', async () => {
     const results = await Promise.allSettled(
       ['st-ok1', 'st-bad', 'st-ok2'].map((v) => store.write((tx) => tx.exposures.insertIfFacts([], rowsOf(v, v === 'st-bad' ? '/p\u0000' : '/p')), { key: `x${v}`, oneStatement: true })),
@@ -259,11 +301,23 @@ describe.runIf(onPg)('the checked exposure statement (PostgreSQL)', () => {
   });
 });
 
+describe.runIf(onPg)('binaryTextArray', () => {
+  it('is read by PostgreSQL as the text form of the same array is', async () => {
+    const values = ['a"b', 'c\\d', '{e,f}', 'NULL', '', ' g ', '\u00e9\u4e2d\u{1f600}', null, 12, 1.5, -0, true, 12345678901234567890n];
+    const bin = binaryTextArray(values)!;
+    const r = await store.sql.get<{ same: boolean; t: string[] }>('SELECT ?::text[] IS NOT DISTINCT FROM ?::text[] AS same, ?::text[] AS t', [bin, values, bin]);
+    expect(r).toEqual({ same: true, t: ['a"b', 'c\\d', '{e,f}', 'NULL', '', ' g ', '\u00e9\u4e2d\u{1f600}', null, '12', '1.5', '0', 'true', '12345678901234567890'] });
+    expect((await store.sql.get<{ n: number }>('SELECT cardinality(?::text[]) AS n', [binaryTextArray([])!]))!.n).toBe(0);
+    expect(binaryTextArray(['a', new Date(0)])).toBeNull();
+    expect(binaryTextArray([['a']])).toBeNull();
+  });
+});
+
 describe('the checked exposure statement\u2019s shape', () => {
   it('is a tagged append (its sets joined end to end, rows back by position); other forms are not', () => {
-    expect(shapeOf(INSERT_EXPOSURES_IF_FACTS_PG)).toEqual({ kind: 'append', params: 7, tagged: true });
+    expect(shapeOf(INSERT_EXPOSURES_IF_FACTS_PG)).toEqual({ kind: 'append', params: 7, types: Array(7).fill('text'), tagged: true });
     const head = 'WITH q (a, b, svc_i) AS (SELECT * FROM ROWS FROM (unnest((SELECT ?::text[])), unnest((SELECT ?::text[]))) WITH ORDINALITY)';
-    expect(shapeOf(`${head}, e AS (INSERT INTO x (a) SELECT a FROM q) SELECT svc_i FROM q`)).toEqual({ kind: 'append', params: 2, tagged: true });
+    expect(shapeOf(`${head}, e AS (INSERT INTO x (a) SELECT a FROM q) SELECT svc_i FROM q`)).toEqual({ kind: 'append', params: 2, types: ['text', 'text'], tagged: true });
     expect(shapeOf(`${head}, e AS (INSERT INTO x (a) SELECT a FROM q WHERE b = ?) SELECT svc_i FROM q`)).toBeNull();
     expect(shapeOf(`${head.replace('svc_i', 'n')}, e AS (INSERT INTO x (a) SELECT a FROM q) SELECT n FROM q`)).toBeNull();
     expect(shapeOf(`${head.replace('a, b, svc_i', 'a, svc_i')}, e AS (INSERT INTO x (a) SELECT a FROM q) SELECT svc_i FROM q`)).toBeNull();

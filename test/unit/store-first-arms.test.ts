@@ -206,10 +206,10 @@ describe(`first arms on ${pg_ ? 'PostgreSQL' : 'SQLite'}`, () => {
 
 describe('the PostgreSQL exposure statement', () => {
   it('is appended like a plain unnest insert (concurrent decisions share it), and forms that do not stand row by row are not', () => {
-    expect(shapeOf(INSERT_EXPOSURES_PG)).toEqual({ kind: 'append', params: 10 });
+    expect(shapeOf(INSERT_EXPOSURES_PG)).toEqual({ kind: 'append', params: 10, types: ['text', 'text', 'text', 'text', 'text', 'text', 'text', 'int4', 'text', 'int8'] });
     const cte = 'WITH r (a, b) AS (SELECT * FROM unnest(?::text[], ?::int8[])), e AS (INSERT INTO x (a, b) SELECT * FROM r) INSERT INTO y (a) SELECT a FROM r';
-    expect(shapeOf(cte)).toEqual({ kind: 'append', params: 2 });
-    expect(shapeOf(`${cte} ON CONFLICT DO NOTHING`)).toEqual({ kind: 'append', params: 2 });
+    expect(shapeOf(cte)).toEqual({ kind: 'append', params: 2, types: ['text', 'int8'] });
+    expect(shapeOf(`${cte} ON CONFLICT DO NOTHING`)).toEqual({ kind: 'append', params: 2, types: ['text', 'int8'] });
     expect(shapeOf(`${cte} ON CONFLICT (a) DO UPDATE SET a = 1`)).toBeNull();
     expect(shapeOf(`${cte} RETURNING a`)).toBeNull();
     expect(shapeOf(`${cte} WHERE a = ?`)).toBeNull();
