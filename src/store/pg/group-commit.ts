@@ -68,6 +68,13 @@ interface QueuedOp {
   reject: (e: unknown) => void;
 }
 
+/** A pooled connection held for one transaction (PgWriteRunner.connect). */
+interface Lane {
+  client: pg.PoolClient;
+  release: () => void;
+  broken: () => boolean;
+}
+
 /** The most operations one group transaction carries. */
 const MAX_GROUP = 256;
 
@@ -113,6 +120,8 @@ export class PgWriteRunner implements WriteRunner {
   private notifyTimer: NodeJS.Timeout | null = null;
   /** performance.now() of the last NOTIFY sent (see carryNotify). */
   private lastNotifyAt = -Infinity;
+  /** The connection of a group that ended with operations queued, for the next group (see done). */
+  private spare: Lane | null = null;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -242,10 +251,32 @@ export class PgWriteRunner implements WriteRunner {
         this.pump();
       });
     }
+    // A group's connection kept for a next group that did not start here (another lane took the queue): back to the pool.
+    const spare = this.spare;
+    if (spare !== null) {
+      this.spare = null;
+      spare.release();
+    }
+  }
+
+  /**
+   * A group's connection once its transaction is over: kept for the group that starts next when operations are
+   * queued (taken by connect within the same pump: a group's connection is released only once nothing waits, so
+   * back-to-back groups of a lane skip the pool's check-out and check-in), else back to the pool.
+   */
+  private done(conn: Lane): void {
+    if (this.spare === null && this.queue.length > 0 && !this.closed && !conn.broken()) this.spare = conn;
+    else conn.release();
   }
 
   /** A pooled connection for one transaction, with an 'error' listener (a connection that breaks between statements reports there). */
-  private async connect(): Promise<{ client: pg.PoolClient; release: () => void; broken: () => boolean }> {
+  private async connect(): Promise<Lane> {
+    const spare = this.spare;
+    if (spare !== null) {
+      this.spare = null;
+      if (!spare.broken()) return spare;
+      spare.release();
+    }
     const client = await this.pool.connect();
     let broken: Error | undefined;
     const onError = (err: Error) => (broken = err);
@@ -290,7 +321,7 @@ export class PgWriteRunner implements WriteRunner {
    * the other operations' writes.
    */
   private async runConcurrent(group: QueuedOp[]): Promise<boolean> {
-    let conn: Awaited<ReturnType<PgWriteRunner['connect']>>;
+    let conn: Lane;
     try {
       conn = await this.connect();
     } catch (err) {
@@ -350,7 +381,7 @@ export class PgWriteRunner implements WriteRunner {
       for (const op of group) op.reject(err);
       return true;
     }
-    conn.release();
+    this.done(conn);
     if (failed) return false;
     this.committed(group.length, before, trips.count + 2, trips.started, 'set_based', notified);
     for (let i = 0; i < group.length; i++) group[i]!.resolve(values[i]);
@@ -364,7 +395,7 @@ export class PgWriteRunner implements WriteRunner {
       await this.runAlone(op.fn, mode).then(op.resolve, op.reject);
       return;
     }
-    let conn: Awaited<ReturnType<PgWriteRunner['connect']>>;
+    let conn: Lane;
     try {
       conn = await this.connect();
     } catch (err) {
@@ -404,7 +435,7 @@ export class PgWriteRunner implements WriteRunner {
       } else for (const op of group) op.reject(err);
       return;
     }
-    conn.release();
+    this.done(conn);
     if (failedAt >= 0) {
       this.counters.regrouped++;
       if (failedAt > 0) await this.runSequential(group.slice(0, failedAt), mode);
@@ -436,7 +467,7 @@ export class PgWriteRunner implements WriteRunner {
         if (attempt < MAX_ATTEMPTS && isRetryable(err)) continue;
         throw err;
       }
-      conn.release();
+      this.done(conn);
       this.committed(1, before, trips.count + 2, trips.started, mode, notified);
       return value;
     }
