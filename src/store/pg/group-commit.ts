@@ -75,6 +75,15 @@ interface Lane {
   broken: () => boolean;
 }
 
+/**
+ * Whether a connection kept for the next group can take it: no error reported, and still queryable and not ending (what
+ * the pool checks on release before it keeps a connection).
+ */
+function usable(conn: Lane): boolean {
+  const c = conn.client as unknown as { _queryable?: boolean; _ending?: boolean };
+  return !conn.broken() && c._queryable !== false && c._ending !== true;
+}
+
 /** The most operations one group transaction carries. */
 const MAX_GROUP = 256;
 
@@ -265,7 +274,7 @@ export class PgWriteRunner implements WriteRunner {
    * back-to-back groups of a lane skip the pool's check-out and check-in), else back to the pool.
    */
   private done(conn: Lane): void {
-    if (this.spare === null && this.queue.length > 0 && !this.closed && !conn.broken()) this.spare = conn;
+    if (this.spare === null && this.queue.length > 0 && !this.closed && usable(conn)) this.spare = conn;
     else conn.release();
   }
 
@@ -274,7 +283,7 @@ export class PgWriteRunner implements WriteRunner {
     const spare = this.spare;
     if (spare !== null) {
       this.spare = null;
-      if (!spare.broken()) return spare;
+      if (usable(spare)) return spare;
       spare.release();
     }
     const client = await this.pool.connect();
