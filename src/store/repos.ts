@@ -67,8 +67,8 @@ export function newRepoShared(): RepoShared {
  * Every repository, bound to one executor: the store's own (reads, and on
  * SQLite everything) or the connection of one transaction (the `tx` a write
  * operation receives). Each is built on first use: a PostgreSQL group commit
- * makes a Repos per transaction, and an ingestion group uses six or seven of
- * the thirty-nine (each built once per transaction all the same, so the
+ * makes a Repos per transaction, and an ingestion group uses four of the
+ * thirty-nine (each built at most once per Repos all the same, so the
  * per-transaction state of some, such as the shared asks of WebhooksRepo and
  * TriggersRepo, stays per transaction).
  */
