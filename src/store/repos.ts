@@ -66,93 +66,211 @@ export function newRepoShared(): RepoShared {
 /**
  * Every repository, bound to one executor: the store's own (reads, and on
  * SQLite everything) or the connection of one transaction (the `tx` a write
- * operation receives). Repositories hold no state of their own beyond `shared`,
- * so binding a set to a transaction is cheap.
+ * operation receives). Each is built on first use: a PostgreSQL group commit
+ * makes a Repos per transaction, and an ingestion group uses four of the
+ * thirty-nine (each built at most once per Repos all the same, so the
+ * per-transaction state of some, such as the shared asks of WebhooksRepo and
+ * TriggersRepo, stays per transaction).
  */
 export class Repos {
-  readonly sites: SitesRepo;
-  readonly profiles: ProfilesRepo;
-  readonly activity: ActivityRepo;
-  readonly webhooks: WebhooksRepo;
-  readonly keys: KeysRepo;
-  readonly profileRead: ProfileReadRepo;
-  readonly segments: SegmentsRepo;
-  readonly tokens: TokensRepo;
-  readonly audit: AuditRepo;
-  readonly users: UsersRepo;
-  readonly insights: InsightsRepo;
-  readonly privacy: PrivacyRepo;
-  readonly adplatforms: AdPlatformsRepo;
-  readonly copurchase: CopurchaseRepo;
-  readonly counts: StatsRepo;
-  readonly leases: LeasesRepo;
-  readonly retention: RetentionRepo;
-  readonly generation: GenerationRepo;
-  readonly crawl: CrawlRepo;
-  readonly stall: StallRepo;
-  readonly leads: LeadsRepo;
-  readonly triggers: TriggersRepo;
-  readonly companies: CompaniesRepo;
-  readonly lift: LiftRepo;
-  readonly experiments: ExperimentsRepo;
-  readonly pages: PagesRepo;
-  readonly zones: ZonesRepo;
-  readonly content: ContentRepo;
-  readonly variants: VariantsRepo;
-  readonly placements: PlacementsRepo;
-  readonly overrides: OverridesRepo;
-  readonly experimentRefs: ExperimentRefsRepo;
-  readonly exposures: ExposuresRepo;
-  readonly visitors: VisitorsRepo;
-  readonly renders: RendersRepo;
-  readonly webConfig: WebConfigRepo;
-  readonly campaigns: CampaignsRepo;
-  readonly drafts: DraftsRepo;
-  readonly idempotency: IdempotencyRepo;
-
   constructor(
     readonly sql: Sql,
     readonly shared: RepoShared,
-  ) {
-    this.sites = new SitesRepo(sql, shared.sites);
-    this.profiles = new ProfilesRepo(sql, shared.writerCaches);
-    this.activity = new ActivityRepo(sql, shared.enqueued, shared.eventIds);
-    this.webhooks = new WebhooksRepo(sql, shared.enqueued, shared.writerCaches);
-    this.keys = new KeysRepo(sql, shared.keyChanges);
-    this.profileRead = new ProfileReadRepo(sql);
-    this.segments = new SegmentsRepo(sql);
-    this.tokens = new TokensRepo(sql);
-    this.audit = new AuditRepo(sql);
-    this.users = new UsersRepo(sql);
-    this.insights = new InsightsRepo(sql);
-    this.privacy = new PrivacyRepo(sql, shared.erasures, shared.writerCaches);
-    this.adplatforms = new AdPlatformsRepo(sql, shared.enqueued);
-    this.copurchase = new CopurchaseRepo(sql);
-    this.counts = new StatsRepo(sql);
-    this.leases = new LeasesRepo(sql);
-    this.retention = new RetentionRepo(sql);
-    this.generation = new GenerationRepo(sql);
-    this.crawl = new CrawlRepo(sql);
-    this.stall = new StallRepo(sql);
-    this.leads = new LeadsRepo(sql);
-    this.triggers = new TriggersRepo(sql, shared.enqueued, shared.writerCaches);
-    this.companies = new CompaniesRepo(sql);
-    this.lift = new LiftRepo(sql);
-    this.experiments = new ExperimentsRepo(sql);
-    this.pages = new PagesRepo(sql);
-    this.zones = new ZonesRepo(sql);
-    this.content = new ContentRepo(sql);
-    this.variants = new VariantsRepo(sql);
-    this.placements = new PlacementsRepo(sql);
-    this.overrides = new OverridesRepo(sql);
-    this.experimentRefs = new ExperimentRefsRepo(sql);
-    this.exposures = new ExposuresRepo(sql);
-    this.visitors = new VisitorsRepo(sql);
-    this.renders = new RendersRepo(sql);
-    this.webConfig = new WebConfigRepo(sql);
-    this.campaigns = new CampaignsRepo(sql);
-    this.drafts = new DraftsRepo(sql);
-    this.idempotency = new IdempotencyRepo(sql);
+  ) {}
+
+  private _sites?: SitesRepo;
+  get sites(): SitesRepo {
+    return (this._sites ??= new SitesRepo(this.sql, this.shared.sites));
+  }
+
+  private _profiles?: ProfilesRepo;
+  get profiles(): ProfilesRepo {
+    return (this._profiles ??= new ProfilesRepo(this.sql, this.shared.writerCaches));
+  }
+
+  private _activity?: ActivityRepo;
+  get activity(): ActivityRepo {
+    return (this._activity ??= new ActivityRepo(this.sql, this.shared.enqueued, this.shared.eventIds));
+  }
+
+  private _webhooks?: WebhooksRepo;
+  get webhooks(): WebhooksRepo {
+    return (this._webhooks ??= new WebhooksRepo(this.sql, this.shared.enqueued, this.shared.writerCaches));
+  }
+
+  private _keys?: KeysRepo;
+  get keys(): KeysRepo {
+    return (this._keys ??= new KeysRepo(this.sql, this.shared.keyChanges));
+  }
+
+  private _profileRead?: ProfileReadRepo;
+  get profileRead(): ProfileReadRepo {
+    return (this._profileRead ??= new ProfileReadRepo(this.sql));
+  }
+
+  private _segments?: SegmentsRepo;
+  get segments(): SegmentsRepo {
+    return (this._segments ??= new SegmentsRepo(this.sql));
+  }
+
+  private _tokens?: TokensRepo;
+  get tokens(): TokensRepo {
+    return (this._tokens ??= new TokensRepo(this.sql));
+  }
+
+  private _audit?: AuditRepo;
+  get audit(): AuditRepo {
+    return (this._audit ??= new AuditRepo(this.sql));
+  }
+
+  private _users?: UsersRepo;
+  get users(): UsersRepo {
+    return (this._users ??= new UsersRepo(this.sql));
+  }
+
+  private _insights?: InsightsRepo;
+  get insights(): InsightsRepo {
+    return (this._insights ??= new InsightsRepo(this.sql));
+  }
+
+  private _privacy?: PrivacyRepo;
+  get privacy(): PrivacyRepo {
+    return (this._privacy ??= new PrivacyRepo(this.sql, this.shared.erasures, this.shared.writerCaches));
+  }
+
+  private _adplatforms?: AdPlatformsRepo;
+  get adplatforms(): AdPlatformsRepo {
+    return (this._adplatforms ??= new AdPlatformsRepo(this.sql, this.shared.enqueued));
+  }
+
+  private _copurchase?: CopurchaseRepo;
+  get copurchase(): CopurchaseRepo {
+    return (this._copurchase ??= new CopurchaseRepo(this.sql));
+  }
+
+  private _counts?: StatsRepo;
+  get counts(): StatsRepo {
+    return (this._counts ??= new StatsRepo(this.sql));
+  }
+
+  private _leases?: LeasesRepo;
+  get leases(): LeasesRepo {
+    return (this._leases ??= new LeasesRepo(this.sql));
+  }
+
+  private _retention?: RetentionRepo;
+  get retention(): RetentionRepo {
+    return (this._retention ??= new RetentionRepo(this.sql));
+  }
+
+  private _generation?: GenerationRepo;
+  get generation(): GenerationRepo {
+    return (this._generation ??= new GenerationRepo(this.sql));
+  }
+
+  private _crawl?: CrawlRepo;
+  get crawl(): CrawlRepo {
+    return (this._crawl ??= new CrawlRepo(this.sql));
+  }
+
+  private _stall?: StallRepo;
+  get stall(): StallRepo {
+    return (this._stall ??= new StallRepo(this.sql));
+  }
+
+  private _leads?: LeadsRepo;
+  get leads(): LeadsRepo {
+    return (this._leads ??= new LeadsRepo(this.sql));
+  }
+
+  private _triggers?: TriggersRepo;
+  get triggers(): TriggersRepo {
+    return (this._triggers ??= new TriggersRepo(this.sql, this.shared.enqueued, this.shared.writerCaches));
+  }
+
+  private _companies?: CompaniesRepo;
+  get companies(): CompaniesRepo {
+    return (this._companies ??= new CompaniesRepo(this.sql));
+  }
+
+  private _lift?: LiftRepo;
+  get lift(): LiftRepo {
+    return (this._lift ??= new LiftRepo(this.sql));
+  }
+
+  private _experiments?: ExperimentsRepo;
+  get experiments(): ExperimentsRepo {
+    return (this._experiments ??= new ExperimentsRepo(this.sql));
+  }
+
+  private _pages?: PagesRepo;
+  get pages(): PagesRepo {
+    return (this._pages ??= new PagesRepo(this.sql));
+  }
+
+  private _zones?: ZonesRepo;
+  get zones(): ZonesRepo {
+    return (this._zones ??= new ZonesRepo(this.sql));
+  }
+
+  private _content?: ContentRepo;
+  get content(): ContentRepo {
+    return (this._content ??= new ContentRepo(this.sql));
+  }
+
+  private _variants?: VariantsRepo;
+  get variants(): VariantsRepo {
+    return (this._variants ??= new VariantsRepo(this.sql));
+  }
+
+  private _placements?: PlacementsRepo;
+  get placements(): PlacementsRepo {
+    return (this._placements ??= new PlacementsRepo(this.sql));
+  }
+
+  private _overrides?: OverridesRepo;
+  get overrides(): OverridesRepo {
+    return (this._overrides ??= new OverridesRepo(this.sql));
+  }
+
+  private _experimentRefs?: ExperimentRefsRepo;
+  get experimentRefs(): ExperimentRefsRepo {
+    return (this._experimentRefs ??= new ExperimentRefsRepo(this.sql));
+  }
+
+  private _exposures?: ExposuresRepo;
+  get exposures(): ExposuresRepo {
+    return (this._exposures ??= new ExposuresRepo(this.sql));
+  }
+
+  private _visitors?: VisitorsRepo;
+  get visitors(): VisitorsRepo {
+    return (this._visitors ??= new VisitorsRepo(this.sql));
+  }
+
+  private _renders?: RendersRepo;
+  get renders(): RendersRepo {
+    return (this._renders ??= new RendersRepo(this.sql));
+  }
+
+  private _webConfig?: WebConfigRepo;
+  get webConfig(): WebConfigRepo {
+    return (this._webConfig ??= new WebConfigRepo(this.sql));
+  }
+
+  private _campaigns?: CampaignsRepo;
+  get campaigns(): CampaignsRepo {
+    return (this._campaigns ??= new CampaignsRepo(this.sql));
+  }
+
+  private _drafts?: DraftsRepo;
+  get drafts(): DraftsRepo {
+    return (this._drafts ??= new DraftsRepo(this.sql));
+  }
+
+  private _idempotency?: IdempotencyRepo;
+  get idempotency(): IdempotencyRepo {
+    return (this._idempotency ??= new IdempotencyRepo(this.sql));
   }
 }
 

@@ -32,6 +32,8 @@ import { processCpuMs } from './lib/child.js';
 import { intFlag } from './lib/args.js';
 import { watchPgStatements } from './lib/pg-statements.js';
 import { buildEventBodies } from './lib/event.js';
+import { execFileSync } from 'node:child_process';
+import { callgrindInstructions } from './lib/callgrind.js';
 
 const { values } = parseArgs({
   options: {
@@ -43,23 +45,32 @@ const { values } = parseArgs({
     statements: { type: 'boolean', default: false },
     destination: { type: 'boolean', default: false },
     spread: { type: 'string' },
+    warmup: { type: 'string' },
     profile: { type: 'string' },
     'alloc-profile': { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (values.help || values['database-url'] === undefined) {
-  process.stdout.write('usage: ingest-cpu-pg.ts --database-url URL [--group 64] [--rounds 40] [--sessions 2000] [--statements] [--repeat 200] [--destination] [--spread 0] [--profile P] [--alloc-profile P]\n');
+  process.stdout.write('usage: ingest-cpu-pg.ts --database-url URL [--group 64] [--rounds 40] [--sessions 2000] [--statements] [--repeat 200] [--destination] [--spread 0] [--warmup 5] [--profile P] [--alloc-profile P]\n');
   process.exit(values.help ? 0 : 2);
 }
 const baseUrl = values['database-url'];
 const groupSize = intFlag('group', values.group, 64, 1, 256);
 const rounds = intFlag('rounds', values.rounds, 40, 1, 10_000);
 const sessions = intFlag('sessions', values.sessions, 2000, 1, 1_000_000);
+const warmup = intFlag('warmup', values.warmup, 5, 1, 100_000);
 const repeat = intFlag('repeat', values.repeat, 200, 1, 100_000);
 // --spread K: `group` writers, each submitting its next event 0 to K event-loop turns (random, seeded) after its
 // last was acknowledged, instead of all at once: arrivals spread as HTTP requests' are, so that operations
 // queue while both write lanes are busy (as under bench:ingest). 0 (the default): rounds of `group` events.
+/**
+ * SVC_BENCH_CALLGRIND_DIR=DIR, the bench run as `valgrind --tool=callgrind --instr-atstart=no --smc-check=all-non-file
+ * --separate-threads=no --callgrind-out-file=DIR/x-%p node …`: instrumentation is switched on for each measured round
+ * alone (start, seeding and warm-up run uninstrumented, so the pool's connections do not time out), and the round's
+ * instructions per event (all threads: JIT compiling and GC included) are printed.
+ */
+const callgrindDir = process.env.SVC_BENCH_CALLGRIND_DIR;
 const spread = intFlag('spread', values.spread, 0, 0, 1000);
 let seed = 20;
 const random = () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
@@ -81,6 +92,16 @@ for (const m of ['_write', '_writev'] as const) {
   const orig = proto[m]!;
   proto[m] = function (this: net.Socket, ...a: unknown[]) {
     if (this.remotePort === Number(url.port || 5432)) sends++;
+    return orig.apply(this, a);
+  };
+}
+/** Chunks read from PostgreSQL sockets (each one a wake-up of this process by a backend's send): net.Socket's push. */
+let reads = 0;
+{
+  const proto = net.Socket.prototype as unknown as Record<string, (...a: unknown[]) => unknown>;
+  const orig = proto.push!;
+  proto.push = function (this: net.Socket, ...a: unknown[]) {
+    if (a[0] !== null && this.remotePort === Number(url.port || 5432)) reads++;
     return orig.apply(this, a);
   };
 }
@@ -116,7 +137,7 @@ store.onGroupCommit((g) => groups.push(g));
 // Seed the sessions (new-session path), then warm up the known-session path.
 for (let i = 0; i < sessions; i += 128) await Promise.all(Array.from({ length: Math.min(128, sessions - i) }, (_, k) => event(i + k)));
 let n = sessions;
-for (let r = 0; r < 5; r++) await Promise.all(Array.from({ length: groupSize }, () => event(n++)));
+for (let r = 0; r < warmup; r++) await Promise.all(Array.from({ length: groupSize }, () => event(n++)));
 
 const backends = () => pgBackendPids([process.pid], Number(url.port || 5432));
 const cpuOf = (pids: number[]) => pids.reduce((a, p) => a + (processCpuMs(p) ?? 0), 0);
@@ -139,12 +160,17 @@ async function measure(label: string, round: number): Promise<void> {
   if (values['alloc-profile'] !== undefined) {
     await session!.post('HeapProfiler.startSampling', { samplingInterval: 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
   }
+  if (callgrindDir !== undefined) {
+    execFileSync('callgrind_control', ['-z', String(process.pid)], { stdio: 'ignore' });
+    execFileSync('callgrind_control', ['-i', 'on', String(process.pid)], { stdio: 'ignore' });
+  }
   const pids = backends();
   const b0 = cpuOf(pids);
   const c0 = process.cpuUsage();
   const t0 = performance.now();
   const s0 = sent.count;
   const w0 = sends;
+  const r0 = reads;
   if (spread === 0) for (let r = 0; r < rounds; r++) await Promise.all(Array.from({ length: groupSize }, () => event(n++)));
   else {
     let left = rounds * groupSize;
@@ -159,6 +185,11 @@ async function measure(label: string, round: number): Promise<void> {
   }
   const c1 = process.cpuUsage(c0);
   const wall = performance.now() - t0;
+  let instructions = '';
+  if (callgrindDir !== undefined) {
+    execFileSync('callgrind_control', ['-i', 'off', String(process.pid)], { stdio: 'ignore' });
+    instructions = `${(callgrindInstructions(callgrindDir, process.pid) / (rounds * groupSize)).toFixed(0)} instructions/event (callgrind), `;
+  }
   if (values.profile !== undefined) writeFileSync(`${values.profile}.${round}.cpuprofile`, JSON.stringify((await session!.post('Profiler.stop')).profile));
   if (values['alloc-profile'] !== undefined) {
     writeFileSync(`${values['alloc-profile']}.${round}.heapprofile`, JSON.stringify((await session!.post('HeapProfiler.stopSampling')).profile));
@@ -168,10 +199,10 @@ async function measure(label: string, round: number): Promise<void> {
   const trips = groups.reduce((a, g) => a + g.roundTrips, 0);
   const ops = groups.reduce((a, g) => a + g.operations, 0);
   process.stdout.write(
-    `${label}: ${events} events in ${groups.length} groups (${(ops / groups.length).toFixed(1)}/group), ` +
+    `${label}: ${events} events in ${groups.length} groups (${(ops / groups.length).toFixed(1)}/group), ${instructions}` +
       `svc ${((c1.user + c1.system) / events).toFixed(1)} µs/event (user ${(c1.user / events).toFixed(1)}, system ${(c1.system / events).toFixed(1)}), backends ${(((b1 - b0) * 1000) / events).toFixed(1)} µs/event ` +
       `(${pids.length} backends), ${Math.round((events * 1000) / wall)} events/s wall (the host's other work in it), ${((sent.count - s0) / events).toFixed(3)} statements/event, ${(trips / groups.length).toFixed(1)} round trips/group, ` +
-      `${((sends - w0) / groups.length).toFixed(2)} sends/group\n`,
+      `${((sends - w0) / groups.length).toFixed(2)} sends/group, ${((reads - r0) / groups.length).toFixed(2)} reads/group\n`,
   );
 }
 

@@ -933,16 +933,30 @@ const JSON_AS_IS = new Set([16, 19, 20, 21, 23, 25, 26, 114, 1042, 1043, 2950, 3
 /** Numbers whose JSON form is a string for NaN and the infinities: read with Number(), as their parsers do. */
 const JSON_NUMBER = new Set([700, 701, 1700]);
 
+/**
+ * The answer of jsonSafeColumns per learned column list (a text's columns are learned once and never change,
+ * columns.ts): the check runs once per text, not once per wave (it made a Set per part of every combined wave).
+ */
+const jsonSafe = new WeakMap<readonly Column[], boolean>();
+
 /** The learned result columns of a text when every one reads back from JSON unchanged; else null. */
 function jsonSafeColumns(sql: string): readonly Column[] | null {
   const cols = resultColumns.get(sql);
   if (cols === undefined) return null;
-  const names = new Set<string>();
-  for (const c of cols) {
-    if ((!JSON_AS_IS.has(c.type) && !JSON_NUMBER.has(c.type)) || names.has(c.name) || c.name.startsWith('svc_')) return null;
-    names.add(c.name);
+  let safe = jsonSafe.get(cols);
+  if (safe === undefined) {
+    safe = true;
+    const names = new Set<string>();
+    for (const c of cols) {
+      if ((!JSON_AS_IS.has(c.type) && !JSON_NUMBER.has(c.type)) || names.has(c.name) || c.name.startsWith('svc_')) {
+        safe = false;
+        break;
+      }
+      names.add(c.name);
+    }
+    jsonSafe.set(cols, safe);
   }
-  return cols;
+  return safe ? cols : null;
 }
 
 /** A row of a combined wave, read from its JSON form, as the column types read it. */
