@@ -197,7 +197,7 @@ export class ProfileReadRepo {
       since,
     }));
     // The top 50 by count, then type (each type once: the order is total, so the cut is the portable statement's).
-    const events = topEvents(eventList).map(([type, n, last]) => ({ type, n, last }));
+    const events = topEvents(eventGroups(eventList)).map(([type, n, last]) => ({ type, n, last }));
     const scoreAt = s[at + 5] as number | null;
     const facts: ProfileFacts = {
       profile,
@@ -245,6 +245,31 @@ function sortedBy<T>(list: T[], order: (a: T, b: T) => number): T[] {
   return list;
 }
 
+/**
+ * The event counts of FACTS_LISTS as GROUP BY type gives them (type, count(*), max(ts); one group a type, in no
+ * particular order): a profile's events themselves (type, ts) when it has at most RAW_EVENTS of them, counted
+ * here, else the statement's groups as they came. Up to RAW_EVENTS events SQLite scans and writes them for less
+ * than its GROUP BY costs: the index holds them by time (events_profile: profile_id, ts, type), so the grouping
+ * needs a sorter (allocated, filled, sorted and freed per snapshot), ~40% of the facts statement's events part.
+ */
+function eventGroups(list: EventList): [string, number, number][] {
+  if (list.length === 0 || list[0]!.length === 3) return list as [string, number, number][];
+  const groups: [string, number, number][] = [];
+  for (const [type, ts] of list as [string, number][]) {
+    let g = 0;
+    while (g < groups.length && groups[g]![0] !== type) g++;
+    if (g === groups.length) groups.push([type, 1, ts]);
+    else {
+      const group = groups[g]!;
+      group[1]++;
+      if (ts > group[2]) group[2] = ts;
+    }
+  }
+  return groups;
+}
+/** A profile with at most this many events has them in FACTS_LISTS one by one (see eventGroups). */
+const RAW_EVENTS = 16;
+
 /** The events' ORDER BY n DESC, type LIMIT 50 (the groups of GROUP BY type: no two of the same type). */
 function topEvents(list: [string, number, number][]): [string, number, number][] {
   const sorted = sortedBy(list, byCountThenType);
@@ -271,11 +296,13 @@ type FactLists = [
   [string, string, number][],
   [string, string, number][],
   [string, string, number, number][],
-  [string, number, number][],
+  EventList,
   string[],
   [number, number | null, number | null],
   FactScalars,
 ];
+/** The event counts of FactLists: the groups (type, n, last), or up to RAW_EVENTS events (type, ts) (eventGroups). */
+type EventList = [string, number, number][] | [string, number][];
 /**
  * FIND_SCALARS (known, primary_segment, merged_into, created_at, updated_at), when the look-up read the profile,
  * then FACTS_SCALARS (leads, the site's currency, the conversions' count, last time and count in another
@@ -300,7 +327,9 @@ const PROFILE_SCALARS = 5;
  * unordered (json_group_array gives `[]`, never NULL, for no rows; sorted by factsOfLists) with the sort keys the
  * portable statements order by; the event counts come one per type, all of them (topEvents keeps the first 50 by
  * count, then type: an ORDER BY ... LIMIT 50 here cost a sorter and a temporary b-tree per snapshot, ~16% of this
- * statement's instructions, for a cut that matters only to a profile with more than 50 event types). The
+ * statement's instructions, for a cut that matters only to a profile with more than 50 event types), or, for a
+ * profile with at most RAW_EVENTS events, the events themselves (grouped by eventGroups: cheaper than GROUP BY's
+ * sorter; `coalesce` runs the grouping only when the first subquery gave NULL, i.e. over RAW_EVENTS). The
  * sessions' count, first and last seen are the sixth element (a correlated subquery: SQLite has no LATERAL, so it
  * cannot be a subquery in FROM once the id comes from the row of a look-up). The site and its conversions are
  * joined (LEFT JOIN: one row whether or not the site or conversions exist) and aggregated by the statement
@@ -313,7 +342,8 @@ const FACTS_COLUMNS = (id: string, scalars: string): string =>
   `(SELECT json_group_array(json_array(kind, value, created_at)) FROM identities WHERE profile_id = ${id}) || ',' || ` +
   `(SELECT json_group_array(json_array(kind, hash, created_at)) FROM identity_hashes WHERE profile_id = ${id}) || ',' || ` +
   `(SELECT json_group_array(json_array(s.id, s.name, s.priority, m.since)) FROM segment_members m JOIN segments s ON s.id = m.segment_id WHERE m.profile_id = ${id}) || ',' || ` +
-  `(SELECT json_group_array(json_array(type, n, last)) FROM (SELECT type, count(*) AS n, max(ts) AS last FROM events WHERE profile_id = ${id} GROUP BY type)) || ',' || ` +
+  `coalesce((SELECT CASE WHEN count(*) <= ${RAW_EVENTS} THEN json_group_array(json_array(type, ts)) END FROM (SELECT type, ts FROM events WHERE profile_id = ${id} LIMIT ${RAW_EVENTS + 1})), ` +
+  `(SELECT json_group_array(json_array(type, n, last)) FROM (SELECT type, count(*) AS n, max(ts) AS last FROM events WHERE profile_id = ${id} GROUP BY type))) || ',' || ` +
   `(SELECT json_group_array(id) FROM profiles WHERE merged_into = ${id}) || ',' || ` +
   `(SELECT json_array(count(*), min(first_seen), max(last_seen)) FROM sessions WHERE profile_id = ${id}) || ',' || ` +
   // FACTS_SCALARS
