@@ -337,10 +337,10 @@ const PROFILE_SCALARS = 5;
  * one id a subquery finds in the ordered index (scores_profile holds the rowid): one descent of the index and one
  * of the table, where a scalar subquery per column took two of each.
  */
-const FACTS_COLUMNS = (id: string, scalars: string): string =>
+const FACTS_COLUMNS = (id: string, scalars: string, created = ''): string =>
   "'[' || " +
-  `(SELECT json_group_array(json_array(kind, value, created_at)) FROM identities WHERE profile_id = ${id}) || ',' || ` +
-  `(SELECT json_group_array(json_array(kind, hash, created_at)) FROM identity_hashes WHERE profile_id = ${id}) || ',' || ` +
+  `(SELECT json_group_array(json_array(kind, value, ${sortTime(created)})) FROM identities WHERE profile_id = ${id}) || ',' || ` +
+  `(SELECT json_group_array(json_array(kind, hash, ${sortTime(created)})) FROM identity_hashes WHERE profile_id = ${id}) || ',' || ` +
   `(SELECT json_group_array(json_array(s.id, s.name, s.priority, m.since)) FROM segment_members m JOIN segments s ON s.id = m.segment_id WHERE m.profile_id = ${id}) || ',' || ` +
   `coalesce((SELECT CASE WHEN count(*) <= ${RAW_EVENTS} THEN json_group_array(json_array(type, ts)) END FROM (SELECT type, ts FROM events WHERE profile_id = ${id} LIMIT ${RAW_EVENTS + 1})), ` +
   `(SELECT json_group_array(json_array(type, n, last)) FROM (SELECT type, count(*) AS n, max(ts) AS last FROM events WHERE profile_id = ${id} GROUP BY type))) || ',' || ` +
@@ -350,6 +350,14 @@ const FACTS_COLUMNS = (id: string, scalars: string): string =>
   `json_array(${scalars}(SELECT count(*) FROM leads WHERE profile_id = ${id}), s.currency, count(c.id), max(c.created_at), ` +
   "count(CASE WHEN c.currency <> s.currency THEN 1 END), sc.received_at) || ']' AS lists, " +
   'coalesce(sum(CASE WHEN c.currency = s.currency THEN c.revenue END), 0) AS conv_revenue, sc.score';
+/**
+ * The identities' and hashes' created_at as FACTS_COLUMNS writes it: only their order is read (sortedBy), so where
+ * the profile's own created_at is at hand (`created`, FIND_FACTS) it is written less that, the same order for
+ * every value: usually 0 or a few digits, which SQLite writes and V8 parses as a small integer, where a
+ * 13-digit time takes V8's Strtod (~400 instructions each).
+ */
+const sortTime = (created: string): string => (created === '' ? 'created_at' : `created_at - ${created}`);
+
 /** The joins FACTS_COLUMNS reads: the site `site`, the conversions and the last score of the profile `id`. */
 const FACTS_JOINS = (id: string, site: string): string =>
   `LEFT JOIN sites s ON s.id = ${site} LEFT JOIN conversions c ON c.site_id = s.id AND c.profile_id = ${id} ` +
@@ -365,12 +373,12 @@ const SQLITE_FACTS = `SELECT ${FACTS_COLUMNS('@id', '')} FROM (SELECT 1) AS one 
  * one row even when nothing matches: its columns are then NULL. The profile's site is the one bound (p.site_id
  * equals it), so it is not read.
  */
-const FIND_FACTS_BY_ID = `SELECT p.id, p.traits, ${FACTS_COLUMNS('p.id', `${FIND_SCALARS}, `)} FROM profiles p ${FACTS_JOINS('p.id', 'p.site_id')} WHERE p.id = ? AND p.site_id = ?`;
+const FIND_FACTS_BY_ID = `SELECT p.id, p.traits, ${FACTS_COLUMNS('p.id', `${FIND_SCALARS}, `, 'p.created_at')} FROM profiles p ${FACTS_JOINS('p.id', 'p.site_id')} WHERE p.id = ? AND p.site_id = ?`;
 const FIND_FACTS_BY_IDENTITY =
-  `SELECT p.id, p.traits, ${FACTS_COLUMNS('p.id', `${FIND_SCALARS}, `)} FROM identities i JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id ` +
+  `SELECT p.id, p.traits, ${FACTS_COLUMNS('p.id', `${FIND_SCALARS}, `, 'p.created_at')} FROM identities i JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id ` +
   `${FACTS_JOINS('p.id', 'p.site_id')} WHERE i.site_id = ? AND i.kind = ? AND i.value = ?`;
 const FIND_FACTS_BY_HASH =
-  `SELECT p.id, p.traits, ${FACTS_COLUMNS('p.id', `${FIND_SCALARS}, `)} FROM identity_hashes h JOIN profiles p ON p.id = h.profile_id AND p.site_id = h.site_id ` +
+  `SELECT p.id, p.traits, ${FACTS_COLUMNS('p.id', `${FIND_SCALARS}, `, 'p.created_at')} FROM identity_hashes h JOIN profiles p ON p.id = h.profile_id AND p.site_id = h.site_id ` +
   `${FACTS_JOINS('p.id', 'p.site_id')} WHERE h.site_id = ? AND h.kind = ? AND h.hash = ?`;
 const FIND_FACTS: Record<LookupKind, string> = {
   profile_id: FIND_FACTS_BY_ID,
