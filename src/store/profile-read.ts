@@ -197,7 +197,7 @@ export class ProfileReadRepo {
       since,
     }));
     // The top 50 by count, then type (each type once: the order is total, so the cut is the portable statement's).
-    const events = topEvents(eventList).map(([type, n, last]) => ({ type, n, last }));
+    const events = topEvents(eventGroups(eventList)).map(([type, n, last]) => ({ type, n, last }));
     const scoreAt = s[at + 5] as number | null;
     const facts: ProfileFacts = {
       profile,
@@ -245,6 +245,36 @@ function sortedBy<T>(list: T[], order: (a: T, b: T) => number): T[] {
   return list;
 }
 
+/**
+ * The event counts of FACTS_LISTS as GROUP BY type gives them (type, count(*), max(ts); one group a type, in no
+ * particular order): a profile's events themselves (type, ts) when it has at most RAW_EVENTS of them, counted
+ * here, else the statement's groups as they came. Up to RAW_EVENTS events SQLite scans and writes them for less
+ * than its GROUP BY costs: the index holds them by time (events_profile: profile_id, ts, type), so the grouping
+ * needs a sorter (allocated, filled, sorted and freed per snapshot), ~40% of the facts statement's events part.
+ */
+function eventGroups(list: EventList): [string, number, number][] {
+  if (list.length === 0 || list[0]!.length === 3) return list as [string, number, number][];
+  const groups: [string, number, number][] = [];
+  for (const [type, ts] of list as [string, number][]) {
+    let g = 0;
+    while (g < groups.length && groups[g]![0] !== type) g++;
+    if (g === groups.length) groups.push([type, 1, ts]);
+    else {
+      const group = groups[g]!;
+      group[1]++;
+      if (ts > group[2]) group[2] = ts;
+    }
+  }
+  return groups;
+}
+/**
+ * A profile with at most this many events has them in FACTS_LISTS one by one (see eventGroups). Measured in-process
+ * (CPU of the subquery, JSON.parse and the counting, 2 to 4 types): 2 events 1.7 against 2.3 us grouped, 8 events
+ * 3.9 against 4.0, 12 events 4.7 against 4.6, 16 events 6.3 against 5.4: each event costs more handed over than
+ * sorted, so the cut is near where the two meet.
+ */
+const RAW_EVENTS = 10;
+
 /** The events' ORDER BY n DESC, type LIMIT 50 (the groups of GROUP BY type: no two of the same type). */
 function topEvents(list: [string, number, number][]): [string, number, number][] {
   const sorted = sortedBy(list, byCountThenType);
@@ -271,11 +301,13 @@ type FactLists = [
   [string, string, number][],
   [string, string, number][],
   [string, string, number, number][],
-  [string, number, number][],
+  EventList,
   string[],
   [number, number | null, number | null],
   FactScalars,
 ];
+/** The event counts of FactLists: the groups (type, n, last), or up to RAW_EVENTS events (type, ts) (eventGroups). */
+type EventList = [string, number, number][] | [string, number][];
 /**
  * FIND_SCALARS (known, primary_segment, merged_into, created_at, updated_at), when the look-up read the profile,
  * then FACTS_SCALARS (leads, the site's currency, the conversions' count, last time and count in another
@@ -300,7 +332,9 @@ const PROFILE_SCALARS = 5;
  * unordered (json_group_array gives `[]`, never NULL, for no rows; sorted by factsOfLists) with the sort keys the
  * portable statements order by; the event counts come one per type, all of them (topEvents keeps the first 50 by
  * count, then type: an ORDER BY ... LIMIT 50 here cost a sorter and a temporary b-tree per snapshot, ~16% of this
- * statement's instructions, for a cut that matters only to a profile with more than 50 event types). The
+ * statement's instructions, for a cut that matters only to a profile with more than 50 event types), or, for a
+ * profile with at most RAW_EVENTS events, the events themselves (grouped by eventGroups: cheaper than GROUP BY's
+ * sorter; `coalesce` runs the grouping only when the first subquery gave NULL, i.e. over RAW_EVENTS). The
  * sessions' count, first and last seen are the sixth element (a correlated subquery: SQLite has no LATERAL, so it
  * cannot be a subquery in FROM once the id comes from the row of a look-up). The site and its conversions are
  * joined (LEFT JOIN: one row whether or not the site or conversions exist) and aggregated by the statement
@@ -308,18 +342,27 @@ const PROFILE_SCALARS = 5;
  * one id a subquery finds in the ordered index (scores_profile holds the rowid): one descent of the index and one
  * of the table, where a scalar subquery per column took two of each.
  */
-const FACTS_COLUMNS = (id: string, scalars: string): string =>
+const FACTS_COLUMNS = (id: string, scalars: string, created = ''): string =>
   "'[' || " +
-  `(SELECT json_group_array(json_array(kind, value, created_at)) FROM identities WHERE profile_id = ${id}) || ',' || ` +
-  `(SELECT json_group_array(json_array(kind, hash, created_at)) FROM identity_hashes WHERE profile_id = ${id}) || ',' || ` +
+  `(SELECT json_group_array(json_array(kind, value, ${sortTime(created)})) FROM identities WHERE profile_id = ${id}) || ',' || ` +
+  `(SELECT json_group_array(json_array(kind, hash, ${sortTime(created)})) FROM identity_hashes WHERE profile_id = ${id}) || ',' || ` +
   `(SELECT json_group_array(json_array(s.id, s.name, s.priority, m.since)) FROM segment_members m JOIN segments s ON s.id = m.segment_id WHERE m.profile_id = ${id}) || ',' || ` +
-  `(SELECT json_group_array(json_array(type, n, last)) FROM (SELECT type, count(*) AS n, max(ts) AS last FROM events WHERE profile_id = ${id} GROUP BY type)) || ',' || ` +
+  `coalesce((SELECT CASE WHEN count(*) <= ${RAW_EVENTS} THEN json_group_array(json_array(type, ts)) END FROM (SELECT type, ts FROM events WHERE profile_id = ${id} LIMIT ${RAW_EVENTS + 1})), ` +
+  `(SELECT json_group_array(json_array(type, n, last)) FROM (SELECT type, count(*) AS n, max(ts) AS last FROM events WHERE profile_id = ${id} GROUP BY type))) || ',' || ` +
   `(SELECT json_group_array(id) FROM profiles WHERE merged_into = ${id}) || ',' || ` +
   `(SELECT json_array(count(*), min(first_seen), max(last_seen)) FROM sessions WHERE profile_id = ${id}) || ',' || ` +
   // FACTS_SCALARS
   `json_array(${scalars}(SELECT count(*) FROM leads WHERE profile_id = ${id}), s.currency, count(c.id), max(c.created_at), ` +
   "count(CASE WHEN c.currency <> s.currency THEN 1 END), sc.received_at) || ']' AS lists, " +
   'coalesce(sum(CASE WHEN c.currency = s.currency THEN c.revenue END), 0) AS conv_revenue, sc.score';
+/**
+ * The identities' and hashes' created_at as FACTS_COLUMNS writes it: only their order is read (sortedBy), so where
+ * the profile's own created_at is at hand (`created`, FIND_FACTS) it is written less that, the same order for
+ * every value: usually 0 or a few digits, which SQLite writes and V8 parses as a small integer, where a
+ * 13-digit time takes V8's Strtod (~400 instructions each).
+ */
+const sortTime = (created: string): string => (created === '' ? 'created_at' : `created_at - ${created}`);
+
 /** The joins FACTS_COLUMNS reads: the site `site`, the conversions and the last score of the profile `id`. */
 const FACTS_JOINS = (id: string, site: string): string =>
   `LEFT JOIN sites s ON s.id = ${site} LEFT JOIN conversions c ON c.site_id = s.id AND c.profile_id = ${id} ` +
@@ -335,12 +378,12 @@ const SQLITE_FACTS = `SELECT ${FACTS_COLUMNS('@id', '')} FROM (SELECT 1) AS one 
  * one row even when nothing matches: its columns are then NULL. The profile's site is the one bound (p.site_id
  * equals it), so it is not read.
  */
-const FIND_FACTS_BY_ID = `SELECT p.id, p.traits, ${FACTS_COLUMNS('p.id', `${FIND_SCALARS}, `)} FROM profiles p ${FACTS_JOINS('p.id', 'p.site_id')} WHERE p.id = ? AND p.site_id = ?`;
+const FIND_FACTS_BY_ID = `SELECT p.id, p.traits, ${FACTS_COLUMNS('p.id', `${FIND_SCALARS}, `, 'p.created_at')} FROM profiles p ${FACTS_JOINS('p.id', 'p.site_id')} WHERE p.id = ? AND p.site_id = ?`;
 const FIND_FACTS_BY_IDENTITY =
-  `SELECT p.id, p.traits, ${FACTS_COLUMNS('p.id', `${FIND_SCALARS}, `)} FROM identities i JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id ` +
+  `SELECT p.id, p.traits, ${FACTS_COLUMNS('p.id', `${FIND_SCALARS}, `, 'p.created_at')} FROM identities i JOIN profiles p ON p.id = i.profile_id AND p.site_id = i.site_id ` +
   `${FACTS_JOINS('p.id', 'p.site_id')} WHERE i.site_id = ? AND i.kind = ? AND i.value = ?`;
 const FIND_FACTS_BY_HASH =
-  `SELECT p.id, p.traits, ${FACTS_COLUMNS('p.id', `${FIND_SCALARS}, `)} FROM identity_hashes h JOIN profiles p ON p.id = h.profile_id AND p.site_id = h.site_id ` +
+  `SELECT p.id, p.traits, ${FACTS_COLUMNS('p.id', `${FIND_SCALARS}, `, 'p.created_at')} FROM identity_hashes h JOIN profiles p ON p.id = h.profile_id AND p.site_id = h.site_id ` +
   `${FACTS_JOINS('p.id', 'p.site_id')} WHERE h.site_id = ? AND h.kind = ? AND h.hash = ?`;
 const FIND_FACTS: Record<LookupKind, string> = {
   profile_id: FIND_FACTS_BY_ID,

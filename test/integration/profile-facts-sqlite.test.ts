@@ -137,6 +137,24 @@ describe.skipIf(PG_BASE_URL !== undefined)('profile facts on SQLite', () => {
       expect(many.events.length).toBe(50);
       expect(many.events[0]).toMatchObject({ type: 't-59', n: 60 });
       expect(many.events[49]).toMatchObject({ type: 't-10', n: 11 });
+      // Counted from the events themselves (10) and grouped by the statement (11): the same counts and last times.
+      const at = (id: string) => (db.prepare('SELECT min(ts) AS t FROM events WHERE profile_id = ?').get(id) as { t: number }).t;
+      const ten = await repo.facts(rows.find((r) => r.id === EVENTS_10)!);
+      const t10 = at(EVENTS_10);
+      expect(ten.events).toEqual([
+        { type: 'b', n: 4, last: t10 + 8 },
+        { type: 'a', n: 2, last: t10 + 6 },
+        { type: 'c', n: 2, last: t10 + 9 },
+        { type: '\u00e9', n: 2, last: t10 + 7 },
+      ]);
+      const eleven = await repo.facts(rows.find((r) => r.id === EVENTS_11)!);
+      const t11 = at(EVENTS_11);
+      expect(eleven.events).toEqual([
+        { type: 'b', n: 5, last: t11 + 10 },
+        { type: 'a', n: 2, last: t11 + 6 },
+        { type: 'c', n: 2, last: t11 + 9 },
+        { type: '\u00e9', n: 2, last: t11 + 7 },
+      ]);
     } finally {
       db.close();
     }
@@ -230,6 +248,10 @@ const ORDERED_LISTS =
   '(SELECT json_group_array(json_array(type, n, last) ORDER BY n DESC, type) FROM (SELECT type, count(*) AS n, max(ts) AS last FROM events WHERE profile_id = ? GROUP BY type ORDER BY n DESC, type LIMIT 50)), ' +
   '(SELECT json_group_array(id ORDER BY id) FROM profiles WHERE merged_into = ?)';
 
+/** Profiles of the tied site with 10 and 11 events: on either side of the facts statement's RAW_EVENTS. */
+const EVENTS_10 = 'p-10-events';
+const EVENTS_11 = 'p-11-events';
+
 /**
  * Two profiles of `site` written row by row: `ids.profile` with ties in every ordered list and text whose
  * UTF-8 order differs from JavaScript's, four profiles merged into it (inserted out of id order), and
@@ -264,6 +286,11 @@ function addTiedProfiles(file: string, site: string, ids: { profile: string; man
       }
       // t-k occurs k + 1 times: the 50 most frequent are t-59 down to t-10.
       for (let k = 0; k < 60; k++) for (let i = 0; i <= k; i++, ts++) event.run(site, ids.many, `t-${k}`, ts, ts);
+      // 10 events (counted from the events themselves) and 11 (grouped by the statement), types interleaved.
+      for (const [id, n] of [[EVENTS_10, 10], [EVENTS_11, 11]] as const) {
+        profile.run(id, site, null);
+        for (let i = 0; i < n; i++, ts++) event.run(site, id, ['b', 'a', '\u00e9', 'b', 'c'][i % 5]!, ts, ts);
+      }
     })();
   } finally {
     db.close();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildSnapshot, snapshotJson, stringified } from '../../src/domain/profiles/snapshot.js';
+import { buildSnapshot, flatTraits, snapshotJson, stringified } from '../../src/domain/profiles/snapshot.js';
 import { isoTime } from '../../src/domain/iso-time.js';
 import type { ProfileFacts } from '../../src/store/profile-read.js';
 
@@ -203,6 +203,7 @@ describe('stored traits embedded as they are', () => {
     const word = () => Array.from({ length: rand(5) }, () => alphabet[rand(alphabet.length)]).join('');
     const key = () => (rand(4) === 0 ? String(rand(20)) : word());
     let embedded = 0;
+    let flat = 0;
     for (let i = 0; i < 3_000; i++) {
       const members: [string, string][] = Array.from({ length: rand(6) }, () => [key(), word()]);
       const canonical = JSON.stringify(Object.fromEntries(members));
@@ -220,6 +221,16 @@ describe('stored traits embedded as they are', () => {
         }
         expect(stringified(text, o), text).toBe(embeddable(text));
         if (embeddable(text)) embedded++;
+        const t = flatTraits(text);
+        if (t !== null) {
+          // Read without JSON.parse only when the text is JSON.stringify of what JSON.parse reads: the same keys in
+          // the same order and the same values.
+          flat++;
+          expect(embeddable(text), text).toBe(true);
+          expect(t.keys, text).toEqual(Object.keys(o));
+          expect(t.values, text).toEqual(Object.values(o));
+          expect(t.ascii, text).toBe(/^[\u0000-\u007f]*$/.test(text));
+        }
         const f = { ...facts(), profile: { ...facts().profile, traits: text } };
         const body = { ascii: true };
         const j = snapshotJson(f, true, body);
@@ -229,6 +240,34 @@ describe('stored traits embedded as they are', () => {
       }
     }
     expect(embedded).toBeGreaterThan(2_000);
+    expect(flat).toBeGreaterThan(1_000);
+  });
+
+  it('reads the usual stored text without JSON.parse, and leaves every other form to it', () => {
+    const usual = '{"plan":"gold","country":"FR","n":"7","source":"ads","email":"zoe@example.com","name":"Zo\u00eb \u00d8","external_id":"crm-7","phone":"+33612345678"}';
+    expect(flatTraits(usual)).toEqual({ keys: Object.keys(JSON.parse(usual)), values: Object.values(JSON.parse(usual)), ascii: false });
+    expect(flatTraits('{}')).toEqual({ keys: [], values: [], ascii: true });
+    expect(flatTraits(JSON.stringify({ a: 'b', '': '' }))).toEqual({ keys: ['a', ''], values: ['b', ''], ascii: true });
+    for (const text of [
+      '{"a":"1","a":"2"}',
+      '{"b":"1","2":"y"}',
+      '{"1a":"x"}',
+      '{"a":"\\u0041"}',
+      '{"a":1}',
+      '{"a":"b",}',
+      '{"a":"b"}}',
+      '{"a":"b"} ',
+      '{ "a":"b"}',
+      '{"a" :"b"}',
+      '{"s":"\ud800"}',
+      '{"a":"\u0001"}',
+      '{"a"}',
+      '{"a":"b"',
+      JSON.stringify(Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v']))),
+    ]) {
+      expect(flatTraits(text), text).toBeNull();
+    }
+    expect(flatTraits(JSON.stringify(Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`k${i}`, 'v']))))?.keys.length).toBe(16);
   });
 });
 

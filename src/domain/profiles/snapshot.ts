@@ -103,12 +103,12 @@ const strs = (list: string[]): string => {
 };
 
 /**
- * Object.keys(o).sort(): a few keys (a profile's traits) by insertion, comparing with `<` as the default sort
- * compares (UTF-16 code units; keys are distinct, so any correct sort gives this order); many by sort itself.
- * Array#sort cost ~3,500 instructions a call, even on a handful of keys.
+ * `keys` (distinct: an object's own keys) sorted as Array#sort sorts them: a few (a profile's traits) by
+ * insertion, comparing with `<` as the default sort compares (UTF-16 code units; keys are distinct, so any
+ * correct sort gives this order); many by sort itself. Array#sort cost ~3,500 instructions a call, even on a
+ * handful of keys.
  */
-function sortedKeys(o: Record<string, unknown>): string[] {
-  const keys = Object.keys(o);
+function sortedKeys(keys: string[]): string[] {
   if (keys.length > 16) return keys.sort();
   for (let i = 1; i < keys.length; i++) {
     const k = keys[i]!;
@@ -167,6 +167,72 @@ export function stringified(text: string, o: Record<string, unknown>): boolean {
   return at === text.length - 1 && text.charCodeAt(at) === 0x7d && isWellFormed(text);
 }
 
+/** A stored traits text read by flatTraits: its keys and their values, in the text's order. */
+export interface FlatTraits {
+  keys: string[];
+  values: string[];
+  /** Whether every character of the text is ASCII. */
+  ascii: boolean;
+}
+
+/**
+ * The stored traits text of the usual form read without JSON.parse (which built an object, a string per key and
+ * value, for the three values and the key names a snapshot reads): `{`, then `"key":"value"` members separated by
+ * commas, then `}`, with no whitespace, no backslash (so no escape) and no control character, at most 16 members,
+ * no two keys alike and no key starting with a digit (an array index would be iterated first by the object
+ * JSON.parse builds); the text is then JSON.stringify of what JSON.parse reads from it (stringified holds), and
+ * `keys` are Object.keys of it, in order, `values` its values. Anything else answers null (read with JSON.parse as
+ * before): another form, a lone surrogate, more members, a value that is not a string. Every writer of
+ * profiles.traits stores JSON.stringify of a record of strings (a few keys), so this is the usual case.
+ */
+export function flatTraits(text: string): FlatTraits | null {
+  const n = text.length;
+  if (n < 2 || text.charCodeAt(0) !== 0x7b || text.charCodeAt(n - 1) !== 0x7d) return null;
+  const keys: string[] = [];
+  const values: string[] = [];
+  let ascii = true;
+  let i = 1;
+  while (i < n - 1) {
+    if (keys.length !== 0) {
+      if (text.charCodeAt(i) !== 0x2c) return null;
+      i++;
+    }
+    // "key"
+    if (text.charCodeAt(i) !== 0x22) return null;
+    let j = i + 1;
+    for (; j < n; j++) {
+      const c = text.charCodeAt(j);
+      if (c === 0x22) break;
+      if (c < 0x20 || c === 0x5c) return null;
+      if (c > 0x7f) ascii = false;
+    }
+    const first = text.charCodeAt(i + 1);
+    // :"value"
+    if (j >= n - 1 || (first >= 0x30 && first <= 0x39) || text.charCodeAt(j + 1) !== 0x3a || text.charCodeAt(j + 2) !== 0x22) return null;
+    let k = j + 3;
+    for (; k < n; k++) {
+      const c = text.charCodeAt(k);
+      if (c === 0x22) break;
+      if (c < 0x20 || c === 0x5c) return null;
+      if (c > 0x7f) ascii = false;
+    }
+    if (k >= n - 1 || keys.length === 16) return null;
+    const key = text.slice(i + 1, j);
+    for (let d = 0; d < keys.length; d++) if (keys[d] === key) return null;
+    keys.push(key);
+    values.push(text.slice(j + 3, k));
+    i = k + 1;
+  }
+  if (i !== n - 1 || (!ascii && !isWellFormed(text))) return null;
+  return { keys, values, ascii };
+}
+
+/** The value of `key` among flat traits, or null. */
+function flatValue(t: FlatTraits, key: string): string | null {
+  for (let i = 0; i < t.keys.length; i++) if (t.keys[i] === key) return t.values[i]!;
+  return null;
+}
+
 /**
  * JSON.stringify(buildSnapshot(f, pii)), byte for byte (the same keys in the
  * same order, the same escapes and number renderings), written directly: no
@@ -180,7 +246,7 @@ export function stringified(text: string, o: Record<string, unknown>): boolean {
 export function snapshotJson(f: ProfileFacts, pii: boolean, body?: { ascii: boolean }): string {
   wide = false;
   const p = f.profile;
-  const traits = JSON.parse(p.traits) as Record<string, unknown>;
+  const flat = flatTraits(p.traits);
   const visitors: string[] = [];
   const externals: string[] = [];
   for (const i of f.identities) {
@@ -193,15 +259,25 @@ export function snapshotJson(f: ProfileFacts, pii: boolean, body?: { ascii: bool
     if (h.kind === 'email_sha256') emails.push(h.hash);
     else if (h.kind === 'phone_sha256') phones.push(h.hash);
   }
-  let j = `{"profile_id":${val(p.id)},"identity":{"known":${p.known === 1},"visitor_ids":${strs(visitors)},"external_ids":${strs(externals)},"email_sha256":${strs(emails)},"phone_sha256":${strs(phones)},"trait_keys":${strs(sortedKeys(traits))}`;
-  if (pii) {
-    j += `,"email":${val(traits.email ?? null)},"phone":${val(traits.phone ?? null)},"name":${val(traits.name ?? null)},"traits":`;
-    if (stringified(p.traits, traits)) {
-      j += p.traits;
-      if (!ascii(p.traits)) wide = true;
-    } else {
-      j += JSON.stringify(traits);
-      wide = true;
+  let j = `{"profile_id":${val(p.id)},"identity":{"known":${p.known === 1},"visitor_ids":${strs(visitors)},"external_ids":${strs(externals)},"email_sha256":${strs(emails)},"phone_sha256":${strs(phones)},"trait_keys":`;
+  if (flat !== null) {
+    // The usual stored text: its keys and values as JSON.parse would read them, the text itself as the traits
+    // (the values looked up before the keys are sorted in place).
+    const named = pii ? `,"email":${val(flatValue(flat, 'email'))},"phone":${val(flatValue(flat, 'phone'))},"name":${val(flatValue(flat, 'name'))},"traits":${p.traits}` : '';
+    j += strs(sortedKeys(flat.keys)) + named;
+    if (pii && !flat.ascii) wide = true;
+  } else {
+    const traits = JSON.parse(p.traits) as Record<string, unknown>;
+    j += strs(sortedKeys(Object.keys(traits)));
+    if (pii) {
+      j += `,"email":${val(traits.email ?? null)},"phone":${val(traits.phone ?? null)},"name":${val(traits.name ?? null)},"traits":`;
+      if (stringified(p.traits, traits)) {
+        j += p.traits;
+        if (!ascii(p.traits)) wide = true;
+      } else {
+        j += JSON.stringify(traits);
+        wide = true;
+      }
     }
   }
   j += `},"segments":{"primary":${val(p.primary_segment)},"member_of":[`;
