@@ -217,11 +217,15 @@ describe.runIf(onPg)('the checked exposure statement (PostgreSQL)', () => {
     const urls = ['/p"q', '/p\\x\\', '/p{a,b}', 'NULL', '', ' /p ', '/p\u00e9\u4e2d\u{1f600}', '/p\t\n'];
     const sent: unknown[][] = [];
     const seen = pg.Client.prototype.query;
-    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-      const c = args[0] as { text?: string; values?: unknown[] };
-      if (typeof c === 'object' && c.text?.includes('unnest((SELECT $1::text[]))') === true) sent.push(c.values ?? []);
-      return (seen as (...x: unknown[]) => unknown).apply(this, args);
-    } as typeof pg.Client.prototype.query;
+    // Records the parameters of every checked statement sent, then passes it on.
+    const record = () => {
+      pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+        const c = args[0] as { text?: string; values?: unknown[] };
+        if (typeof c === 'object' && c.text?.includes('unnest((SELECT $1::text[]))') === true) sent.push(c.values ?? []);
+        return (seen as (...x: unknown[]) => unknown).apply(this, args);
+      } as typeof pg.Client.prototype.query;
+    };
+    record();
     try {
       const results = await Promise.all(
         urls.map((u, i) => store.write((tx) => tx.exposures.insertIfFacts([], rowsOf(`st-bin-${i}`, u)), { key: `xst-bin-${i}`, oneStatement: true })),
@@ -234,11 +238,7 @@ describe.runIf(onPg)('the checked exposure statement (PostgreSQL)', () => {
     expect(sent[0]!.map((v) => Buffer.isBuffer(v))).toEqual(Array(7).fill(true));
     // A decision alone in its pass as well.
     sent.length = 0;
-    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-      const c = args[0] as { text?: string; values?: unknown[] };
-      if (typeof c === 'object' && c.text?.includes('unnest((SELECT $1::text[]))') === true) sent.push(c.values ?? []);
-      return (seen as (...x: unknown[]) => unknown).apply(this, args);
-    } as typeof pg.Client.prototype.query;
+    record();
     try {
       expect(await store.write((tx) => tx.exposures.insertIfFacts([], rowsOf('st-alone-bin', '/p"alone')), { key: 'xst-alone-bin', oneStatement: true })).toBeNull();
     } finally {
