@@ -224,6 +224,41 @@ describe(`ingestion caches of the writer (${onPg ? 'PostgreSQL: none' : 'SQLite'
     expect(texts).toHaveLength(40);
   });
 
+  // SQLite only, as above. The session and, only when there is none, the visitor's owner are one statement (as on PostgreSQL).
+  it.skipIf(onPg)("a new session costs one read: five statements for a new visitor's, three for a returning visitor's; each goes to its visitor's profile", async () => {
+    const o = await open();
+    const visit = (session: string, visitor: string) => {
+      const body = { site_id: o.siteId, session_id: session, visitor_id: visitor, type: 'pageview', url: 'https://shop.test/p' };
+      return o.svc.recordEvent(body as never, JSON.stringify(body), ctx());
+    };
+    await visit('warm', 'v0'); // the site's subscriptions and triggers (none) cached
+    const texts: string[] = [];
+    const sql = o.server.sql as unknown as Record<'get' | 'all' | 'run', (text: string, params?: unknown[]) => Promise<unknown>>;
+    for (const m of ['get', 'all', 'run'] as const) {
+      const orig = sql[m].bind(sql);
+      sql[m] = (text, params) => {
+        texts.push(text.replace(/\s+/g, ' ').split(' ').slice(0, 3).join(' '));
+        return orig(text, params);
+      };
+    }
+    const first = await visit('n1', 'v1');
+    expect(texts).toEqual(['SELECT profile_id, visitor_id,', 'INSERT INTO profiles', 'INSERT INTO identities', 'INSERT INTO sessions', 'INSERT INTO events']);
+    texts.length = 0;
+    const again = await visit('n2', 'v1');
+    expect(texts).toEqual(['SELECT profile_id, visitor_id,', 'INSERT INTO sessions', 'INSERT INTO events']);
+    expect(again.profile_id).toBe(first.profile_id);
+    const other = await visit('n3', 'v2');
+    expect(other.profile_id).not.toBe(first.profile_id);
+    expect(await sessionOwner(o.server, o.siteId, 'n2')).toBe(first.profile_id);
+    expect(await sessionOwner(o.server, o.siteId, 'n3')).toBe(other.profile_id);
+    // A session not cached (another connection committed) is read by the same statement, its stored owner kept.
+    await o.cli.write((tx) => tx.sites.create({ name: 'other' }));
+    texts.length = 0;
+    expect((await visit('n2', 'v2')).profile_id).toBe(first.profile_id);
+    // (the caches reloaded meanwhile, the site's subscriptions and trigger types, are not the session's statements)
+    expect(texts.filter((t) => /^(SELECT (p\.id|profile_id)|INSERT|UPDATE)/.test(t))).toEqual(['SELECT profile_id, visitor_id,', 'INSERT INTO events']);
+  });
+
   it.skipIf(onPg)('a destination another connection (the CLI) creates or disables is seen by the next event: the cached subscriptions are dropped', async () => {
     const o = await open();
     const outboxRows = () => count(o.server, 'SELECT count(*) AS n FROM outbox WHERE site_id = ?', [o.siteId]);
