@@ -1,4 +1,5 @@
 import type { Sql } from './sql.js';
+import type { MatchType } from './pages.js';
 
 /** The Core Web Vitals a layout test measures (the domain's guardrail judges them). */
 export const VITALS = ['lcp', 'inp', 'cls'] as const;
@@ -90,25 +91,24 @@ export interface NewArm {
 const VITAL_COLUMNS: Readonly<Record<Vital, string>> = { lcp: 'lcp', inp: 'inp', cls: 'cls' };
 
 /**
- * Per-arm aggregates of a test, in one pass over its exposures (a window function picks each
- * visitor's first exposure). A visitor belongs to the arm of its first exposure to the test
- * (ties broken by arm id); its profile is the one the visitor identity names now, else the one
- * the exposure recorded. Conversions and metric events count from the first exposure until `until`.
- * They are joined by profile id alone: the profiles come from this site's exposures and identities
- * (profile ids are unique across sites), and a site_id term would lead SQLite to the (site_id,
- * created_at) index and a scan of every conversion per visitor instead of the profile index.
+ * Per-arm aggregates of a test, from its first arms (first_arms: one row per visitor and test, kept by the
+ * statements that insert exposures; migrations 29 / PostgreSQL 21). A visitor belongs to the arm of its first
+ * exposure to the test outside the holdout (by created_at, ties broken by arm id), and counts when that exposure is
+ * before `until`; its profile is the one the visitor identity names now, else the largest profile id of its
+ * exposures to the test (first_arms.profile_id, over all of them: the exposures read before counted only those
+ * before `until`, which differs only for a visitor without an identity whose exposures after `until` carry a larger
+ * profile id; svc writes a profile id on an exposure only from the visitor's identity, and the only delete of an
+ * identity is an erasure, which deletes that profile's conversions and events too). Conversions and metric events
+ * count from the first exposure until `until`. They are joined by profile id alone: the profiles come from this
+ * site's exposures and identities (profile ids are unique across sites), and a site_id term would lead SQLite to the
+ * (site_id, created_at) index and a scan of every conversion per visitor instead of the profile index.
+ * test/unit/store-experiment-results.test.ts holds the results equal to the ranking of the exposures read before.
  */
 const AGGREGATES = `
-WITH ranked AS (
-  SELECT visitor_id, arm_id, created_at,
-    MAX(profile_id) OVER (PARTITION BY visitor_id) AS exposure_profile,
-    ROW_NUMBER() OVER (PARTITION BY visitor_id ORDER BY created_at, arm_id) AS rn
-   FROM exposures
-  WHERE site_id = ? AND experiment_id = ? AND arm_id IS NOT NULL AND holdout = 0 AND created_at < ?
-), mapped AS (
-  SELECT r.visitor_id, r.arm_id, r.created_at AS first_at, COALESCE(i.profile_id, r.exposure_profile) AS profile_id
-    FROM ranked r LEFT JOIN identities i ON i.site_id = ? AND i.kind = 'visitor' AND i.value = r.visitor_id
-   WHERE r.rn = 1
+WITH mapped AS (
+  SELECT f.visitor_id, f.arm_id, f.created_at AS first_at, COALESCE(i.profile_id, f.profile_id) AS profile_id
+    FROM first_arms f LEFT JOIN identities i ON i.site_id = f.site_id AND i.kind = 'visitor' AND i.value = f.visitor_id
+   WHERE f.experiment_id = ? AND f.site_id = ? AND f.created_at < ?
 ), conv AS (
   SELECT m.visitor_id, m.arm_id, COUNT(c.id) AS n_conv, COALESCE(SUM(c.revenue), 0) AS rev
     FROM mapped m LEFT JOIN conversions c ON c.profile_id = m.profile_id AND c.created_at >= m.first_at AND c.created_at < ?
@@ -276,7 +276,7 @@ export class ExperimentsRepo {
       revenue: number;
       revenue_sq: number;
       event_visitors: number;
-    }>(AGGREGATES, [siteId, experimentId, until, siteId, until, metricEvent ?? '', until]);
+    }>(AGGREGATES, [experimentId, siteId, until, until, metricEvent ?? '', until]);
     const out = new Map<string, ArmAggregate>();
     for (const r of rows) {
       out.set(r.arm_id, {
@@ -291,13 +291,9 @@ export class ExperimentsRepo {
     return out;
   }
 
-  /** The visitor's first exposure to a test (the arm it keeps). */
+  /** The visitor's first exposure to a test outside the holdout (the arm it keeps): its first arm. */
   firstExposure(siteId: string, experimentId: string, visitorId: string): Promise<{ arm_id: string; created_at: number } | undefined> {
-    return this.x.get(
-      `SELECT arm_id, created_at FROM exposures WHERE site_id = ? AND visitor_id = ? AND experiment_id = ? AND arm_id IS NOT NULL AND holdout = 0
-        ORDER BY created_at, arm_id LIMIT 1`,
-      [siteId, visitorId, experimentId],
-    );
+    return this.x.get('SELECT arm_id, created_at FROM first_arms WHERE site_id = ? AND visitor_id = ? AND experiment_id = ?', [siteId, visitorId, experimentId]);
   }
 
   /** The arm a live force_arm override puts the visitor in (QA), if any. */
@@ -310,12 +306,15 @@ export class ExperimentsRepo {
     return row?.arm_id ?? undefined;
   }
 
-  /** The visitor's exposures to running tests, oldest first (at most 1000). */
-  runningExposures(siteId: string, visitorId: string): Promise<{ experiment_id: string; arm_id: string; url: string }[]> {
+  /**
+   * The visitor's first arms in running tests, with the URL pattern of each test's page (a page test's page, a zone
+   * test's zone's page; null when there is none): web vitals count for a test when the event's URL is on its page.
+   */
+  runningFirstArms(siteId: string, visitorId: string): Promise<{ experiment_id: string; arm_id: string; match_type: MatchType | null; pattern: string | null }[]> {
     return this.x.all(
-      `SELECT e.experiment_id, e.arm_id, e.url FROM exposures e JOIN experiments x ON x.id = e.experiment_id
-        WHERE e.site_id = ? AND e.visitor_id = ? AND e.experiment_id IS NOT NULL AND e.arm_id IS NOT NULL AND e.holdout = 0 AND x.status = 'running' AND x.site_id = ?
-        ORDER BY e.created_at, e.arm_id LIMIT 1000`,
+      `SELECT f.experiment_id, f.arm_id, p.match_type, p.pattern FROM first_arms f JOIN experiments x ON x.id = f.experiment_id
+         LEFT JOIN zones z ON z.id = x.zone_id LEFT JOIN pages p ON p.id = COALESCE(x.page_id, z.page_id)
+        WHERE f.site_id = ? AND f.visitor_id = ? AND x.status = 'running' AND x.site_id = ?`,
       [siteId, visitorId, siteId],
     );
   }

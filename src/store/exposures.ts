@@ -1,7 +1,29 @@
 import { SqliteSql, type Sql } from './sql.js';
+import { orderFreeAppend } from './pg/batch.js';
 
 const INSERT_EXPOSURE =
   'INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)';
+
+/**
+ * PostgreSQL: keeps first_arms for the rows of `rows` (a SELECT of site_id, visitor_id, experiment_id, arm_id,
+ * created_at, profile_id; exposures outside the holdout to an arm): one row per visitor and test (the first by
+ * created_at and arm id, with the largest profile id of its rows), then an upsert that writes only when that row is
+ * earlier than the stored one or its profile id larger (a returning visitor's exposure, the common case, writes
+ * nothing), as the SQLite trigger (migration 29).
+ */
+function firstArmsUpsert(rows: string): string {
+  return (
+    'INSERT INTO first_arms (site_id, visitor_id, experiment_id, arm_id, created_at, profile_id) ' +
+    'SELECT DISTINCT ON (site_id, visitor_id, experiment_id) site_id, visitor_id, experiment_id, arm_id, created_at, ' +
+    `max(profile_id) OVER (PARTITION BY site_id, visitor_id, experiment_id) FROM (${rows}) fr ORDER BY site_id, visitor_id, experiment_id, created_at, arm_id ` +
+    'ON CONFLICT (site_id, visitor_id, experiment_id) DO UPDATE SET ' +
+    'arm_id = CASE WHEN (excluded.created_at, excluded.arm_id) < (first_arms.created_at, first_arms.arm_id) THEN excluded.arm_id ELSE first_arms.arm_id END, ' +
+    'created_at = least(excluded.created_at, first_arms.created_at), ' +
+    'profile_id = CASE WHEN first_arms.profile_id IS NULL OR excluded.profile_id > first_arms.profile_id THEN excluded.profile_id ELSE first_arms.profile_id END ' +
+    'WHERE (excluded.created_at, excluded.arm_id) < (first_arms.created_at, first_arms.arm_id) ' +
+    'OR (excluded.profile_id IS NOT NULL AND (first_arms.profile_id IS NULL OR excluded.profile_id > first_arms.profile_id))'
+  );
+}
 
 /**
  * PostgreSQL: the rows as one array per column. A fixed text, so a named statement parsed and planned once
@@ -10,18 +32,20 @@ const INSERT_EXPOSURE =
  * every row count: parsed and planned on every execution (measured: backend CPU per decision 37–50 µs
  * with this text against 62–75 µs with VALUES, 8 decisions of 5 rows a statement).
  *
- * The same statement writes each row's first arm (first_arms, ON CONFLICT DO NOTHING: the first row of a visitor
- * and test ever inserted wins; a later row or a duplicate later in the same statement is ignored), so the
- * exposure and its first arm commit or fail together. On SQLite a trigger on exposures does that; on PostgreSQL
- * a row trigger cost about 20 µs of backend CPU per decision more than this CTE (a plpgsql call per row; 0–58 µs in
- * seven runs of test/bench/first-arms-micro-pg.ts, docs/scale.md).
+ * The same statement keeps each row's first arm (first_arms: per visitor and test, the exposure outside the holdout
+ * first by (created_at, arm_id), and the largest profile id; firstArmsUpsert), so the exposure and its first arm
+ * commit or fail together. On SQLite a trigger on exposures does that; on PostgreSQL a row trigger cost about 20 µs
+ * of backend CPU per decision more than this CTE (a plpgsql call per row; 0–58 µs in seven runs of
+ * test/bench/first-arms-micro-pg.ts, docs/scale.md). The rows of one visitor and test are reduced to one first
+ * (PostgreSQL refuses an upsert that meets a row twice in a statement), and the upsert keeps a minimum and a maximum,
+ * so concurrent decisions' arrays end to end store what the statements one after another would (orderFreeAppend).
  */
-export const INSERT_EXPOSURES_PG =
+export const INSERT_EXPOSURES_PG = orderFreeAppend(
   'WITH r (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) AS (' +
-  'SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::int4[], ?::text[], ?::int8[])), ' +
-  'e AS (INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) SELECT * FROM r) ' +
-  'INSERT INTO first_arms (site_id, visitor_id, experiment_id, arm_id, created_at) ' +
-  'SELECT site_id, visitor_id, experiment_id, arm_id, created_at FROM r WHERE experiment_id IS NOT NULL AND arm_id IS NOT NULL ON CONFLICT DO NOTHING';
+    'SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::int4[], ?::text[], ?::int8[])), ' +
+    'e AS (INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) SELECT * FROM r) ' +
+    firstArmsUpsert('SELECT site_id, visitor_id, experiment_id, arm_id, created_at, profile_id FROM r WHERE experiment_id IS NOT NULL AND arm_id IS NOT NULL AND holdout = 0'),
+);
 
 /** Rows per multi-row INSERT on SQLite (10 parameters each, far below SQLite's limit; bounds the statement texts cached). */
 const MAX_ROWS_PER_INSERT = 64;
@@ -152,7 +176,7 @@ const IDENTITY_FACTS_PG = `SELECT x.k, x.a, x.b, x.c, NULL::bigint AS n FROM ide
     SELECT 3, m.segment_id, NULL, NULL FROM segment_members m WHERE p.id IS NOT NULL AND p.merged_into IS NULL AND m.profile_id = p.id) x
  WHERE i.site_id = q.s AND i.kind = 'visitor' AND i.value = q.v
 UNION ALL
-SELECT 2, f.experiment_id, f.arm_id, NULL, NULL FROM first_arms f WHERE f.site_id = q.s AND f.visitor_id = q.v`;
+SELECT 2, f.experiment_id, f.arm_id, f.profile_id, f.created_at FROM first_arms f WHERE f.site_id = q.s AND f.visitor_id = q.v`;
 
 /** The visitor's rows of FACTS_SQLITE (kinds 1 to 3) on PostgreSQL (IDENTITY_FACTS_PG), for one visitor. */
 const FACTS_VISITOR_PG = `SELECT f.k, f.a, f.b, f.c, f.n FROM (SELECT ?::text AS s, ?::text AS v) AS q CROSS JOIN LATERAL (
@@ -208,8 +232,7 @@ export const INSERT_EXPOSURES_IF_FACTS_PG =
   'CROSS JOIN LATERAL json_to_recordset(g.z::json) AS y(zone_id text, variant_id text, experiment_id text, arm_id text, holdout int, f int) WHERE g.got = g.want), ' +
   'e AS (INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) ' +
   'SELECT s, v, p, zone_id, variant_id, experiment_id, arm_id, holdout, u, t FROM r), ' +
-  'a AS (INSERT INTO first_arms (site_id, visitor_id, experiment_id, arm_id, created_at) ' +
-  'SELECT s, v, experiment_id, arm_id, t FROM r WHERE f = 1 AND experiment_id IS NOT NULL AND arm_id IS NOT NULL ON CONFLICT DO NOTHING) ' +
+  `a AS (${firstArmsUpsert('SELECT s AS site_id, v AS visitor_id, experiment_id, arm_id, t AS created_at, p AS profile_id FROM r WHERE f = 1 AND experiment_id IS NOT NULL AND arm_id IS NOT NULL AND holdout = 0')}) ` +
   'SELECT svc_i, got FROM g WHERE got <> want';
 
 /** At most this many visitors in one FACTS_MANY_PG statement. */
@@ -324,7 +347,9 @@ function visitorRows(rows: readonly FactsRow[]): FactsRow[] {
   const out: FactsRow[] = [];
   for (const r of rows) {
     const k = Number(r.k);
-    if (k !== 0) out.push({ k, a: r.a, b: r.b, c: r.c });
+    // Kind 2's time (n, PostgreSQL) stays: insertIfFacts reads it.
+    if (k === 2 && r.n !== null && r.n !== undefined) out.push({ k, a: r.a, b: r.b, c: r.c, n: r.n });
+    else if (k !== 0) out.push({ k, a: r.a, b: r.b, c: r.c });
   }
   return out;
 }
@@ -403,10 +428,19 @@ export class ExposuresRepo {
    */
   async insertIfFacts(expected: readonly FactsRow[], rows: readonly ExposureInsert[]): Promise<FactsRow[] | null> {
     const d = rows[0]!;
-    // The tests whose first arm the expected facts hold: where the check holds, first_arms has their rows (the statement
-    // just read them), so an insert of theirs would only conflict; flagged `f: 0`, the statement does not try it.
-    let known: Set<string> | undefined;
-    for (const r of expected) if (Number(r.k) === 2) (known ??= new Set()).add(r.a!);
+    // The tests whose first arm the expected facts hold, with first_arms' profile id (`c`, compared by the check) and time
+    // (`n`, not compared: first_arms' time only falls, so a time read earlier, or a row's time after its upsert, is an
+    // upper bound): where the check holds, first_arms has those rows (the statement just read them), so an upsert of a
+    // row with that profile id (or none) and a later time would write nothing; flagged `f: 0`, the statement does not
+    // try it (every returning visitor's decision). A row with another profile id (first_arms keeps the largest, compared
+    // by PostgreSQL), an earlier time, or a test whose time is not known is tried.
+    let known: Map<string, FactsRow> | undefined;
+    for (const r of expected) if (Number(r.k) === 2) (known ??= new Map()).set(r.a!, r);
+    const tried = (r: ExposureInsert): boolean => {
+      if (r.experimentId === null || r.armId === null || r.holdout) return false;
+      const k = known?.get(r.experimentId);
+      return k === undefined || (r.profileId !== null && r.profileId !== k.c) || k.n === null || k.n === undefined || r.at < Number(k.n);
+    };
     const got = await this.x.all<{ got: string }>(INSERT_EXPOSURES_IF_FACTS_PG, [
       [d.siteId],
       [d.visitorId],
@@ -422,7 +456,7 @@ export class ExposuresRepo {
             experiment_id: r.experimentId,
             arm_id: r.armId,
             holdout: r.holdout ? 1 : 0,
-            f: r.experimentId !== null && r.armId !== null && known?.has(r.experimentId) !== true ? 1 : 0,
+            f: tried(r) ? 1 : 0,
           })),
         ),
       ],

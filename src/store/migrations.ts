@@ -1265,4 +1265,59 @@ BEGIN
 END;
 `,
   },
+  {
+    version: 29,
+    expand: true,
+    name: 'first arms: what experiment results need (the first exposure outside the holdout and the largest profile id of the exposures), so results, the visitor arm and web vitals read them instead of the exposures',
+    sql: `
+-- Experiment results ranked every exposure of a test (exposures_experiment) and web vitals and the visitor arm read the
+-- visitor's exposures (exposures_visitor); two partial indexes that cost every exposure to a test two random index
+-- inserts (docs/scale.md). first_arms now holds what they read: per visitor and test, the exposure outside the
+-- holdout (holdout = 0) that is first by (created_at, arm_id), as results rank them, and the largest profile id of
+-- the visitor's exposures to the test outside the holdout. The trigger keeps both with an upsert that writes only
+-- when an earlier exposure or a larger profile id comes (the common case, a returning visitor, writes nothing).
+-- Holdout exposures (a force_arm override on a visitor in the holdout: the only holdout exposure with an arm) no
+-- longer give a first arm: results never counted them, and the visitor arm (source exposure) did not see them.
+-- The table is rebuilt from the exposures so the rows already stored follow the same rule.
+-- Expand-only: a column with no default, a trigger every writer fires (the release before this one included), and
+-- the release before reads the same columns as before.
+ALTER TABLE first_arms ADD COLUMN profile_id TEXT;
+DELETE FROM first_arms;
+INSERT INTO first_arms (site_id, visitor_id, experiment_id, arm_id, created_at, profile_id)
+  SELECT site_id, visitor_id, experiment_id, arm_id, created_at, p FROM (
+    SELECT site_id, visitor_id, experiment_id, arm_id, created_at,
+      MAX(profile_id) OVER (PARTITION BY site_id, visitor_id, experiment_id) AS p,
+      ROW_NUMBER() OVER (PARTITION BY site_id, visitor_id, experiment_id ORDER BY created_at, arm_id) AS rn
+     FROM exposures WHERE experiment_id IS NOT NULL AND arm_id IS NOT NULL AND holdout = 0)
+   WHERE rn = 1;
+CREATE INDEX first_arms_experiment ON first_arms (experiment_id);
+DROP TRIGGER first_arm;
+CREATE TRIGGER first_arm AFTER INSERT ON exposures
+  WHEN NEW.experiment_id IS NOT NULL AND NEW.arm_id IS NOT NULL AND NEW.holdout = 0
+BEGIN
+  INSERT INTO first_arms (site_id, visitor_id, experiment_id, arm_id, created_at, profile_id)
+    VALUES (NEW.site_id, NEW.visitor_id, NEW.experiment_id, NEW.arm_id, NEW.created_at, NEW.profile_id)
+    ON CONFLICT (site_id, visitor_id, experiment_id) DO UPDATE SET
+      arm_id = CASE WHEN (excluded.created_at, excluded.arm_id) < (first_arms.created_at, first_arms.arm_id) THEN excluded.arm_id ELSE first_arms.arm_id END,
+      created_at = min(excluded.created_at, first_arms.created_at),
+      profile_id = CASE WHEN first_arms.profile_id IS NULL OR excluded.profile_id > first_arms.profile_id THEN excluded.profile_id ELSE first_arms.profile_id END
+    WHERE (excluded.created_at, excluded.arm_id) < (first_arms.created_at, first_arms.arm_id)
+       OR (excluded.profile_id IS NOT NULL AND (first_arms.profile_id IS NULL OR excluded.profile_id > first_arms.profile_id));
+END;
+`,
+  },
+  {
+    version: 30,
+    expand: true,
+    name: 'exposures: the experiment and visitor indexes dropped (their readers read first_arms), so an exposure to a test writes two index pages less',
+    sql: `
+-- Their readers (experiment results, the visitor arm, web vitals) read first_arms since migration 29. An exposure to a
+-- test inserted an entry at a random place of each (48 WAL frames a group of 16 decisions against 9 without them,
+-- test/bench/exposure-wal-frames.ts). Expand-only: queries do not name indexes; the release before this one reads
+-- the exposures by them for results, the visitor arm and web vitals, which now scan the site's exposures
+-- (exposures_site) instead: slower while both run, not wrong.
+DROP INDEX exposures_experiment;
+DROP INDEX exposures_visitor;
+`,
+  },
 ];

@@ -23,7 +23,7 @@ for (const variant of ['as is', 'no partial indexes', 'no partial indexes, no tr
   const db = (store.sql as unknown as { db: Database.Database }).db;
   db.pragma('wal_autocheckpoint = 0');
   if (variant !== 'as is') {
-    db.exec('DROP INDEX exposures_experiment; DROP INDEX exposures_visitor;');
+    db.exec('DROP INDEX IF EXISTS exposures_experiment; DROP INDEX IF EXISTS exposures_visitor;');
   }
   if (variant.endsWith('no trigger')) db.exec('DROP TRIGGER first_arm');
   const frames = () => Number((db.prepare('PRAGMA wal_checkpoint(PASSIVE)').get() as { log: number }).log);

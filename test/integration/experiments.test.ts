@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/client';
 import { cleanup, cli, createSite, post, startSvc, tempDir, type Svc } from '../helpers/svc.js';
 import { execute, query } from '../helpers/db.js';
+import { PG_BASE_URL } from '../helpers/backend.js';
 import { startReceiver } from '../helpers/receiver.js';
 import { call, callOk, errorOf, McpClients, mintToken } from '../helpers/mcp-client.js';
 import { assignArm } from '../../src/domain/experiments/assign.js';
@@ -87,17 +88,35 @@ interface Exposure {
   arm: string;
   url: string;
   at: number;
+  profile?: string;
 }
 
+/**
+ * Exposures written straight into the database, with their first arms as svc's writers keep them (results read
+ * first_arms): on SQLite the trigger on exposures does it; on PostgreSQL svc's exposure statement does, so here the
+ * site's first arms are computed again from its exposures (as migration 21 does).
+ */
 function insertExposures(rows: Exposure[]): void {
   for (let i = 0; i < rows.length; i += 500) {
     const chunk = rows.slice(i, i + 500);
     execute(
       dataDir,
       `INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) VALUES ${chunk
-        .map(() => '(?, ?, NULL, ?, ?, ?, ?, 0, ?, ?)')
+        .map(() => '(?, ?, ?, ?, ?, ?, ?, 0, ?, ?)')
         .join(', ')}`,
-      ...chunk.flatMap((r) => [site, r.visitor, r.zone, r.variant, r.experiment, r.arm, r.url, r.at]),
+      ...chunk.flatMap((r) => [site, r.visitor, r.profile ?? null, r.zone, r.variant, r.experiment, r.arm, r.url, r.at]),
+    );
+  }
+  if (PG_BASE_URL !== undefined) {
+    execute(
+      dataDir,
+      `INSERT INTO first_arms (site_id, visitor_id, experiment_id, arm_id, created_at, profile_id)
+        SELECT DISTINCT ON (site_id, visitor_id, experiment_id) site_id, visitor_id, experiment_id, arm_id, created_at,
+          max(profile_id) OVER (PARTITION BY site_id, visitor_id, experiment_id)
+          FROM exposures WHERE site_id = ? AND experiment_id IS NOT NULL AND arm_id IS NOT NULL AND holdout = 0
+         ORDER BY site_id, visitor_id, experiment_id, created_at, arm_id
+        ON CONFLICT (site_id, visitor_id, experiment_id) DO UPDATE SET arm_id = excluded.arm_id, created_at = excluded.created_at, profile_id = excluded.profile_id`,
+      site,
     );
   }
 }
@@ -409,12 +428,11 @@ describe('layout tests through MCP', () => {
         [variant, 300],
       ] as const) {
         const visitor = `es-${arm}-${i}`;
-        rows.push({ visitor, zone: 'zone_side', variant: arm === variant ? 'var_side' : null, experiment: t.id, arm, url: 'https://shop.example/pricing', at: now - 3.5 * day });
+        rows.push({ visitor, zone: 'zone_side', variant: arm === variant ? 'var_side' : null, experiment: t.id, arm, url: 'https://shop.example/pricing', at: now - 3.5 * day, profile: `prof-${visitor}` });
         if (i < rate) conversions.push([`cnv_es_${arm}_${i}`, site, `ess-${i}`, `prof-${visitor}`, 10, 'USD', '[]', now - day]);
       }
     }
     insertExposures(rows);
-    execute(dataDir, 'UPDATE exposures SET profile_id = ' + "'prof-' || visitor_id WHERE experiment_id = ?", t.id);
     for (let i = 0; i < conversions.length; i += 500) {
       const chunk = conversions.slice(i, i + 500);
       execute(

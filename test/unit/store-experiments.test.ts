@@ -1,7 +1,7 @@
 /**
  * The layout-test repository on the store of the project (SQLite, and PostgreSQL in the pg
  * project): per-arm aggregates (first exposure, visitor → profile mapping, time bounds, custom
- * events), p75 of the vitals, and which exposures a web_vitals event counts for.
+ * events), p75 of the vitals, and which tests a web_vitals event counts for.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/store/store.js';
@@ -19,18 +19,23 @@ async function run(sql: string, ...params: unknown[]): Promise<void> {
   });
 }
 
+/** An exposure as svc stores it (first_arms kept in the same statement on either store). */
 async function exposure(visitor: string, experiment: string, arm: string, at: number, o: { profile?: string; holdout?: number; url?: string } = {}) {
-  await run(
-    'INSERT INTO exposures (site_id, visitor_id, profile_id, zone_id, variant_id, experiment_id, arm_id, holdout, url, created_at) VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?, ?)',
-    's1',
-    visitor,
-    o.profile ?? null,
-    'z1',
-    experiment,
-    arm,
-    o.holdout ?? 0,
-    o.url ?? 'https://shop.example/pricing',
-    at,
+  await store.write((tx) =>
+    tx.exposures.insert([
+      {
+        siteId: 's1',
+        visitorId: visitor,
+        profileId: o.profile ?? null,
+        zoneId: 'z1',
+        variantId: null,
+        experimentId: experiment,
+        armId: arm,
+        holdout: o.holdout === 1,
+        url: o.url ?? 'https://shop.example/pricing',
+        at,
+      },
+    ]),
   );
 }
 
@@ -42,6 +47,8 @@ beforeAll(async () => {
   dataDir = tempDir();
   store = await openTestStore(dataDir, { poolSize: 2, statementTimeoutMs: 0 });
   await store.write(async (tx) => {
+    // The tests run on the /pricing page: web vitals count for a test on its page's URLs.
+    const pageId = await tx.pages.insert({ siteId: 's1', name: 'pricing', matchType: 'exact', pattern: '/pricing', now: T });
     for (const [id, status] of [
       ['exp_a', 'running'],
       ['exp_other', 'running'],
@@ -52,7 +59,7 @@ beforeAll(async () => {
           id,
           siteId: 's1',
           name: id,
-          pageId: null,
+          pageId,
           zoneId: null,
           seed: id,
           primaryMetric: 'custom_event',
@@ -110,7 +117,7 @@ describe('experiments repository', () => {
     expect((await store.experiments.aggregates('s2', 'exp_a', null, T + 10_000)).size).toBe(0);
   });
 
-  it('finds the first exposure and counts web vitals for running tests on the exposure path only', async () => {
+  it("finds the first exposure and counts web vitals for running tests on the test's page only", async () => {
     expect(await store.experiments.firstExposure('s1', 'exp_a', 'v2')).toEqual({ arm_id: 'exp_a_var', created_at: T + 100 });
     expect(await store.experiments.firstExposure('s1', 'exp_a', 'nobody')).toBeUndefined();
     const counted = (visitor: string, url: unknown) => store.write((tx) => recordWebVitals(tx, 's1', visitor, url, { lcp: 1000 }, T + 800));

@@ -84,12 +84,13 @@ const firstArms = (b: Backend) =>
   );
 
 describe(`first arms on ${pg_ ? 'PostgreSQL' : 'SQLite'}`, () => {
-  it('the migration fills them from the stored exposures (the lowest id of each visitor and test), and each insert keeps them', async () => {
+  it('the migration fills them from the stored exposures (the first by time and arm of each visitor and test), and each insert keeps them', async () => {
     expect(AT).toBeGreaterThan(0);
     const b = await openBackend();
     try {
       await b.migrateTo(LIST.slice(0, AT));
-      // Ids in insertion order; created_at deliberately out of order: the first arm is the first inserted.
+      // Ids in insertion order; created_at deliberately out of order: the first arm is the earliest (migration 29; it was
+      // the first inserted before), as experiment results rank a visitor's exposures.
       const before: [string, string, string | null, string | null, number][] = [
         ['s1', 'v1', 'exp_a', 'arm_a2', 5000],
         ['s1', 'v1', 'exp_a', 'arm_a1', 1000],
@@ -102,7 +103,7 @@ describe(`first arms on ${pg_ ? 'PostgreSQL' : 'SQLite'}`, () => {
       for (const r of before) await b.run(INSERT, r);
       await b.migrateTo(LIST);
       const expected = [
-        { site_id: 's1', visitor_id: 'v1', experiment_id: 'exp_a', arm_id: 'arm_a2', created_at: 5000 },
+        { site_id: 's1', visitor_id: 'v1', experiment_id: 'exp_a', arm_id: 'arm_a1', created_at: 1000 },
         { site_id: 's1', visitor_id: 'v1', experiment_id: 'exp_b', arm_id: 'arm_b1', created_at: 2000 },
         { site_id: 's1', visitor_id: 'v2', experiment_id: 'exp_a', arm_id: 'arm_a1', created_at: 3000 },
         { site_id: 's2', visitor_id: 'v1', experiment_id: 'exp_a', arm_id: 'arm_a1', created_at: 4000 },
@@ -111,7 +112,7 @@ describe(`first arms on ${pg_ ? 'PostgreSQL' : 'SQLite'}`, () => {
       // After the migration, each insert keeps them (SQLite: a trigger, so a plain INSERT of the previous release
       // too; PostgreSQL: the statement svc sends, ExposuresRepo.insert): a later arm changes nothing, a new visitor
       // or test gets its first, rows without an arm add none; of two rows of one visitor and test in one statement,
-      // the first wins.
+      // the earlier wins.
       const row = (site: string, visitor: string, experiment: string | null, arm: string | null, at: number): ExposureInsert => ({
         siteId: site,
         visitorId: visitor,
@@ -135,7 +136,7 @@ describe(`first arms on ${pg_ ? 'PostgreSQL' : 'SQLite'}`, () => {
       await write([row('s1', 'v3', 'exp_a', 'arm_a1', 9001), row('s1', 'v3', null, null, 9002), row('s1', 'v2', 'exp_c', null, 9003)]);
       await write([row('s1', 'v4', 'exp_b', 'arm_b2', 0), row('s1', 'v4', 'exp_a', 'arm_a2', 1), row('s1', 'v4', 'exp_a', 'arm_a1', 2)]);
       expect((await firstArms(b)).map((r) => `${r.site_id}/${r.visitor_id}/${r.experiment_id}=${r.arm_id}`)).toEqual([
-        's1/v1/exp_a=arm_a2',
+        's1/v1/exp_a=arm_a1',
         's1/v1/exp_b=arm_b1',
         's1/v2/exp_a=arm_a1',
         's1/v3/exp_a=arm_a1',
@@ -144,14 +145,15 @@ describe(`first arms on ${pg_ ? 'PostgreSQL' : 'SQLite'}`, () => {
         's2/v1/exp_a=arm_a1',
       ]);
       if (!pg_) {
-        // svc's exposures of a group's decisions go OR FAIL (no statement journal); the trigger's upsert still ignores a
-        // visitor and test it holds (an INSERT OR IGNORE in the trigger became OR FAIL under it: this statement failed).
+        // svc's exposures of a group's decisions go OR FAIL (no statement journal); the trigger's upsert still holds for a
+        // visitor and test it has (an INSERT OR IGNORE in the trigger became OR FAIL under it: this statement failed), and
+        // an exposure earlier than the stored first arm (v1 at 1) takes its place.
         await b.run(
           "INSERT OR FAIL INTO exposures (site_id, visitor_id, zone_id, experiment_id, arm_id, url, created_at) VALUES ('s1', 'v1', 'zone_1', 'exp_a', 'arm_a7', '/p', 1), ('s1', 'v7', 'zone_1', 'exp_a', 'arm_a1', '/p', 2), ('s1', 'v7', 'zone_1', 'exp_a', 'arm_a2', '/p', 3)",
           [],
         );
         expect(await b.all("SELECT visitor_id, arm_id FROM first_arms WHERE site_id = 's1' AND experiment_id = 'exp_a' AND visitor_id IN ('v1', 'v7') ORDER BY visitor_id")).toEqual([
-          { visitor_id: 'v1', arm_id: 'arm_a2' },
+          { visitor_id: 'v1', arm_id: 'arm_a7' },
           { visitor_id: 'v7', arm_id: 'arm_a1' },
         ]);
       }

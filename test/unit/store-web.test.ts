@@ -291,20 +291,16 @@ function countStatements(inner: Sql): { sql: Sql; statements: () => number } {
   return { sql, statements: () => n };
 }
 
-describe('exposure indexes (partial: exposures to a test only)', () => {
-  it('serve the reads of a decision and of the results, and hold no row of a zone outside tests', async () => {
-    if (store.dialect !== 'sqlite') return; // the plans are SQLite's; PostgreSQL gets the same partial indexes (migration 16)
+describe('exposure indexes (the experiment and visitor indexes dropped: their readers read first_arms)', () => {
+  it('leave the exposures with the primary key and the site index; results, the visitor arm and web vitals read first_arms by index', async () => {
+    if (store.dialect !== 'sqlite') return; // the plans are SQLite's; PostgreSQL drops the same indexes (migration 22)
     const plan = async (sql: string, params: unknown[]) => (await store.sql.all<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, params)).map((r) => r.detail).join(' | ');
-    expect(await plan('SELECT experiment_id, arm_id, id FROM exposures WHERE site_id = ? AND visitor_id = ? AND experiment_id IS NOT NULL AND arm_id IS NOT NULL', [siteId, 'v'])).toMatch(
-      /USING INDEX exposures_visitor/,
-    );
-    expect(await plan('SELECT arm_id FROM exposures WHERE site_id = ? AND visitor_id = ? AND experiment_id = ? AND arm_id IS NOT NULL AND holdout = 0', [siteId, 'v', 'e'])).toMatch(
-      /USING INDEX exposures_(visitor|experiment)/,
-    );
-    expect(await plan('SELECT visitor_id FROM exposures WHERE experiment_id = ? AND arm_id = ?', ['e', 'a'])).toMatch(/USING (COVERING )?INDEX exposures_experiment/);
-    const indexes = await store.sql.all<{ name: string; sql: string }>("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'exposures' AND name IN ('exposures_visitor', 'exposures_experiment') ORDER BY name");
-    expect(indexes.map((i) => i.name)).toEqual(['exposures_experiment', 'exposures_visitor']);
-    for (const i of indexes) expect(i.sql, i.name).toMatch(/WHERE experiment_id IS NOT NULL$/);
+    const indexes = await store.sql.all<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'exposures' AND sql IS NOT NULL ORDER BY name");
+    expect(indexes.map((i) => i.name)).toEqual(['exposures_site']);
+    // The reads of experiments.ts: results' first arms of a test, the visitor arm, web vitals' running first arms.
+    expect(await plan('SELECT f.visitor_id FROM first_arms f WHERE f.experiment_id = ? AND f.site_id = ? AND f.created_at < ?', ['e', siteId, 1])).toMatch(/USING INDEX first_arms_experiment/);
+    expect(await plan('SELECT arm_id, created_at FROM first_arms WHERE site_id = ? AND visitor_id = ? AND experiment_id = ?', [siteId, 'v', 'e'])).toMatch(/USING PRIMARY KEY/);
+    expect(await plan('SELECT experiment_id, arm_id FROM first_arms WHERE site_id = ? AND visitor_id = ?', [siteId, 'v'])).toMatch(/USING PRIMARY KEY/);
   });
 });
 

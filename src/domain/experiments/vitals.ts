@@ -2,6 +2,7 @@
 import type { Repos } from '../../store/repos.js';
 import { invalid } from './definition.js';
 import { VITAL_LIMITS, VITALS, type Vital } from './rules.js';
+import { matchesPage, type UrlParts } from '../web/url-match.js';
 
 export type WebVitals = Partial<Record<Vital, number>>;
 
@@ -25,34 +26,32 @@ export function webVitalsOf(event: { type: string } & Record<string, unknown>): 
   return out;
 }
 
-const pathOf = (url: string): string | null => {
+/** The path and query of an event's URL (a full URL or a path), as page patterns read them; null when it is not one. */
+const partsOf = (url: string): UrlParts | null => {
   try {
-    return new URL(url, 'http://x').pathname;
+    const u = new URL(url, 'http://x');
+    return { path: u.pathname, query: u.search };
   } catch {
     return null;
   }
 };
 
 /**
- * Counts a visitor's page-view vitals for the arm of its first exposure to each running test. When
- * the event names a URL, only tests the visitor was exposed to on that path count it (vitals of
- * other pages say nothing about the test). The ingestion service calls this in the event's write.
+ * Counts a visitor's page-view vitals for its first arm in each running test (first_arms). When the event names
+ * a URL, only tests whose page matches it count it (vitals of other pages say nothing about the test; a visitor
+ * with a first arm was shown the test on that page, and every URL of the page shows it its arm). A test without a
+ * page (none in practice: a test runs on a zone or a page) counts only events without a URL. The ingestion service
+ * calls this in the event's write.
  */
 export async function recordWebVitals(tx: Repos, siteId: string, visitorId: string | null, url: unknown, vitals: WebVitals, now: number): Promise<number> {
   if (visitorId === null) return 0;
-  const rows = await tx.experiments.runningExposures(siteId, visitorId);
+  const rows = await tx.experiments.runningFirstArms(siteId, visitorId);
   if (rows.length === 0) return 0;
-  const path = typeof url === 'string' ? pathOf(url) : null;
-  const armOf = new Map<string, string>();
-  const onPath = new Set<string>();
-  for (const r of rows) {
-    if (!armOf.has(r.experiment_id)) armOf.set(r.experiment_id, r.arm_id);
-    if (path === null || pathOf(r.url) === path) onPath.add(r.experiment_id);
-  }
+  const parts = typeof url === 'string' ? partsOf(url) : null;
   let n = 0;
-  for (const [experimentId, armId] of armOf) {
-    if (!onPath.has(experimentId)) continue;
-    await tx.experiments.insertVitals({ siteId, experimentId, armId, lcp: vitals.lcp ?? null, inp: vitals.inp ?? null, cls: vitals.cls ?? null, now });
+  for (const r of rows) {
+    if (parts !== null && (r.match_type === null || r.pattern === null || !matchesPage(r.match_type, r.pattern, parts))) continue;
+    await tx.experiments.insertVitals({ siteId, experimentId: r.experiment_id, armId: r.arm_id, lcp: vitals.lcp ?? null, inp: vitals.inp ?? null, cls: vitals.cls ?? null, now });
     n++;
   }
   return n;

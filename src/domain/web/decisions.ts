@@ -318,15 +318,28 @@ export class DecisionService {
     }
   }
 
-  /** The facts after a stored decision: `rows` and the first arms it stored (a test's first exposure keeps its arm). */
+  /**
+   * The facts after a stored decision: `rows` and the first arms it stored (a test's first exposure outside the
+   * holdout keeps its arm; first_arms keeps the largest profile id, `c`, here compared in code point order: where the
+   * database's collation orders two ids otherwise, the next check misses and reads them again; and the earliest time,
+   * `n`, an upper bound here).
+   */
   private remember(key: string, rows: FactsRow[], stored: readonly ExposureInsert[]): void {
-    const next = [...rows];
-    const seen = new Set<string>();
-    for (const r of rows) if (Number(r.k) === 2) seen.add(r.a!);
+    const next = rows.map((r) => (Number(r.k) === 2 ? { ...r } : r));
+    const arms = new Map<string, FactsRow>();
+    for (const r of next) if (Number(r.k) === 2) arms.set(r.a!, r);
     for (const e of stored) {
-      if (e.experimentId === null || e.armId === null || seen.has(e.experimentId)) continue;
-      seen.add(e.experimentId);
-      next.push({ k: 2, a: e.experimentId, b: e.armId, c: null });
+      if (e.experimentId === null || e.armId === null || e.holdout) continue;
+      const had = arms.get(e.experimentId);
+      if (had === undefined) {
+        const row: FactsRow = { k: 2, a: e.experimentId, b: e.armId, c: e.profileId, n: e.at };
+        arms.set(e.experimentId, row);
+        next.push(row);
+      } else {
+        if (e.profileId !== null && (had.c === null || e.profileId > had.c)) had.c = e.profileId;
+        // An upper bound of first_arms' time (insertIfFacts): the stored one, or this row's after its upsert.
+        had.n = had.n === null || had.n === undefined ? e.at : Math.min(Number(had.n), e.at);
+      }
     }
     const parsed = factsFromRows(next);
     this.known.delete(key);

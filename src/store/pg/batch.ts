@@ -1026,6 +1026,25 @@ type Shape = SelectShape | InsertShape | UpdateShape | AppendShape;
 
 const shapes = new Map<string, Shape | null>();
 
+/**
+ * Texts of the unnest-CTE append form whose insert is an upsert that does not depend on the order of its rows
+ * (declared by their module: orderFreeAppend). Any other ON CONFLICT but DO NOTHING keeps a text from being
+ * appended, since statements one after another could leave other rows than one statement of their rows.
+ */
+const orderFree = new Set<string>();
+
+/**
+ * Declares `sql` (a WITH name (…) AS (SELECT * FROM unnest(…)), … INSERT … ON CONFLICT … text) an append whose
+ * result is the same whatever order its rows come in, in one statement or several (e.g. an upsert that keeps a
+ * minimum and a maximum, with the rows of one key reduced to one first): concurrent sets' arrays may then be joined
+ * end to end. Returns `sql`.
+ */
+export function orderFreeAppend(sql: string): string {
+  orderFree.add(sql);
+  shapes.delete(sql);
+  return sql;
+}
+
 /** How a text can be batched, or null when it is sent as it is. */
 export function shapeOf(sql: string): Shape | null {
   if (shapes.has(sql)) return shapes.get(sql)!;
@@ -1045,7 +1064,8 @@ function parseShape(sql: string): Shape | null {
     // (plain inserts, or ON CONFLICT DO NOTHING), so arrays end to end give what the statements one after another would.
     /^\s*with\s+[a-z_][a-z0-9_]*\s*\([^)]*\)\s*as\s*\(\s*select\s+\*\s+from\s+unnest\s*\(([^()]*)\)\s*\)\s*,(?:(?!\bon\s+conflict\b|\breturning\b)[^?])*\binsert\s+into\b(?:(?!\bon\s+conflict\b|\breturning\b)[^?])*(?:\bon\s+conflict\s+do\s+nothing\s*)?$/.exec(
       lower,
-    );
+    ) ??
+    (orderFree.has(sql) ? /^\s*with\s+[a-z_][a-z0-9_]*\s*\([^)]*\)\s*as\s*\(\s*select\s+\*\s+from\s+unnest\s*\(([^()]*)\)\s*\)\s*,(?:(?!\breturning\b)[^?])*$/.exec(lower) : null);
   if (append !== null) {
     const args = append[1]!.split(',').map((a) => a.trim());
     if (marks.length === 0 || args.length !== marks.length || !args.every((a) => /^\?::[a-z0-9_]+\[\]$/.test(a))) return null;

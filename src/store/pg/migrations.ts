@@ -1288,4 +1288,37 @@ INSERT INTO first_arms (site_id, visitor_id, experiment_id, arm_id, created_at)
   ON CONFLICT DO NOTHING;
 `,
   },
+  {
+    version: 21,
+    expand: true,
+    name: 'first arms: what experiment results need (the first exposure outside the holdout and the largest profile id of the exposures), so results, the visitor arm and web vitals read them instead of the exposures',
+    sql: `
+-- As SQLite migration 29: per visitor and test, the exposure outside the holdout first by (created_at, arm_id), as
+-- results rank them, and the largest profile id of the visitor's exposures to the test outside the holdout. The
+-- statements that insert exposures keep both (src/store/exposures.ts: an upsert that writes only when an earlier
+-- exposure or a larger profile id comes). Holdout exposures no longer give a first arm. Rebuilt from the exposures.
+-- Expand-only: a nullable column; the release before this one still inserts its first arms (ON CONFLICT DO NOTHING,
+-- no profile id, holdout rows too) while both run: such a row keeps the profile id it got until a newer instance
+-- sees a larger one, and a holdout visitor's forced arm written then stays (results count it).
+ALTER TABLE first_arms ADD COLUMN profile_id TEXT;
+DELETE FROM first_arms;
+INSERT INTO first_arms (site_id, visitor_id, experiment_id, arm_id, created_at, profile_id)
+  SELECT DISTINCT ON (site_id, visitor_id, experiment_id) site_id, visitor_id, experiment_id, arm_id, created_at,
+    max(profile_id) OVER (PARTITION BY site_id, visitor_id, experiment_id)
+    FROM exposures WHERE experiment_id IS NOT NULL AND arm_id IS NOT NULL AND holdout = 0
+   ORDER BY site_id, visitor_id, experiment_id, created_at, arm_id;
+CREATE INDEX first_arms_experiment ON first_arms (experiment_id);
+`,
+  },
+  {
+    version: 22,
+    expand: true,
+    name: 'exposures: the experiment and visitor indexes dropped (their readers read first_arms), so an exposure to a test writes two index entries less',
+    sql: `
+-- As SQLite migration 30. Partitioned indexes: dropping the parent drops every partition's. Expand-only: queries do
+-- not name indexes; the release before this one reads results, the visitor arm and web vitals through exposures_site
+-- while both run (slower, not wrong).
+DROP INDEX exposures_experiment, exposures_visitor;
+`,
+  },
 ];
