@@ -13,6 +13,9 @@
  * (the common case: a returning session); --new-sessions: every measured event
  * is of a session never seen (a session and a profile are created).
  *
+ * --uncached: the writer's cached sessions are dropped before each wave, so every returning session's event reads its
+ * session from the store (as after a restart, beyond MAX_CACHED_SESSIONS, or after another process's commit).
+ *
  * --bare: the storing baseline of bench:ingest in-process instead (lib/durable-log.ts, as bare-store-server.ts:
  * JSON.parse, JSON.stringify, one row into a table with svc's events columns and indexes, the same group commit
  * and off-thread fsync), for svc's figure against it without HTTP.
@@ -41,6 +44,7 @@ const { values } = parseArgs({
     concurrency: { type: 'string' },
     rounds: { type: 'string' },
     'new-sessions': { type: 'boolean', default: false },
+    uncached: { type: 'boolean', default: false },
     statements: { type: 'boolean', default: false },
     dispatcher: { type: 'boolean', default: false },
     destination: { type: 'boolean', default: false },
@@ -49,7 +53,7 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  process.stdout.write('usage: ingest-cpu.ts [--events N (20000)] [--sessions N (2000)] [--concurrency N (64)] [--rounds N (3)] [--new-sessions] [--statements] [--dispatcher] [--destination] [--bare]\n');
+  process.stdout.write('usage: ingest-cpu.ts [--events N (20000)] [--sessions N (2000)] [--concurrency N (64)] [--rounds N (3)] [--new-sessions] [--uncached] [--statements] [--dispatcher] [--destination] [--bare]\n');
   process.exit(0);
 }
 const events = intFlag('events', values.events, 20_000, 1, 1_000_000);
@@ -121,7 +125,8 @@ try {
     const site = await service.site(input.site_id);
     await service.recordEvent(input, raw, { ip: '127.0.0.1', userAgent: 'bench' }, site);
   };
-  await measure(bodies, one, '', () => counted.clear());
+  const caches = store.shared.writerCaches;
+  await measure(bodies, one, '', () => counted.clear(), values.uncached ? () => caches.clearSessions() : undefined);
   await dispatcher?.stop(1000);
   for (const [sql, n] of [...counted].sort((a, b) => b[1] - a[1])) {
     process.stdout.write(`${(n / (events * rounds)).toFixed(3)} per event: ${sql.replace(/\s+/g, ' ').slice(0, 140)}\n`);
@@ -155,10 +160,17 @@ async function runBare(): Promise<void> {
  * --rounds rounds of --events events in waves of --concurrency awaited together, each printing this process's CPU
  * per event.
  */
-async function measure(bodies: Buffer[], one: (body: Buffer) => Promise<void>, label: string, afterWarmUp?: () => void): Promise<void> {
+async function measure(
+  bodies: Buffer[],
+  one: (body: Buffer) => Promise<void>,
+  label: string,
+  afterWarmUp?: () => void,
+  beforeWave?: () => void,
+): Promise<void> {
   let next = 0;
   const run = async (n: number) => {
     for (let done = 0; done < n; ) {
+      beforeWave?.();
       const wave: Promise<void>[] = [];
       for (let i = 0; i < concurrency && done < n; i++, done++) wave.push(one(bodies[next++ % bodies.length]!));
       await Promise.all(wave);
@@ -172,7 +184,7 @@ async function measure(bodies: Buffer[], one: (body: Buffer) => Promise<void>, l
     await run(events);
     const c = process.cpuUsage(c0);
     const ms = performance.now() - t0;
-    const what = label === '' ? `${events} events (${fresh ? 'new sessions' : `${sessions} returning sessions`})` : `${events} events`;
+    const what = label === '' ? `${events} events (${fresh ? 'new sessions' : `${sessions} returning sessions${values.uncached ? ', not cached' : ''}`})` : `${events} events`;
     process.stdout.write(
       `round ${r + 1}${label}: ${what}, concurrency ${concurrency}: ` +
         `${((c.user + c.system) / events).toFixed(1)} µs CPU/event (user ${(c.user / events).toFixed(1)}, system ${(c.system / events).toFixed(1)}), ${ms.toFixed(0)} ms wall\n`,
