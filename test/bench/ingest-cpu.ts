@@ -13,6 +13,9 @@
  * (the common case: a returning session); --new-sessions: every measured event
  * is of a session never seen (a session and a profile are created).
  *
+ * --segments N: the site has N live segments (event-count rules, alternately matching a returning session or not), so
+ * each event's recompute reads the profile's memberships, each rule's match and the primary segment.
+ *
  * --uncached: the writer's cached sessions are dropped before each wave, so every returning session's event reads its
  * session from the store (as after a restart, beyond MAX_CACHED_SESSIONS, or after another process's commit).
  *
@@ -45,6 +48,7 @@ const { values } = parseArgs({
     rounds: { type: 'string' },
     'new-sessions': { type: 'boolean', default: false },
     uncached: { type: 'boolean', default: false },
+    segments: { type: 'string' },
     statements: { type: 'boolean', default: false },
     dispatcher: { type: 'boolean', default: false },
     destination: { type: 'boolean', default: false },
@@ -53,7 +57,7 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  process.stdout.write('usage: ingest-cpu.ts [--events N (20000)] [--sessions N (2000)] [--concurrency N (64)] [--rounds N (3)] [--new-sessions] [--uncached] [--statements] [--dispatcher] [--destination] [--bare]\n');
+  process.stdout.write('usage: ingest-cpu.ts [--events N (20000)] [--sessions N (2000)] [--concurrency N (64)] [--rounds N (3)] [--new-sessions] [--uncached] [--segments N] [--statements] [--dispatcher] [--destination] [--bare]\n');
   process.exit(0);
 }
 const events = intFlag('events', values.events, 20_000, 1, 1_000_000);
@@ -61,6 +65,7 @@ const sessions = intFlag('sessions', values.sessions, 2_000, 1, 1_000_000);
 const concurrency = intFlag('concurrency', values.concurrency, 64, 1, 10_000);
 const rounds = intFlag('rounds', values.rounds, 3, 1, 50);
 const fresh = values['new-sessions'];
+const segmentCount = intFlag('segments', values.segments, 0, 0, 100);
 
 // --statements: counts the statements per event by SQL text (SqliteSql's calls), printed after the rounds.
 const counted = new Map<string, number>();
@@ -90,6 +95,10 @@ try {
   // row (without one, since issue 22, none); with --dispatcher its deliveries fail at once (a private address).
   if (values.destination) {
     await store.write((tx) => tx.webhooks.createDestination({ siteId: site.id, url: 'http://127.0.0.1:9/bench', secretEnc: null, events: ['all'] }));
+  }
+  for (let i = 0; i < segmentCount; i++) {
+    const rule = JSON.stringify({ event: 'pageview', count: { op: i % 2 === 0 ? 'gte' : 'lte', value: 1 + i } });
+    await store.write((tx) => tx.segments.create({ siteId: site.id, name: `bench ${i}`, rule, priority: i }));
   }
   const service = new IngestionService(store, new SegmentMembership(store));
   // --dispatcher: the webhook dispatcher runs as under svc serve (woken after each commit that wrote outbox rows).
