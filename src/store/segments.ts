@@ -1,4 +1,4 @@
-import type { Sql } from './sql.js';
+import type { Sql, SqliteSql } from './sql.js';
 import { newId } from './ids.js';
 
 export type SegmentStatus = 'draft' | 'live';
@@ -16,6 +16,8 @@ export interface SegmentRow {
 }
 
 const SEGMENT_BY_ID = 'SELECT * FROM segments WHERE id = ?';
+const SEGMENTS_OF = 'SELECT segment_id FROM segment_members WHERE profile_id = ?';
+const PRIMARY_OF = 'SELECT primary_segment FROM profiles WHERE id = ?';
 
 /** Segments and their materialized memberships. Methods that write must run inside a write operation. */
 export class SegmentsRepo {
@@ -88,7 +90,9 @@ export class SegmentsRepo {
   }
 
   async segmentsOf(profileId: string): Promise<Set<string>> {
-    const rows = await this.x.all<{ segment_id: string }>('SELECT segment_id FROM segment_members WHERE profile_id = ?', [profileId]);
+    // SQLite (every event of a site with live segments): the ids as values (pluck mode), no object row per membership.
+    if (this.x.dialect === 'sqlite') return new Set((this.x as SqliteSql).allValues(SEGMENTS_OF, [profileId]) as string[]);
+    const rows = await this.x.all<{ segment_id: string }>(SEGMENTS_OF, [profileId]);
     return new Set(rows.map((r) => r.segment_id));
   }
 
@@ -106,7 +110,8 @@ export class SegmentsRepo {
   }
 
   async primaryOf(profileId: string): Promise<string | null> {
-    return (await this.x.get<{ primary_segment: string | null }>('SELECT primary_segment FROM profiles WHERE id = ?', [profileId]))?.primary_segment ?? null;
+    if (this.x.dialect === 'sqlite') return ((this.x as SqliteSql).getValue(PRIMARY_OF, [profileId]) as string | null | undefined) ?? null;
+    return (await this.x.get<{ primary_segment: string | null }>(PRIMARY_OF, [profileId]))?.primary_segment ?? null;
   }
 
   async setPrimary(profileId: string, segmentId: string | null): Promise<void> {
@@ -118,8 +123,12 @@ export class SegmentsRepo {
     return this.x.all<T>(sql, params);
   }
 
-  /** The first row of a compiled rule query (see `all`). */
-  get1<T>(sql: string, params: unknown[]): Promise<T | undefined> {
-    return this.x.get<T>(sql, params);
+  /**
+   * Whether a profile matches a compiled rule (profileMatchesSql: one row, its column `m` 1 or 0). On SQLite the
+   * column is read as a value (pluck mode): this runs for every live segment of the site on every event.
+   */
+  async matches(sql: string, params: unknown[]): Promise<boolean> {
+    if (this.x.dialect === 'sqlite') return Number((this.x as SqliteSql).getValue(sql, params) ?? 0) === 1;
+    return Number((await this.x.get<{ m: number }>(sql, params))?.m ?? 0) === 1;
   }
 }

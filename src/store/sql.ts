@@ -91,15 +91,28 @@ export class SqliteSql implements Sql {
 
   private readonly pluckStatements = new Map<string, Statement>();
 
-  /** The first column of the first row (better-sqlite3's pluck mode: not even an array), at once; undefined for no row. */
-  getValue(sql: string, params: Params = NO_PARAMS): unknown {
+  /**
+   * A statement in pluck mode. Kept up to 2,000 texts, as the object-row statements: segment rules evaluated on
+   * every event are read this way, and their texts (one per rule shape, over every site) must not churn the cache.
+   */
+  private pluck(sql: string): Statement {
     let st = this.pluckStatements.get(sql);
     if (st === undefined) {
       st = this.db.prepare(sql).pluck(true);
-      if (this.pluckStatements.size >= 200) this.pluckStatements.clear();
+      if (this.pluckStatements.size >= 2000) this.pluckStatements.clear();
       this.pluckStatements.set(sql, st);
     }
-    return st.get(...params);
+    return st;
+  }
+
+  /** The first column of the first row (better-sqlite3's pluck mode: not even an array), at once; undefined for no row. */
+  getValue(sql: string, params: Params = NO_PARAMS): unknown {
+    return this.pluck(sql).get(...params);
+  }
+
+  /** The first column of every row (pluck mode, as getValue), at once. */
+  allValues(sql: string, params: Params = NO_PARAMS): unknown[] {
+    return this.pluck(sql).all(...params);
   }
 
   /** Every row as the array of its columns (raw mode, as getRow), at once: for the hot reads whose rows are many or small. */

@@ -13,6 +13,12 @@
  * (the common case: a returning session); --new-sessions: every measured event
  * is of a session never seen (a session and a profile are created).
  *
+ * --segments N: the site has N live segments (event-count rules, alternately matching a returning session or not), so
+ * each event's recompute reads the profile's memberships, each rule's match and the primary segment.
+ *
+ * --uncached: the writer's cached sessions are dropped before each wave, so every returning session's event reads its
+ * session from the store (as after a restart, beyond MAX_CACHED_SESSIONS, or after another process's commit).
+ *
  * --bare: the storing baseline of bench:ingest in-process instead (lib/durable-log.ts, as bare-store-server.ts:
  * JSON.parse, JSON.stringify, one row into a table with svc's events columns and indexes, the same group commit
  * and off-thread fsync), for svc's figure against it without HTTP.
@@ -41,6 +47,8 @@ const { values } = parseArgs({
     concurrency: { type: 'string' },
     rounds: { type: 'string' },
     'new-sessions': { type: 'boolean', default: false },
+    uncached: { type: 'boolean', default: false },
+    segments: { type: 'string' },
     statements: { type: 'boolean', default: false },
     dispatcher: { type: 'boolean', default: false },
     destination: { type: 'boolean', default: false },
@@ -49,7 +57,7 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  process.stdout.write('usage: ingest-cpu.ts [--events N (20000)] [--sessions N (2000)] [--concurrency N (64)] [--rounds N (3)] [--new-sessions] [--statements] [--dispatcher] [--destination] [--bare]\n');
+  process.stdout.write('usage: ingest-cpu.ts [--events N (20000)] [--sessions N (2000)] [--concurrency N (64)] [--rounds N (3)] [--new-sessions] [--uncached] [--segments N] [--statements] [--dispatcher] [--destination] [--bare]\n');
   process.exit(0);
 }
 const events = intFlag('events', values.events, 20_000, 1, 1_000_000);
@@ -57,6 +65,7 @@ const sessions = intFlag('sessions', values.sessions, 2_000, 1, 1_000_000);
 const concurrency = intFlag('concurrency', values.concurrency, 64, 1, 10_000);
 const rounds = intFlag('rounds', values.rounds, 3, 1, 50);
 const fresh = values['new-sessions'];
+const segmentCount = intFlag('segments', values.segments, 0, 0, 100);
 
 // --statements: counts the statements per event by SQL text (SqliteSql's calls), printed after the rounds.
 const counted = new Map<string, number>();
@@ -86,6 +95,10 @@ try {
   // row (without one, since issue 22, none); with --dispatcher its deliveries fail at once (a private address).
   if (values.destination) {
     await store.write((tx) => tx.webhooks.createDestination({ siteId: site.id, url: 'http://127.0.0.1:9/bench', secretEnc: null, events: ['all'] }));
+  }
+  for (let i = 0; i < segmentCount; i++) {
+    const rule = JSON.stringify({ event: 'pageview', count: { op: i % 2 === 0 ? 'gte' : 'lte', value: 1 + i } });
+    await store.write((tx) => tx.segments.create({ siteId: site.id, name: `bench ${i}`, rule, priority: i }));
   }
   const service = new IngestionService(store, new SegmentMembership(store));
   // --dispatcher: the webhook dispatcher runs as under svc serve (woken after each commit that wrote outbox rows).
@@ -121,7 +134,8 @@ try {
     const site = await service.site(input.site_id);
     await service.recordEvent(input, raw, { ip: '127.0.0.1', userAgent: 'bench' }, site);
   };
-  await measure(bodies, one, '', () => counted.clear());
+  const caches = store.shared.writerCaches;
+  await measure(bodies, one, '', () => counted.clear(), values.uncached ? () => caches.clearSessions() : undefined);
   await dispatcher?.stop(1000);
   for (const [sql, n] of [...counted].sort((a, b) => b[1] - a[1])) {
     process.stdout.write(`${(n / (events * rounds)).toFixed(3)} per event: ${sql.replace(/\s+/g, ' ').slice(0, 140)}\n`);
@@ -155,10 +169,17 @@ async function runBare(): Promise<void> {
  * --rounds rounds of --events events in waves of --concurrency awaited together, each printing this process's CPU
  * per event.
  */
-async function measure(bodies: Buffer[], one: (body: Buffer) => Promise<void>, label: string, afterWarmUp?: () => void): Promise<void> {
+async function measure(
+  bodies: Buffer[],
+  one: (body: Buffer) => Promise<void>,
+  label: string,
+  afterWarmUp?: () => void,
+  beforeWave?: () => void,
+): Promise<void> {
   let next = 0;
   const run = async (n: number) => {
     for (let done = 0; done < n; ) {
+      beforeWave?.();
       const wave: Promise<void>[] = [];
       for (let i = 0; i < concurrency && done < n; i++, done++) wave.push(one(bodies[next++ % bodies.length]!));
       await Promise.all(wave);
@@ -172,7 +193,7 @@ async function measure(bodies: Buffer[], one: (body: Buffer) => Promise<void>, l
     await run(events);
     const c = process.cpuUsage(c0);
     const ms = performance.now() - t0;
-    const what = label === '' ? `${events} events (${fresh ? 'new sessions' : `${sessions} returning sessions`})` : `${events} events`;
+    const what = label === '' ? `${events} events (${fresh ? 'new sessions' : `${sessions} returning sessions${values.uncached ? ', not cached' : ''}`})` : `${events} events`;
     process.stdout.write(
       `round ${r + 1}${label}: ${what}, concurrency ${concurrency}: ` +
         `${((c.user + c.system) / events).toFixed(1)} µs CPU/event (user ${(c.user / events).toFixed(1)}, system ${(c.system / events).toFixed(1)}), ${ms.toFixed(0)} ms wall\n`,

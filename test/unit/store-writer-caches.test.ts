@@ -203,8 +203,9 @@ describe(`ingestion caches of the writer (${onPg ? 'PostgreSQL: none' : 'SQLite'
     const sessions = Array.from({ length: 20 }, (_, i) => `h${i}`);
     await Promise.all(sessions.map((s) => event(o, s))); // sessions created (and cached), the site's subscriptions (none) cached
     const texts: string[] = [];
-    const sql = o.server.sql as unknown as Record<'get' | 'all' | 'run', (text: string, params?: unknown[]) => Promise<unknown>>;
-    for (const m of ['get', 'all', 'run'] as const) {
+    const sql = o.server.sql as unknown as Record<'get' | 'all' | 'run' | 'getRow', (text: string, params?: unknown[]) => unknown>;
+    // getRow too: the session's read is an array row on SQLite (SqliteSql.getRow).
+    for (const m of ['get', 'all', 'run', 'getRow'] as const) {
       const orig = sql[m].bind(sql);
       sql[m] = (text, params) => {
         texts.push(text.split(' ').slice(0, 3).join(' '));
@@ -233,8 +234,9 @@ describe(`ingestion caches of the writer (${onPg ? 'PostgreSQL: none' : 'SQLite'
     };
     await visit('warm', 'v0'); // the site's subscriptions and triggers (none) cached
     const texts: string[] = [];
-    const sql = o.server.sql as unknown as Record<'get' | 'all' | 'run', (text: string, params?: unknown[]) => Promise<unknown>>;
-    for (const m of ['get', 'all', 'run'] as const) {
+    const sql = o.server.sql as unknown as Record<'get' | 'all' | 'run' | 'getRow', (text: string, params?: unknown[]) => unknown>;
+    // getRow too: the session's read is an array row on SQLite (SqliteSql.getRow).
+    for (const m of ['get', 'all', 'run', 'getRow'] as const) {
       const orig = sql[m].bind(sql);
       sql[m] = (text, params) => {
         texts.push(text.replace(/\s+/g, ' ').split(' ').slice(0, 3).join(' '));
@@ -257,6 +259,64 @@ describe(`ingestion caches of the writer (${onPg ? 'PostgreSQL: none' : 'SQLite'
     expect((await visit('n2', 'v2')).profile_id).toBe(first.profile_id);
     // (the caches reloaded meanwhile, the site's subscriptions and trigger types, are not the session's statements)
     expect(texts.filter((t) => /^(SELECT (p\.id|profile_id)|INSERT|UPDATE)/.test(t))).toEqual(['SELECT profile_id, visitor_id,', 'INSERT INTO events']);
+  });
+
+  it('a session read from the store (not cached) keeps each of its columns: profile, visitor, last_seen, fbclid, gclid', async () => {
+    const o = await open();
+    const old = Date.now() - 120_000;
+    // Written by another connection (the CLI): the server has nothing of it cached. Every column distinct, and the
+    // visitor the events name owned by another profile (whom a new session would go to).
+    const stored = await o.cli.write(async (tx) => {
+      const p = await tx.profiles.createProfile(o.siteId, old);
+      const q = await tx.profiles.createProfile(o.siteId, old);
+      await tx.profiles.setIdentity(o.siteId, 'visitor', 'vis-other', q, old);
+      for (const id of ['with-visitor', 'without-visitor']) {
+        await tx.sql.run(
+          `INSERT INTO sessions (site_id, id, profile_id, visitor_id, first_seen, last_seen, ip, user_agent, landing_url, fbclid, fbclid_at, gclid)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          [o.siteId, id, p, 'vis-stored', old - 5, old, '198.51.100.7', 'ua-stored', 'https://shop.test/landing', 'fb-stored', 12_345, 'gc-stored'],
+        );
+      }
+      return { p, q };
+    });
+    const session = (id: string) =>
+      o.server.sql.get<{ profile_id: string; visitor_id: string | null; last_seen: number; fbclid: string | null; fbclid_at: number | null; gclid: string | null }>(
+        'SELECT profile_id, visitor_id, last_seen, fbclid, fbclid_at, gclid FROM sessions WHERE site_id = ? AND id = ?',
+        [o.siteId, id],
+      );
+    const eventsOf = (id: string) =>
+      o.server.sql.all<{ profile_id: string; visitor_id: string | null }>('SELECT profile_id, visitor_id FROM events WHERE site_id = ? AND session_id = ? ORDER BY id', [
+        o.siteId,
+        id,
+      ]);
+    for (const id of ['with-visitor', 'without-visitor']) {
+      // The same click ids as stored: nothing to update (fbclid_at would become now), whichever was read.
+      const body: Record<string, unknown> = { site_id: o.siteId, session_id: id, type: 'pageview', url: 'https://shop.test/p?fbclid=fb-stored&gclid=gc-stored' };
+      if (id === 'with-visitor') body.visitor_id = 'vis-other';
+      const t0 = Date.now();
+      const first = await o.svc.recordEvent(body as never, JSON.stringify(body), ctx());
+      expect(first.profile_id).toBe(stored.p);
+      const after = (await session(id))!;
+      // last_seen was two minutes old: touched (at most every 30 s otherwise).
+      expect(Number(after.last_seen)).toBeGreaterThanOrEqual(t0);
+      expect({ ...after, last_seen: 0, fbclid_at: Number(after.fbclid_at) }).toEqual({
+        profile_id: stored.p,
+        visitor_id: 'vis-stored',
+        last_seen: 0,
+        fbclid: 'fb-stored',
+        fbclid_at: 12_345,
+        gclid: 'gc-stored',
+      });
+      // The next event reads the session as the first left it (on SQLite from the writer's cache): the same answers.
+      const second = await o.svc.recordEvent(body as never, JSON.stringify(body), ctx());
+      expect(second.profile_id).toBe(stored.p);
+      expect(Number((await session(id))!.last_seen)).toBe(Number(after.last_seen));
+      expect(Number((await session(id))!.fbclid_at)).toBe(12_345);
+      expect(await eventsOf(id)).toEqual([
+        { profile_id: stored.p, visitor_id: 'vis-stored' },
+        { profile_id: stored.p, visitor_id: 'vis-stored' },
+      ]);
+    }
   });
 
   it.skipIf(onPg)('a destination another connection (the CLI) creates or disables is seen by the next event: the cached subscriptions are dropped', async () => {

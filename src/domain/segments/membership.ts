@@ -161,7 +161,7 @@ export class SegmentMembership {
     let primary: SegmentRow | null = null;
     for (const s of segments) {
       const { sql, params } = profileMatchesSql(s.rule, { profileId, now, dialect: tx.sql.dialect });
-      const match = Number((await repo.get1<{ m: number }>(sql, params))?.m ?? 0) === 1;
+      const match = await repo.matches(sql, params);
       if (match && !before.has(s.row.id)) {
         await repo.addMember(s.row.id, profileId, siteId, now);
         await onSegmentEntered(tx, siteId, profileId, s.row.id, now); // triggered messages
