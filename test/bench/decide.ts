@@ -33,7 +33,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
 import { closedLoop } from './lib/closed-loop.js';
-import { ChildRegistry, GroupCpu, hostCpuPercent, hostCpuTicks, runCommand, spawnServer, stopChild, type SpawnedServer } from './lib/child.js';
+import { ChildRegistry, GroupCpu, hostCpuPercent, hostCpuTicks, processCpuMs, runCommand, spawnServer, stopChild, type SpawnedServer } from './lib/child.js';
 import { localPgPort, pgBackendPids } from './lib/sockets.js';
 import { Histogram, type HistogramSummary } from './lib/histogram.js';
 import { BenchSchemas, databaseUrlError, redact } from './lib/pg.js';
@@ -131,6 +131,8 @@ interface LoadResult {
   pgCpuPercent: number | null;
   /** Busy share of all the host's cores over the window. */
   hostCpuPercent: number | null;
+  /** The server's system (kernel) CPU over the window, ms: with serverCpuPercent, how a request's CPU splits. */
+  serverSysMs: number | null;
 }
 
 /** Sequential GETs on `connections` keep-alive connections; bounded by warm-up + seconds and by maxRequests. */
@@ -140,6 +142,8 @@ async function load(origin: string, siteId: string, opts: ReturnType<typeof pars
   let pgCpuPercent: number | null = null;
   let hostAt: ReturnType<typeof hostCpuTicks> = null;
   let hostPercent: number | null = null;
+  let sysAt: number | null = null;
+  let serverSysMs: number | null = null;
   const pool = new Pool(origin, { connections: opts.connections, pipelining: 1, keepAliveTimeout: 60_000 });
   const paths: string[] = [];
   for (let i = 0; i < 4096; i++) {
@@ -158,9 +162,12 @@ async function load(origin: string, siteId: string, opts: ReturnType<typeof pars
         if (phase === 'start') {
           pgCpu?.start();
           hostAt = hostCpuTicks();
+          sysAt = processCpuMs(pid, 'system');
         } else {
           pgCpuPercent = pgCpu?.end() ?? null;
           hostPercent = hostCpuPercent(hostAt, hostCpuTicks());
+          const sys = processCpuMs(pid, 'system');
+          serverSysMs = sysAt !== null && sys !== null ? sys - sysAt : null;
         }
       },
     },
@@ -175,7 +182,7 @@ async function load(origin: string, siteId: string, opts: ReturnType<typeof pars
     },
   );
   await pool.close();
-  return { ...r, non2xx: r.wrong, pgCpuPercent, hostCpuPercent: hostPercent };
+  return { ...r, non2xx: r.wrong, pgCpuPercent, hostCpuPercent: hostPercent, serverSysMs };
 }
 
 async function main(): Promise<number> {
@@ -276,7 +283,7 @@ async function main(): Promise<number> {
 
   const bareRps = rows.find((r) => r.name === 'bare')?.r.rps ?? 0;
   const bareP99 = rows.find((r) => r.name === 'bare')?.r.latency.p99Us ?? 0;
-  const header = ['target', 'req/s', 'zone decisions/s', 'p50 ms', 'p99 ms', 'vs bare', 'p99 vs bare', 'server CPU', 'µs/req', 'pg CPU', 'pg µs/req', 'host busy', 'non-2xx', 'errors', 'exposures stored/expected'];
+  const header = ['target', 'req/s', 'zone decisions/s', 'p50 ms', 'p99 ms', 'vs bare', 'p99 vs bare', 'server CPU', 'µs/req', 'of it sys', 'pg CPU', 'pg µs/req', 'host busy', 'non-2xx', 'errors', 'exposures stored/expected'];
   const perRequest = (percent: number | null, rps: number) => (percent === null || rps <= 0 ? '-' : String(Math.round((percent / 100 / rps) * 1e6)));
   const lines = [header];
   for (const { name, r, stored, expected } of rows) {
@@ -290,6 +297,7 @@ async function main(): Promise<number> {
       name !== 'bare' && bareP99 > 0 ? `${(r.latency.p99Us / bareP99).toFixed(2)}x` : '-',
       r.serverCpuPercent === null ? '-' : `${Math.round(r.serverCpuPercent)}%`,
       perRequest(r.serverCpuPercent, r.rps),
+      r.serverSysMs === null || r.requests <= 0 ? '-' : String(Math.round((r.serverSysMs * 1000) / r.requests)),
       r.pgCpuPercent === null ? '-' : `${Math.round(r.pgCpuPercent)}%`,
       perRequest(r.pgCpuPercent, r.rps),
       r.hostCpuPercent === null ? '-' : `${Math.round(r.hostCpuPercent)}%`,

@@ -193,14 +193,17 @@ export function runCommand(
 
 let clockTicks: number | undefined;
 
-/** CPU time (user + system) a process has used so far, in ms; null where /proc is unavailable. */
-export function processCpuMs(pid: number | undefined): number | null {
+/**
+ * CPU time a process has used so far, in ms (user + system; with `which: 'system'` the kernel's share alone: the
+ * system calls, page faults and the writes of a store's pages); null where /proc is unavailable.
+ */
+export function processCpuMs(pid: number | undefined, which: 'all' | 'system' = 'all'): number | null {
   if (pid === undefined) return null;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     // After "pid (comm) ", field 3 (state) is rest[0]; utime is field 14, stime field 15.
-    const ticks = Number(rest[11]) + Number(rest[12]);
+    const ticks = (which === 'all' ? Number(rest[11]) : 0) + Number(rest[12]);
     if (!Number.isFinite(ticks)) return null;
     if (clockTicks === undefined) {
       try {
