@@ -14,6 +14,23 @@ const shared = { testTimeout: 60_000, hookTimeout: 60_000 };
 /** Unit test files that need a process of their own (they mock a module: vi.mock), run with the integration tests. */
 const OWN_PROCESS = ['test/unit/writer-ack.test.ts'];
 
+/**
+ * Integration files that mean one store only, left out of the other project instead of starting a process there
+ * only to skip (those that need one store also say so with describe.skipIf/runIf, for a run of one file by hand).
+ * SQLite only: the embedded store's own commands (backup, a missing data directory, its facts statements), the npm
+ * package, and files that touch no store (`svc verify` hashes bytes; the data directory key is a file on both).
+ */
+const SQLITE_ONLY = [
+  'test/integration/backup.test.ts',
+  'test/integration/cli-missing-data.test.ts',
+  'test/integration/profile-facts-sqlite.test.ts',
+  'test/integration/package.test.ts',
+  'test/integration/verify-cli.test.ts',
+  'test/integration/secret-key.test.ts',
+];
+/** PostgreSQL only: several instances on one database, and the database going away. */
+const PG_ONLY = ['test/integration/multi-instance.test.ts', 'test/integration/db-outage.test.ts'];
+
 export default defineConfig({
   test: {
     pool: 'forks',
@@ -25,6 +42,7 @@ export default defineConfig({
           ...shared,
           name: 'sqlite',
           include: ['test/integration/**/*.test.ts', ...OWN_PROCESS],
+          exclude: PG_ONLY,
           env: { SVC_TEST_BACKEND: 'sqlite' },
         },
       },
@@ -49,6 +67,7 @@ export default defineConfig({
                 ...shared,
                 name: 'pg',
                 include: ['test/integration/**/*.test.ts'],
+                exclude: SQLITE_ONLY,
                 env: { SVC_TEST_BACKEND: 'pg' },
                 globalSetup: ['test/helpers/pg-global.ts'],
                 setupFiles: ['test/helpers/pg-setup.ts'],
