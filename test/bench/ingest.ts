@@ -17,7 +17,10 @@
  * the storing baseline, target svc-raw >= 0.8x), svc-raw (node:http fast path),
  * svc-express (same handler through express, to measure what the framework
  * costs) and with --sync normal also svc-raw-normal, all on SQLite. With
- * --database-url also, in the same run, svc-pg (svc on PostgreSQL, one
+ * --database-url also, in the same run, bare-store-pg (bare node:http inserting
+ * one row a request into svc's own PostgreSQL events table, one set-based
+ * statement a group, two groups in flight: the floor of storing an event on
+ * PostgreSQL, server and backend CPU), svc-pg (svc on PostgreSQL, one
  * instance) and svc-pg-2x (two `svc serve` on the same schema and data
  * directory; the generator assigns its connections to the two round-robin,
  * as a load balancer would, and reports the share each answered). Each
@@ -47,7 +50,7 @@ import { localPgPort, pgBackendPids } from './lib/sockets.js';
 import { ingestTargets, removeTree, type StartedTarget, type Target } from './lib/targets.js';
 import { UsageError, intFlag } from './lib/args.js';
 
-const PG_TARGETS = ['svc-pg', 'svc-pg-2x'];
+const PG_TARGETS = ['bare-store-pg', 'svc-pg', 'svc-pg-2x'];
 
 const HELP = `usage: npm run bench:ingest -- [options]
   --seconds N        measured window per target (default 10, max 600)
@@ -56,12 +59,13 @@ const HELP = `usage: npm run bench:ingest -- [options]
   --max-requests N   stop a target's run after N requests (default 2000000)
   --sessions N       distinct session_ids the events rotate through (default 10000)
   --sync normal      also run svc with SVC_SQLITE_SYNCHRONOUS=normal
-  --database-url URL also run svc on PostgreSQL (postgres://user@host:5432/db): svc-pg, one instance,
+  --database-url URL also run on PostgreSQL (postgres://user@host:5432/db): bare-store-pg (the storing
+                     baseline there: one unnest INSERT a group into svc's events table), svc-pg, one instance,
                      and svc-pg-2x, two instances on one database with the connections split between
                      them round-robin; each target on a fresh schema bench_<pid>_<target>, dropped
                      at the end (SVC_DATABASE_URL is not read: give the flag)
   --only a,b         run only these targets (bare, bare-store, svc-raw, svc-express, svc-raw-normal,
-                     and with --database-url svc-pg, svc-pg-2x)
+                     and with --database-url bare-store-pg, svc-pg, svc-pg-2x)
   --keep             keep the temporary data directories (and the PostgreSQL schemas)
   -h, --help         this text
 SVC_DATABASE_POOL_SIZE (PostgreSQL connections per svc instance) is passed on to svc when set.`;
@@ -385,6 +389,9 @@ async function main(): Promise<number> {
   const onPg = rps('svc-pg');
   const onPg2 = rps('svc-pg-2x');
   if (onPg && raw) log(`svc-pg / svc-raw (PostgreSQL / SQLite, one instance each): ${(onPg / raw).toFixed(2)}`);
+  const barePg = rps('bare-store-pg');
+  if (barePg && raw) log(`bare-store-pg / svc-raw (the storing floor on PostgreSQL / svc on SQLite): ${(barePg / raw).toFixed(2)}`);
+  if (barePg && onPg) log(`svc-pg / bare-store-pg (svc on PostgreSQL / the storing floor there): ${(onPg / barePg).toFixed(2)}`);
   if (onPg2 && raw) log(`svc-pg-2x / svc-raw (two instances on PostgreSQL / one on SQLite): ${(onPg2 / raw).toFixed(2)}`);
   if (onPg2 && onPg) {
     log(

@@ -22,6 +22,7 @@ const SVC_BIN = path.join(REPO_ROOT, 'bin', 'svc.js');
 const REGISTER_HREF = pathToFileURL(fileURLToPath(new URL('../register.mjs', import.meta.url))).href;
 const BARE_SERVER = fileURLToPath(new URL('./bare-server.ts', import.meta.url));
 const BARE_STORE_SERVER = fileURLToPath(new URL('./bare-store-server.ts', import.meta.url));
+const BARE_STORE_PG_SERVER = fileURLToPath(new URL('./bare-store-pg-server.ts', import.meta.url));
 
 export interface SetupContext {
   registry: ChildRegistry;
@@ -121,6 +122,56 @@ export function bareStoreTarget(name = 'bare-store'): Target {
           return Number(r.stdout.trim());
         },
       };
+    },
+  };
+}
+
+/**
+ * The storing baseline on PostgreSQL (issue 20): bare node:http inserting one row a request into svc's own
+ * events table (a fresh schema that `svc migrate` made), a group a turn as one set-based statement, two groups
+ * in flight, 201 after the commit. Its CPU (server and backends) is the floor of storing an event there.
+ */
+export function bareStorePgTarget(o: { databaseUrl: string; schemas: BenchSchemas }, name = 'bare-store-pg'): Target {
+  const schema = o.schemas.schemaOf(name);
+  const url = withSchema(o.databaseUrl, schema);
+  return {
+    name,
+    description: "bare node:http storing one event row per request in svc's PostgreSQL events table: one unnest INSERT a group, two groups in flight, 201 after commit",
+    instances: 1,
+    setup: async ({ registry, tmpRoot }) => {
+      await o.schemas.fresh(name);
+      try {
+        const dataDir = mkdtempSync(path.join(tmpRoot, `${name}-`));
+        const env: NodeJS.ProcessEnv = { ...process.env };
+        delete env.SVC_DATABASE_URL;
+        const m = await runCommand(registry, process.execPath, [SVC_BIN, 'migrate', '--data', dataDir, '--database-url', url], { env, cwd: REPO_ROOT, timeoutMs: 60_000 });
+        if (m.code !== 0) throw new Error(`${name}: svc migrate exited ${m.code}: ${m.stderr.trim()}`);
+        const s = await spawnServer(registry, {
+          name,
+          command: process.execPath,
+          args: [...(process.env.SVC_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? []), '--import', REGISTER_HREF, BARE_STORE_PG_SERVER, '--port', '0', '--database-url', url],
+          cwd: REPO_ROOT,
+          ready: /^bare-store-pg listening on (http:\/\/127\.0\.0\.1:\d+)$/,
+        });
+        return {
+          origins: [s.url],
+          path: '/api/events',
+          siteId: BARE_SITE_ID,
+          ackStatus: 201,
+          pids: s.child.pid === undefined ? [] : [s.child.pid],
+          stop: async () => describeStop(await stopChild(s.child, 15_000)),
+          stderr: [s.stderr],
+          dispose: () => o.schemas.drop(schema),
+          countStored: async () => {
+            const r = await runCommand(registry, process.execPath, ['--import', REGISTER_HREF, BARE_STORE_PG_SERVER, '--database-url', url, '--count'], { cwd: REPO_ROOT });
+            if (r.code !== 0) throw new Error(`${name}: counting failed: ${r.stderr.trim()}`);
+            return Number(r.stdout.trim());
+          },
+        };
+      } catch (err) {
+        await o.schemas.drop(schema);
+        throw err;
+      }
     },
   };
 }
@@ -280,6 +331,7 @@ export function ingestTargets(opts: { sync: 'full' | 'normal'; pg?: { databaseUr
     );
   }
   if (opts.pg) {
+    targets.push(bareStorePgTarget(opts.pg));
     const pool = process.env.SVC_DATABASE_POOL_SIZE ? `SVC_DATABASE_POOL_SIZE=${process.env.SVC_DATABASE_POOL_SIZE}` : 'default pool';
     targets.push(
       pgSvcTarget({
