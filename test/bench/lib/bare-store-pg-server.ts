@@ -15,10 +15,9 @@
  * Prints `bare-store-pg listening on http://127.0.0.1:PORT` when ready; stops on SIGTERM/SIGINT after the
  * groups in flight have returned. `--count` prints the number of stored rows and exits.
  */
-import http from 'node:http';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { serveUntilSignal } from './serve-bare.js';
+import { serveUntilSignal, storingServer, type BareEventRow } from './serve-bare.js';
 
 const { values } = parseArgs({
   options: { port: { type: 'string', default: '0' }, 'database-url': { type: 'string' }, count: { type: 'boolean', default: false } },
@@ -45,7 +44,7 @@ const INSERT = {
 };
 
 interface Pending {
-  row: [string, string, string, string | null, string, number, string, number];
+  row: BareEventRow;
   resolve: (id: string) => void;
   reject: (err: Error) => void;
 }
@@ -84,36 +83,14 @@ function flush(): void {
   }
 }
 
-function add(row: Pending['row']): Promise<string> {
+function add(row: BareEventRow): Promise<string> {
   return new Promise((resolve, reject) => {
     queue.push({ row, resolve, reject });
     schedule();
   });
 }
 
-const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
-  const chunks: Buffer[] = [];
-  req.on('data', (chunk: Buffer) => chunks.push(chunk));
-  req.on('end', () => {
-    let e: { site_id?: unknown; session_id?: unknown; visitor_id?: unknown; type?: unknown };
-    try {
-      e = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof e;
-    } catch {
-      res.writeHead(400, { 'Content-Type': 'application/json' }).end('{"error":{"code":"invalid_json"}}');
-      return;
-    }
-    const now = Date.now();
-    const body = JSON.stringify(e);
-    add([String(e.site_id), String(e.session_id), `prof_${String(e.session_id)}`, e.visitor_id === undefined ? null : String(e.visitor_id), String(e.type), now, body, now]).then(
-      (id) => {
-        const out = Buffer.from(`{"ok":true,"id":${id}}`);
-        res.writeHead(201, { 'Content-Type': 'application/json', 'Content-Length': out.length }).end(out);
-      },
-      () => res.writeHead(500).end(),
-    );
-  });
-  req.on('error', () => res.destroy());
-});
+const server = storingServer(add);
 
 serveUntilSignal(server, 'bare-store-pg', Number(values.port), async () => {
   while (inFlight > 0 || queue.length > 0) await new Promise((r) => setTimeout(r, 5));

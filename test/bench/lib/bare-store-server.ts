@@ -16,11 +16,10 @@
  * SIGTERM/SIGINT after the last group is on disk. `--count` with `--data`
  * prints the number of stored rows and exits.
  */
-import http from 'node:http';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { countRows, DurableLog, svcTableSchema } from './durable-log.js';
-import { serveUntilSignal } from './serve-bare.js';
+import { serveUntilSignal, storingServer } from './serve-bare.js';
 
 const { values } = parseArgs({
   options: { port: { type: 'string', default: '0' }, data: { type: 'string' }, count: { type: 'boolean', default: false } },
@@ -40,29 +39,6 @@ const log = new DurableLog(
   'INSERT INTO events (site_id, session_id, profile_id, visitor_id, type, ts, body, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id',
 );
 
-const server = http.createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
-  const chunks: Buffer[] = [];
-  req.on('data', (chunk: Buffer) => chunks.push(chunk));
-  req.on('end', () => {
-    let e: { site_id?: unknown; session_id?: unknown; visitor_id?: unknown; type?: unknown };
-    try {
-      e = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof e;
-    } catch {
-      res.writeHead(400, { 'Content-Type': 'application/json' }).end('{"error":{"code":"invalid_json"}}');
-      return;
-    }
-    const now = Date.now();
-    const body = JSON.stringify(e);
-    const row = [String(e.site_id), String(e.session_id), `prof_${String(e.session_id)}`, e.visitor_id === undefined ? null : String(e.visitor_id), String(e.type), now, body, now];
-    log.add(row).then(
-      (id) => {
-        const out = Buffer.from(`{"ok":true,"id":${id}}`);
-        res.writeHead(201, { 'Content-Type': 'application/json', 'Content-Length': out.length }).end(out);
-      },
-      () => res.writeHead(500).end(),
-    );
-  });
-  req.on('error', () => res.destroy());
-});
+const server = storingServer((row) => log.add(row));
 
 serveUntilSignal(server, 'bare-store', Number(values.port), () => log.close());

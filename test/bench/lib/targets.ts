@@ -63,6 +63,27 @@ export interface Target {
 /** Placeholder site_id for servers that do not check it; same length as svc's ids so bodies have the same size. */
 const BARE_SITE_ID = 'site_BENCHbareSERVER0';
 
+/** A bare server's StartedTarget: its one process, answering `ackStatus` on /api/events for any site. */
+function bareStarted(s: SpawnedServer, ackStatus: number, graceMs: number, more: Pick<StartedTarget, 'countStored' | 'dispose'> = {}): StartedTarget {
+  return {
+    origins: [s.url],
+    path: '/api/events',
+    siteId: BARE_SITE_ID,
+    ackStatus,
+    pids: s.child.pid === undefined ? [] : [s.child.pid],
+    stop: async () => describeStop(await stopChild(s.child, graceMs)),
+    stderr: [s.stderr],
+    ...more,
+  };
+}
+
+/** Counts the rows a storing baseline stored: its server script run again with `args` and --count. */
+async function countWith(registry: ChildRegistry, name: string, script: string, args: string[]): Promise<number> {
+  const r = await runCommand(registry, process.execPath, ['--import', REGISTER_HREF, script, ...args, '--count'], { cwd: REPO_ROOT });
+  if (r.code !== 0) throw new Error(`${name}: counting failed: ${r.stderr.trim()}`);
+  return Number(r.stdout.trim());
+}
+
 export function bareTarget(name = 'bare'): Target {
   return {
     name,
@@ -75,15 +96,7 @@ export function bareTarget(name = 'bare'): Target {
         args: ['--import', REGISTER_HREF, BARE_SERVER, '--port', '0'],
         ready: /^bare listening on (http:\/\/127\.0\.0\.1:\d+)$/,
       });
-      return {
-        origins: [s.url],
-        path: '/api/events',
-        siteId: BARE_SITE_ID,
-        ackStatus: 202,
-        pids: s.child.pid === undefined ? [] : [s.child.pid],
-        stop: async () => describeStop(await stopChild(s.child, 5_000)),
-        stderr: [s.stderr],
-      };
+      return bareStarted(s, 202, 5_000);
     },
   };
 }
@@ -106,22 +119,7 @@ export function bareStoreTarget(name = 'bare-store'): Target {
         cwd: REPO_ROOT,
         ready: /^bare-store listening on (http:\/\/127\.0\.0\.1:\d+)$/,
       });
-      return {
-        origins: [s.url],
-        path: '/api/events',
-        siteId: BARE_SITE_ID,
-        ackStatus: 201,
-        pids: s.child.pid === undefined ? [] : [s.child.pid],
-        stop: async () => describeStop(await stopChild(s.child, 15_000)),
-        stderr: [s.stderr],
-        countStored: async () => {
-          const r = await runCommand(registry, process.execPath, ['--import', REGISTER_HREF, BARE_STORE_SERVER, '--data', dataDir, '--count'], {
-            cwd: REPO_ROOT,
-          });
-          if (r.code !== 0) throw new Error(`${name}: counting failed: ${r.stderr.trim()}`);
-          return Number(r.stdout.trim());
-        },
-      };
+      return bareStarted(s, 201, 15_000, { countStored: () => countWith(registry, name, BARE_STORE_SERVER, ['--data', dataDir]) });
     },
   };
 }
@@ -153,21 +151,10 @@ export function bareStorePgTarget(o: { databaseUrl: string; schemas: BenchSchema
           cwd: REPO_ROOT,
           ready: /^bare-store-pg listening on (http:\/\/127\.0\.0\.1:\d+)$/,
         });
-        return {
-          origins: [s.url],
-          path: '/api/events',
-          siteId: BARE_SITE_ID,
-          ackStatus: 201,
-          pids: s.child.pid === undefined ? [] : [s.child.pid],
-          stop: async () => describeStop(await stopChild(s.child, 15_000)),
-          stderr: [s.stderr],
+        return bareStarted(s, 201, 15_000, {
           dispose: () => o.schemas.drop(schema),
-          countStored: async () => {
-            const r = await runCommand(registry, process.execPath, ['--import', REGISTER_HREF, BARE_STORE_PG_SERVER, '--database-url', url, '--count'], { cwd: REPO_ROOT });
-            if (r.code !== 0) throw new Error(`${name}: counting failed: ${r.stderr.trim()}`);
-            return Number(r.stdout.trim());
-          },
-        };
+          countStored: () => countWith(registry, name, BARE_STORE_PG_SERVER, ['--database-url', url]),
+        });
       } catch (err) {
         await o.schemas.drop(schema);
         throw err;
