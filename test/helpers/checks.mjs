@@ -4,6 +4,12 @@
 // instead of their sum. Each check's output is printed whole when it ends; the run fails, after all have
 // ended, if any failed.
 import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// npm puts node_modules/.bin on PATH for its scripts; run by hand (`node test/helpers/checks.mjs`) it is put there too.
+const bin = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'node_modules', '.bin');
+const env = { ...process.env, PATH: `${bin}${path.delimiter}${process.env.PATH ?? ''}` };
 
 const checks = [
   ['eslint .', 'eslint', ['.']],
@@ -20,8 +26,7 @@ const results = await Promise.all(
     ([name, cmd, args]) =>
       new Promise((resolve) => {
         const started = Date.now();
-        // npm puts node_modules/.bin on PATH for its scripts.
-        const p = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+        const p = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
         const out = [];
         p.stdout.on('data', (c) => out.push(c));
         p.stderr.on('data', (c) => out.push(c));
