@@ -121,10 +121,13 @@ describe('compiled SQL', () => {
     expect(sql).not.toContain('DROP');
     expect(sql).not.toContain('OR 1=1');
     expect(params).toContain(hostile);
+    // Counted before and after, not as a total: other tests of this file store profiles in the same database.
+    const profiles = () => (db.prepare('SELECT count(*) AS n FROM profiles').get() as { n: number }).n;
+    const before = profiles();
     db.prepare("INSERT INTO profiles (id, site_id, traits, created_at, updated_at) VALUES ('prf_1', 's', ?, 0, 0)").run(JSON.stringify({ plan: hostile }));
     db.prepare("INSERT INTO profiles (id, site_id, traits, created_at, updated_at) VALUES ('prf_2', 's', '{\"plan\":\"gold\"}', 0, 0)").run();
     expect((db.prepare(sql).all(...params) as { id: string }[]).map((r) => r.id)).toEqual(['prf_1']);
-    expect((db.prepare('SELECT count(*) AS n FROM profiles').get() as { n: number }).n).toBe(2);
+    expect(profiles()).toBe(before + 2);
   });
 
   it('reads numeric strings as numbers and nothing else', () => {
