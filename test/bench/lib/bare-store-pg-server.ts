@@ -50,7 +50,7 @@ interface Pending {
 }
 
 const LANES = 2;
-let queue: Pending[] = [];
+const queue: Pending[] = [];
 let inFlight = 0;
 let scheduled = false;
 
@@ -63,8 +63,7 @@ function schedule(): void {
 function flush(): void {
   scheduled = false;
   while (queue.length > 0 && inFlight < LANES) {
-    const group = queue.length > 1000 ? queue.splice(0, 1000) : queue;
-    if (group === queue) queue = [];
+    const group = queue.splice(0, 1000);
     inFlight++;
     const cols: unknown[][] = [[], [], [], [], [], [], [], []];
     for (const p of group) for (let i = 0; i < 8; i++) cols[i]!.push(p.row[i]);
