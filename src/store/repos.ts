@@ -48,7 +48,7 @@ import { IdempotencyRepo } from './idempotency.js';
 export interface RepoShared {
   sites: SiteCache;
   /** Deliveries: webhook deliveries created or put back in the queue (the instance holding their lane must hear of them). */
-  enqueued: { outbox: number; adJobs: number; fires: number; deliveries: number };
+  enqueued: Enqueued;
   /** Set by an erasure: the store then clears what the deleted rows left in its files (Store.write). */
   erasures: { pending: boolean };
   /** The sessions and event triggers the ingestion hot path reads, cached by the SQLite writer (see WriterCaches). */
@@ -59,8 +59,32 @@ export interface RepoShared {
   eventIds: { take(): Promise<number>; takeNow(): number | undefined } | null;
 }
 
+/** Rows of work written: outbox rows, ad-platform jobs, trigger fires, webhook deliveries. */
+export interface Enqueued {
+  outbox: number;
+  adJobs: number;
+  fires: number;
+  deliveries: number;
+}
+
+export function newEnqueued(): Enqueued {
+  return { outbox: 0, adJobs: 0, fires: 0, deliveries: 0 };
+}
+
+export function enqueuedTotal(e: Enqueued): number {
+  return e.outbox + e.adJobs + e.fires + e.deliveries;
+}
+
+/** Adds what one transaction enqueued to the store's counters, once it has committed. */
+export function addEnqueued(into: Enqueued, from: Enqueued): void {
+  into.outbox += from.outbox;
+  into.adJobs += from.adJobs;
+  into.fires += from.fires;
+  into.deliveries += from.deliveries;
+}
+
 export function newRepoShared(): RepoShared {
-  return { sites: new Map(), enqueued: { outbox: 0, adJobs: 0, fires: 0, deliveries: 0 }, erasures: { pending: false }, writerCaches: new WriterCaches(), keyChanges: { version: 0 }, eventIds: null };
+  return { sites: new Map(), enqueued: newEnqueued(), erasures: { pending: false }, writerCaches: new WriterCaches(), keyChanges: { version: 0 }, eventIds: null };
 }
 
 /**
@@ -73,9 +97,17 @@ export function newRepoShared(): RepoShared {
  * TriggersRepo, stays per transaction).
  */
 export class Repos {
+  /**
+   * `enqueued`: where this set counts the work rows it writes. The store's counters by default (SQLite: one
+   * writer, so an operation's rows are committed, or visible to the next operation on the same connection,
+   * before any worker reads the counters again). A PostgreSQL transaction counts its own and the writer adds
+   * them to the store's after its COMMIT: counted while it ran, a worker that read the counters and then looked
+   * for rows (on another connection, before that COMMIT) took them as seen, and the commit woke nobody.
+   */
   constructor(
     readonly sql: Sql,
     readonly shared: RepoShared,
+    private readonly enqueued: Enqueued = shared.enqueued,
   ) {}
 
   private _sites?: SitesRepo;
@@ -90,12 +122,12 @@ export class Repos {
 
   private _activity?: ActivityRepo;
   get activity(): ActivityRepo {
-    return (this._activity ??= new ActivityRepo(this.sql, this.shared.enqueued, this.shared.eventIds));
+    return (this._activity ??= new ActivityRepo(this.sql, this.enqueued, this.shared.eventIds));
   }
 
   private _webhooks?: WebhooksRepo;
   get webhooks(): WebhooksRepo {
-    return (this._webhooks ??= new WebhooksRepo(this.sql, this.shared.enqueued, this.shared.writerCaches));
+    return (this._webhooks ??= new WebhooksRepo(this.sql, this.enqueued, this.shared.writerCaches));
   }
 
   private _keys?: KeysRepo;
@@ -140,7 +172,7 @@ export class Repos {
 
   private _adplatforms?: AdPlatformsRepo;
   get adplatforms(): AdPlatformsRepo {
-    return (this._adplatforms ??= new AdPlatformsRepo(this.sql, this.shared.enqueued));
+    return (this._adplatforms ??= new AdPlatformsRepo(this.sql, this.enqueued));
   }
 
   private _copurchase?: CopurchaseRepo;
@@ -185,7 +217,7 @@ export class Repos {
 
   private _triggers?: TriggersRepo;
   get triggers(): TriggersRepo {
-    return (this._triggers ??= new TriggersRepo(this.sql, this.shared.enqueued, this.shared.writerCaches));
+    return (this._triggers ??= new TriggersRepo(this.sql, this.enqueued, this.shared.writerCaches));
   }
 
   private _companies?: CompaniesRepo;

@@ -220,6 +220,48 @@ describe(`webhook lane drain (${PG_BASE_URL !== undefined ? 'PostgreSQL' : 'SQLi
     expect(calls.slice(woken).filter((c) => c.after !== undefined).length).toBeGreaterThan(5);
   });
 
+  // Two write lanes on PostgreSQL: a fan-out commits while another transaction is still open. (SQLite has one
+  // writer: the fan-out would wait behind that transaction, so the race cannot happen there.)
+  it.skipIf(PG_BASE_URL === undefined)('an outbox row whose transaction commits after a fan-out began wakes the dispatcher at its commit, with polling out of reach', async () => {
+    // The lost wake-up behind the multi-instance test that failed CI: the row was counted when its operation
+    // ran, a fan-out on the other lane took that count as seen and found nothing (not yet committed), and the
+    // row's commit then woke nobody.
+    const rx = await receiver(0);
+    const { store, dest } = await setup(rx.url);
+    const d = dispatcher(store);
+    d.start();
+    // The start's cycle is done once it has taken the destination's lane (its lease is the only write it makes).
+    await until('the lane taken', async () => (await store.leases.all()).some((l) => l.lane === `webhook:${dest.id}`));
+    await new Promise((r) => setTimeout(r, 200));
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    let enqueued!: () => void;
+    const inTx = new Promise<void>((r) => (enqueued = r));
+    const held = store.write(async (tx) => {
+      const id = await tx.activity.enqueue(dest.site_id, 'pageview', { n: 1 }, Date.now());
+      enqueued();
+      await gate;
+      return id;
+    });
+    await inTx;
+    // Nothing counts as enqueued until the COMMIT.
+    const countedWhileOpen = store.shared.enqueued.outbox;
+    let commits = 0;
+    store.onCommit(() => commits++);
+    try {
+      d.wake();
+      await until('the fan-out committed on the other lane', () => commits > 0, 10_000);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(rx.ids).toEqual([]);
+    } finally {
+      open();
+    }
+    await held;
+    await until('the row delivered', () => rx.ids.length >= 1, 10_000);
+    expect(rx.ids.length).toBe(1);
+    expect([countedWhileOpen, store.shared.enqueued.outbox]).toEqual([0, 1]);
+  });
+
   it('a failed read of the destinations (the database away) is logged and tried again within a second, whatever the poll interval: nothing crashes, the backlog goes out once it answers', async () => {
     const rx = await receiver(0);
     const { store, dest } = await setup(rx.url);

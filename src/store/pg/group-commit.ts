@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { Repos, type RepoShared, type WriteOp, type WriteOptions } from '../repos.js';
+import { addEnqueued, enqueuedTotal, newEnqueued, Repos, type Enqueued, type RepoShared, type WriteOp, type WriteOptions } from '../repos.js';
 import type { Sql } from '../sql.js';
 import type { WriteRunner } from '../store.js';
 import { PgSql } from './sql.js';
@@ -185,15 +185,15 @@ export class PgWriteRunner implements WriteRunner {
     const ops = this.standalone.splice(0, MAX_GROUP);
     this.scheduleStandalone();
     const started = performance.now();
-    const before = this.enqueuedCount();
+    const enqueued = newEnqueued();
     const batch = new BatchPgSql(this.pool, new PgSql(this.pool));
     const runs = ops.map((op) => {
       const one = oneStatementSql(batch);
-      return { one, done: op.fn(new Repos(one.sql, this.shared)) };
+      return { one, done: op.fn(new Repos(one.sql, this.shared, enqueued)) };
     });
     const settled = await Promise.allSettled(runs.map((r) => r.done));
     const stored = ops.length - settled.filter((r) => r.status === 'rejected').length;
-    if (stored > 0) this.committed(stored, before, batch.stats.statements, started, 'autocommit');
+    if (stored > 0) this.committed(stored, enqueued, batch.stats.statements, started, 'autocommit');
     for (let i = 0; i < ops.length; i++) {
       const op = ops[i]!;
       const r = settled[i]!;
@@ -207,11 +207,11 @@ export class PgWriteRunner implements WriteRunner {
   /** One oneStatement operation on its own (its batched statement failed). */
   private async runStandaloneAlone(op: QueuedOp): Promise<void> {
     const started = performance.now();
-    const before = this.enqueuedCount();
+    const enqueued = newEnqueued();
     const one = oneStatementSql(new PgSql(this.pool));
     try {
-      const value = await op.fn(new Repos(one.sql, this.shared));
-      this.committed(1, before, 1, started, 'autocommit');
+      const value = await op.fn(new Repos(one.sql, this.shared, enqueued));
+      this.committed(1, enqueued, 1, started, 'autocommit');
       op.resolve(value);
     } catch (err) {
       op.reject(err);
@@ -297,14 +297,14 @@ export class PgWriteRunner implements WriteRunner {
       for (const op of group) op.reject(err);
       return true;
     }
-    const before = this.enqueuedCount();
+    const enqueued = newEnqueued();
     const trips = transaction(conn.client);
     const values: unknown[] = new Array(group.length);
     let failed = false;
     let notified = false;
     try {
       const sql = new BatchPgSql(trips.client, new PgSql(trips.client));
-      const tx = new Repos(sql, this.shared);
+      const tx = new Repos(sql, this.shared, enqueued);
       // One chain per key: an operation starts when the one before it of its key has settled. A failure fails the
       // pass (each run notes its own, so no chain rejects); the chain goes on so that every operation settles before
       // the rollback.
@@ -341,7 +341,7 @@ export class PgWriteRunner implements WriteRunner {
       if (failed) {
         if (!conn.broken()) await conn.client.query('ROLLBACK');
       } else {
-        notified = await commit(conn.client, this.carryNotify(before) ? this.workChannel : null);
+        notified = await commit(conn.client, this.carryNotify(enqueued) ? this.workChannel : null);
       }
     } catch (err) {
       if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
@@ -352,7 +352,7 @@ export class PgWriteRunner implements WriteRunner {
     }
     conn.release();
     if (failed) return false;
-    this.committed(group.length, before, trips.count + 2, trips.started, 'set_based', notified);
+    this.committed(group.length, enqueued, trips.count + 2, trips.started, 'set_based', notified);
     for (let i = 0; i < group.length; i++) group[i]!.resolve(values[i]);
     return true;
   }
@@ -371,13 +371,13 @@ export class PgWriteRunner implements WriteRunner {
       for (const op of group) op.reject(err);
       return;
     }
-    const before = this.enqueuedCount();
+    const enqueued = newEnqueued();
     const values: unknown[] = new Array(group.length);
     let failedAt = -1;
     let notified = false;
     const trips = transaction(conn.client);
     try {
-      const tx = new Repos(new PgSql(trips.client), this.shared);
+      const tx = new Repos(new PgSql(trips.client), this.shared, enqueued);
       for (let i = 0; i < group.length; i++) {
         try {
           values[i] = await group[i]!.fn(tx);
@@ -390,7 +390,7 @@ export class PgWriteRunner implements WriteRunner {
       if (failedAt >= 0) {
         if (!conn.broken()) await conn.client.query('ROLLBACK');
       } else {
-        notified = await commit(conn.client, this.carryNotify(before) ? this.workChannel : null);
+        notified = await commit(conn.client, this.carryNotify(enqueued) ? this.workChannel : null);
       }
     } catch (err) {
       if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
@@ -413,7 +413,7 @@ export class PgWriteRunner implements WriteRunner {
       this.queue.unshift(...group.slice(failedAt + 1));
       return;
     }
-    this.committed(group.length, before, trips.count + 2, trips.started, mode, notified);
+    this.committed(group.length, enqueued, trips.count + 2, trips.started, mode, notified);
     for (let i = 0; i < group.length; i++) group[i]!.resolve(values[i]);
   }
 
@@ -421,15 +421,15 @@ export class PgWriteRunner implements WriteRunner {
   private async runAlone<T>(fn: WriteOp<T>, mode: 'in_turn' | 'rerun' = 'in_turn', batched = false): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       const conn = await this.connect();
-      const before = this.enqueuedCount();
+      const enqueued = newEnqueued();
       const trips = transaction(conn.client);
       let value: T;
       let notified: boolean;
       try {
         const plain = new PgSql(trips.client);
-        value = await fn(new Repos(batched ? new BatchPgSql(trips.client, plain) : plain, this.shared));
+        value = await fn(new Repos(batched ? new BatchPgSql(trips.client, plain) : plain, this.shared, enqueued));
         await trips.begun();
-        notified = await commit(conn.client, this.carryNotify(before) ? this.workChannel : null);
+        notified = await commit(conn.client, this.carryNotify(enqueued) ? this.workChannel : null);
       } catch (err) {
         if (!conn.broken()) await conn.client.query('ROLLBACK').catch(() => undefined);
         conn.release();
@@ -437,14 +437,9 @@ export class PgWriteRunner implements WriteRunner {
         throw err;
       }
       conn.release();
-      this.committed(1, before, trips.count + 2, trips.started, mode, notified);
+      this.committed(1, enqueued, trips.count + 2, trips.started, mode, notified);
       return value;
     }
-  }
-
-  private enqueuedCount(): number {
-    const e = this.shared.enqueued;
-    return e.outbox + e.adJobs + e.fires + e.deliveries;
   }
 
   /**
@@ -452,8 +447,8 @@ export class PgWriteRunner implements WriteRunner {
    * enqueued work and no NOTIFY went out in the last NOTIFY_GAP_MS. It then also stands for a NOTIFY
    * waiting on the timer (notifyOthers): that group committed before this one.
    */
-  private carryNotify(enqueuedBefore: number): boolean {
-    if (this.enqueuedCount() === enqueuedBefore) return false;
+  private carryNotify(enqueued: Enqueued): boolean {
+    if (enqueuedTotal(enqueued) === 0) return false;
     const now = performance.now();
     if (now - this.lastNotifyAt < NOTIFY_GAP_MS) return false;
     this.lastNotifyAt = now;
@@ -471,7 +466,7 @@ export class PgWriteRunner implements WriteRunner {
    */
   private committed(
     ops: number,
-    enqueuedBefore: number,
+    enqueued: Enqueued,
     roundTrips: number,
     started: number,
     mode: NonNullable<GroupCommitInfo['mode']>,
@@ -480,8 +475,10 @@ export class PgWriteRunner implements WriteRunner {
     this.counters.batches++;
     this.counters.ops += ops;
     this.groupCommits.emit({ backend: 'pg', operations: ops, roundTrips, durationMs: performance.now() - started, mode });
+    // The work rows count once committed (see Repos): the workers' listeners then see them.
+    addEnqueued(this.shared.enqueued, enqueued);
     for (const l of this.listeners) l();
-    if (!notified && this.enqueuedCount() !== enqueuedBefore) this.notifyOthers();
+    if (!notified && enqueuedTotal(enqueued) > 0) this.notifyOthers();
   }
 
   /**
