@@ -411,8 +411,12 @@ export class WebhookDispatcher {
         if (!this.mayStart(lane)) return;
       }
       if (lane.queue.length === 0) {
+        // A pump that finds a refill under way leaves the work to it (refill answers false). So when this refill
+        // comes back empty and a read from the beginning was asked for while it ran (new work committed after its
+        // read began), this pump reads again: else that work waited for a delivery in flight to end, or a poll.
+        const restarts = lane.restarts;
         if (!lane.mayHaveMore || !(await this.refill(lane))) return;
-        if (lane.queue.length === 0) return;
+        if (lane.queue.length === 0 && lane.restarts === restarts) return;
         continue;
       }
       if (lane.queue.length <= this.opts.concurrency && lane.mayHaveMore && !lane.refilling) this.prefetch(lane);
@@ -437,8 +441,10 @@ export class WebhookDispatcher {
   /** Loads the lane's next rows in the background; the lane is pumped again once they are in. */
   private prefetch(lane: Lane): void {
     this.counters.prefetched++;
+    const restarts = lane.restarts;
     void this.refill(lane).then((loaded) => {
-      if (loaded && lane.queue.length > 0) void this.pump(lane);
+      // Rows came, or a read from the beginning was asked for while this one ran (see pump).
+      if (loaded && (lane.queue.length > 0 || lane.restarts !== restarts)) void this.pump(lane);
     });
   }
 

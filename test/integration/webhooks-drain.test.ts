@@ -220,6 +220,55 @@ describe(`webhook lane drain (${PG_BASE_URL !== undefined ? 'PostgreSQL' : 'SQLi
     expect(calls.slice(woken).filter((c) => c.after !== undefined).length).toBeGreaterThan(5);
   });
 
+  it('new work announced while a lane with a free slot reads an empty queue is sent at once, not after the exchange in flight ends', async () => {
+    // The receiver holds the first request open until a second one arrives. The sender gives an exchange 5 s:
+    // a second request that only follows the first's end comes after the sender has cut the first off.
+    const ids: string[] = [];
+    let releaseFirst: (() => void) | null = null;
+    let firstOpen = false;
+    let firstOpenAtSecond: boolean | null = null;
+    const server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        ids.push(String(req.headers['x-svc-delivery']));
+        if (ids.length === 1) {
+          firstOpen = true;
+          res.on('close', () => (firstOpen = false));
+          releaseFirst = () => res.writeHead(200).end('ok');
+        } else {
+          firstOpenAtSecond ??= firstOpen;
+          if (firstOpen) releaseFirst?.();
+          res.writeHead(200).end('ok');
+        }
+      });
+    });
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { store, dest } = await setup(`http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`);
+    const first = await backlog(store, dest, 1, Date.now() - 1_000);
+    const d = dispatcher(store);
+    let late: string[] | null = null;
+    const due = store.webhooks.due;
+    store.webhooks.due = async (destinationId, now, limit, after) => {
+      const rows = await due(destinationId, now, limit, after);
+      if (limit > 1 && ids.length === 1 && late === null) {
+        // The first delivery is in flight and this read found nothing new: a delivery commits and the dispatcher
+        // is woken (as a fan-out does) before this read's answer reaches the lane.
+        late = await backlog(store, dest, 1, Date.now() - 1_000);
+        d.wake();
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      return rows;
+    };
+    d.start();
+    await until('the first delivery in flight', () => ids.length === 1, 10_000);
+    // A wake-up while it is held: the lane (one slot of four busy) reads its queue again.
+    d.wake();
+    await until('both deliveries sent', () => ids.length >= 2, 20_000);
+    expect(firstOpenAtSecond).toBe(true);
+    expect(ids).toEqual([...first, ...late!]);
+  });
+
   // Two write lanes on PostgreSQL: a fan-out commits while another transaction is still open. (SQLite has one
   // writer: the fan-out would wait behind that transaction, so the race cannot happen there.)
   it.skipIf(PG_BASE_URL === undefined)('an outbox row whose transaction commits after a fan-out began wakes the dispatcher at its commit, with polling out of reach', async () => {
