@@ -411,12 +411,7 @@ export class WebhookDispatcher {
         if (!this.mayStart(lane)) return;
       }
       if (lane.queue.length === 0) {
-        // A pump that finds a refill under way leaves the work to it (refill answers false). So when this refill
-        // comes back empty and a read from the beginning was asked for while it ran (new work committed after its
-        // read began), this pump reads again: else that work waited for a delivery in flight to end, or a poll.
-        const restarts = lane.restarts;
         if (!lane.mayHaveMore || !(await this.refill(lane))) return;
-        if (lane.queue.length === 0 && lane.restarts === restarts) return;
         continue;
       }
       if (lane.queue.length <= this.opts.concurrency && lane.mayHaveMore && !lane.refilling) this.prefetch(lane);
@@ -441,17 +436,18 @@ export class WebhookDispatcher {
   /** Loads the lane's next rows in the background; the lane is pumped again once they are in. */
   private prefetch(lane: Lane): void {
     this.counters.prefetched++;
-    const restarts = lane.restarts;
-    void this.refill(lane).then((loaded) => {
-      // Rows came, or a read from the beginning was asked for while this one ran (see pump).
-      if (loaded && (lane.queue.length > 0 || lane.restarts !== restarts)) void this.pump(lane);
+    void this.refill(lane).then((again) => {
+      if (again) void this.pump(lane);
     });
   }
 
   /**
    * Loads due deliveries that are neither buffered nor in flight into the lane's queue:
    * the page after the cursor while a drain goes on, else from the start of the due order
-   * (skipping the ids the lane knows). One refill per lane at a time.
+   * (skipping the ids the lane knows). One refill per lane at a time. Resolves whether the lane
+   * should look again: rows were queued, or a read from the beginning was asked for while this one
+   * ran (new work committed after its read began). A pump that finds a refill under way leaves the
+   * work to it, so that work would otherwise wait for a delivery in flight to end, or for a poll.
    */
   private async refill(lane: Lane): Promise<boolean> {
     if (lane.refilling) return false;
@@ -489,12 +485,14 @@ export class WebhookDispatcher {
       const last = rows[rows.length - 1];
       lane.cursor = rows.length >= limit && last && lane.restarts === restarts ? { at: last.next_attempt_at, id: last.id } : null;
       lane.mayHaveMore = lane.cursor !== null || after !== null || lane.restarts !== restarts || rows.length >= limit;
+      let queued = 0;
       for (const r of rows) {
         if (released.has(r.id) || lane.known.has(r.id)) continue;
         lane.known.add(r.id);
         lane.queue.push(r);
+        queued++;
       }
-      return true;
+      return queued > 0 || lane.restarts !== restarts;
     } catch (err) {
       if (this.running) this.opts.logger.warn({ err: (err as Error).message }, 'could not load due deliveries');
       return false;
